@@ -1,0 +1,31 @@
+//! The typed layer: tables and columns declared once, expressions whose kinds and tables are checked by the
+//! compiler, and builders that produce the plain [`crate::ast`].
+//!
+//! Two guarantees, each pinned by a compile-fail test:
+//! - an expression of one kind is compared with, assigned or inserted as a value of the same kind only
+//!   (`users::age.eq("x")` does not compile when `age` is an `i32`);
+//! - a query uses columns of the tables in its FROM and JOIN clauses only (a filter on `orders::id` in a query
+//!   over `users` does not compile).
+//!
+//! The second works with type-level lists: every expression carries the list of tables it reads
+//! (`Sources`), every query the list of tables it has (`QS`), and [`AllIn`] proves the first is contained in
+//! the second — the index `I` is found by the compiler, never written by the user.
+
+mod expr;
+mod insert;
+mod select;
+mod sources;
+mod table;
+mod write;
+
+#[doc(hidden)]
+pub use expr::{NumericRhs, __column_arith};
+pub use expr::{
+    AsExpr, AsValue, BoolMethods, ExprMethods, Expression, Ordering, SqlExpr, avg, coalesce, count,
+    count_distinct, count_star, exists, length, lower, max, min, not_exists, sum, upper,
+};
+pub use insert::{ColumnList, InsertQuery, RowValues, insert_into};
+pub use select::{AliasMethods, Aliased, SelectList, SelectQuery, Subquery};
+pub use sources::{AllIn, Concat, HasTable, Here, There};
+pub use table::{Column, Entity, Table, TableMethods};
+pub use write::{DeleteQuery, UpdateQuery, delete_from, update};

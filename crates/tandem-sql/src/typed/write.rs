@@ -1,0 +1,114 @@
+//! Typed UPDATE and DELETE: one table, assignments of matching kinds, filters over that table.
+
+use std::marker::PhantomData;
+
+use super::expr::{AsExpr, Expression};
+use super::sources::AllIn;
+use super::table::{Column, Table};
+use crate::ast;
+use crate::dialect::Dialect;
+use crate::error::Result;
+use crate::kind;
+use crate::render::{Render, Rendered};
+
+/// `UPDATE table …`
+pub fn update<T: Table>(_table: T) -> UpdateQuery<T> {
+    UpdateQuery {
+        ast: ast::Update {
+            table: T::NAME,
+            set: Vec::new(),
+            filter: None,
+        },
+        _table: PhantomData,
+    }
+}
+
+/// `DELETE FROM table …`
+pub fn delete_from<T: Table>(_table: T) -> DeleteQuery<T> {
+    DeleteQuery {
+        ast: ast::Delete {
+            table: T::NAME,
+            filter: None,
+        },
+        _table: PhantomData,
+    }
+}
+
+/// An UPDATE under construction.
+#[derive(Debug, Clone)]
+pub struct UpdateQuery<T> {
+    ast: ast::Update,
+    _table: PhantomData<fn() -> T>,
+}
+
+impl<T: Table> UpdateQuery<T> {
+    /// `SET column = value`, where the value is of the column's kind and reads only this table.
+    pub fn set<C, V, I>(mut self, _column: C, value: V) -> Self
+    where
+        C: Column<Table = T>,
+        V: AsExpr<C::Kind>,
+        V::Sources: AllIn<(T, ()), I>,
+    {
+        self.ast.set.push((C::NAME, value.into_expr()));
+        self
+    }
+
+    /// `WHERE cond`; called again, joined with AND. Without a filter every row is updated.
+    pub fn filter<E, I>(mut self, cond: E) -> Self
+    where
+        E: Expression<Kind = kind::Bool>,
+        E::Sources: AllIn<(T, ()), I>,
+    {
+        let cond = cond.into_ast();
+        self.ast.filter = Some(match self.ast.filter.take() {
+            Some(f) => f.and(cond),
+            None => cond,
+        });
+        self
+    }
+
+    /// The untyped statement.
+    pub fn into_ast(self) -> ast::Update {
+        self.ast
+    }
+}
+
+impl<T> Render for UpdateQuery<T> {
+    fn render(&self, dialect: Dialect) -> Result<Rendered> {
+        self.ast.render(dialect)
+    }
+}
+
+/// A DELETE under construction.
+#[derive(Debug, Clone)]
+pub struct DeleteQuery<T> {
+    ast: ast::Delete,
+    _table: PhantomData<fn() -> T>,
+}
+
+impl<T: Table> DeleteQuery<T> {
+    /// `WHERE cond`; called again, joined with AND. Without a filter every row is deleted.
+    pub fn filter<E, I>(mut self, cond: E) -> Self
+    where
+        E: Expression<Kind = kind::Bool>,
+        E::Sources: AllIn<(T, ()), I>,
+    {
+        let cond = cond.into_ast();
+        self.ast.filter = Some(match self.ast.filter.take() {
+            Some(f) => f.and(cond),
+            None => cond,
+        });
+        self
+    }
+
+    /// The untyped statement.
+    pub fn into_ast(self) -> ast::Delete {
+        self.ast
+    }
+}
+
+impl<T> Render for DeleteQuery<T> {
+    fn render(&self, dialect: Dialect) -> Result<Rendered> {
+        self.ast.render(dialect)
+    }
+}

@@ -1,0 +1,555 @@
+//! Bound parameter values, the SQL column types they belong to, and conversion to and from Rust types.
+//!
+//! A [`Value`] is what travels next to the SQL text: statements never splice values into their text. NULL is
+//! typed ([`Value::Null`] carries the [`SqlType`]) because PostgreSQL wants a type for every parameter.
+
+use std::fmt;
+
+use crate::error::ValueError;
+use crate::kind;
+
+/// The SQL types a column can be declared with; each dialect names them in its own way.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum SqlType {
+    /// `BOOLEAN` (an integer 0/1 on SQLite and MySQL).
+    Bool,
+    /// 16-bit integer.
+    SmallInt,
+    /// 32-bit integer.
+    Int,
+    /// 64-bit integer.
+    BigInt,
+    /// 32-bit float.
+    Real,
+    /// 64-bit float.
+    Double,
+    /// Unbounded text (not indexable on MySQL: use `VarChar` for keys).
+    Text,
+    /// Text of at most this many characters.
+    VarChar(u32),
+    /// Bytes.
+    Blob,
+    /// Calendar date.
+    Date,
+    /// Time of day.
+    Time,
+    /// Date and time without time zone.
+    Timestamp,
+    /// Instant in time (stored as UTC).
+    TimestampTz,
+    /// UUID.
+    Uuid,
+}
+
+impl SqlType {
+    /// The family this type belongs to: values of one family are interchangeable in comparisons (all integers
+    /// are, all floats are, all text is).
+    pub fn family(self) -> &'static str {
+        match self {
+            SqlType::Bool => "boolean",
+            SqlType::SmallInt | SqlType::Int | SqlType::BigInt => "integer",
+            SqlType::Real | SqlType::Double => "float",
+            SqlType::Text | SqlType::VarChar(_) => "text",
+            SqlType::Blob => "bytes",
+            SqlType::Date => "date",
+            SqlType::Time => "time",
+            SqlType::Timestamp => "timestamp",
+            SqlType::TimestampTz => "timestamptz",
+            SqlType::Uuid => "uuid",
+        }
+    }
+
+    /// Whether a value of this run-time kind may be stored in a column of this type.
+    pub fn accepts(self, value: &Value) -> bool {
+        match value {
+            Value::Null(_) => true,
+            // Integers widen into floats; everything else must match its family.
+            Value::I16(_) | Value::I32(_) | Value::I64(_) => {
+                matches!(self.family(), "integer" | "float")
+            }
+            other => other.sql_type().family() == self.family(),
+        }
+    }
+}
+
+impl fmt::Display for SqlType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SqlType::VarChar(n) => write!(f, "varchar({n})"),
+            other => f.write_str(other.family_name()),
+        }
+    }
+}
+
+impl SqlType {
+    fn family_name(self) -> &'static str {
+        match self {
+            SqlType::Bool => "bool",
+            SqlType::SmallInt => "smallint",
+            SqlType::Int => "int",
+            SqlType::BigInt => "bigint",
+            SqlType::Real => "real",
+            SqlType::Double => "double",
+            SqlType::Text => "text",
+            SqlType::VarChar(_) => "varchar",
+            SqlType::Blob => "blob",
+            SqlType::Date => "date",
+            SqlType::Time => "time",
+            SqlType::Timestamp => "timestamp",
+            SqlType::TimestampTz => "timestamptz",
+            SqlType::Uuid => "uuid",
+        }
+    }
+}
+
+/// A bound parameter or a decoded cell.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum Value {
+    /// NULL of a given type.
+    Null(SqlType),
+    /// Boolean.
+    Bool(bool),
+    /// 16-bit integer.
+    I16(i16),
+    /// 32-bit integer.
+    I32(i32),
+    /// 64-bit integer.
+    I64(i64),
+    /// 32-bit float.
+    F32(f32),
+    /// 64-bit float.
+    F64(f64),
+    /// Text.
+    Text(String),
+    /// Bytes.
+    Bytes(Vec<u8>),
+    /// Calendar date.
+    #[cfg(feature = "chrono")]
+    Date(chrono::NaiveDate),
+    /// Time of day.
+    #[cfg(feature = "chrono")]
+    Time(chrono::NaiveTime),
+    /// Date and time without zone.
+    #[cfg(feature = "chrono")]
+    Timestamp(chrono::NaiveDateTime),
+    /// Instant, UTC.
+    #[cfg(feature = "chrono")]
+    TimestampTz(chrono::DateTime<chrono::Utc>),
+    /// UUID.
+    #[cfg(feature = "uuid")]
+    Uuid(uuid::Uuid),
+}
+
+impl Value {
+    /// The SQL type this value binds as.
+    pub fn sql_type(&self) -> SqlType {
+        match self {
+            Value::Null(t) => *t,
+            Value::Bool(_) => SqlType::Bool,
+            Value::I16(_) => SqlType::SmallInt,
+            Value::I32(_) => SqlType::Int,
+            Value::I64(_) => SqlType::BigInt,
+            Value::F32(_) => SqlType::Real,
+            Value::F64(_) => SqlType::Double,
+            Value::Text(_) => SqlType::Text,
+            Value::Bytes(_) => SqlType::Blob,
+            #[cfg(feature = "chrono")]
+            Value::Date(_) => SqlType::Date,
+            #[cfg(feature = "chrono")]
+            Value::Time(_) => SqlType::Time,
+            #[cfg(feature = "chrono")]
+            Value::Timestamp(_) => SqlType::Timestamp,
+            #[cfg(feature = "chrono")]
+            Value::TimestampTz(_) => SqlType::TimestampTz,
+            #[cfg(feature = "uuid")]
+            Value::Uuid(_) => SqlType::Uuid,
+        }
+    }
+
+    /// A short name of what kind of value this is, for error messages.
+    pub fn kind_name(&self) -> &'static str {
+        match self {
+            Value::Null(_) => "NULL",
+            other => other.sql_type().family_name(),
+        }
+    }
+
+    /// Whether this is a NULL.
+    pub fn is_null(&self) -> bool {
+        matches!(self, Value::Null(_))
+    }
+
+    /// The value as an `i64`, if it is any integer (or a boolean).
+    pub fn as_i64(&self) -> Option<i64> {
+        match *self {
+            Value::I16(v) => Some(v.into()),
+            Value::I32(v) => Some(v.into()),
+            Value::I64(v) => Some(v),
+            Value::Bool(v) => Some(v.into()),
+            _ => None,
+        }
+    }
+}
+
+/// A Rust type that is stored in one SQL column: how it binds and how it decodes.
+///
+/// Decoding is lenient where engines differ but meaning does not: an `i64` decodes from any integer that fits,
+/// a `bool` from the 0/1 integers SQLite and MySQL return, an `f64` from any number.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be stored in an SQL column",
+    label = "tandem-sql has no column mapping for this type",
+    note = "supported: bool, i16, i32, i64, f32, f64, String, Vec<u8>, Option<T> of those, and chrono/uuid types behind features"
+)]
+pub trait SqlValue: Sized {
+    /// The SQL kind marker the typed layer checks comparisons against.
+    type Kind: kind::Kind;
+    /// The column type a table declaration uses for this Rust type.
+    const SQL_TYPE: SqlType;
+    /// Whether the column may hold NULL (true only for `Option<T>`).
+    const NULLABLE: bool = false;
+    /// Converts into a bound value.
+    fn into_value(self) -> Value;
+    /// Converts a decoded cell back.
+    fn from_value(value: Value) -> Result<Self, ValueError>;
+}
+
+fn wrong(expected: &'static str, found: &Value) -> ValueError {
+    if found.is_null() {
+        ValueError::UnexpectedNull
+    } else {
+        ValueError::WrongType {
+            expected,
+            found: found.kind_name(),
+        }
+    }
+}
+
+macro_rules! integer_value {
+    ($t:ty, $variant:ident, $kind:ident, $sql:ident, $name:literal) => {
+        impl SqlValue for $t {
+            type Kind = kind::$kind;
+            const SQL_TYPE: SqlType = SqlType::$sql;
+            fn into_value(self) -> Value {
+                Value::$variant(self)
+            }
+            fn from_value(value: Value) -> Result<Self, ValueError> {
+                let wide = value.as_i64().ok_or_else(|| wrong($name, &value))?;
+                <$t>::try_from(wide).map_err(|_| ValueError::OutOfRange {
+                    value: wide.to_string(),
+                    target: $name,
+                })
+            }
+        }
+        impl From<$t> for Value {
+            fn from(v: $t) -> Value {
+                Value::$variant(v)
+            }
+        }
+    };
+}
+
+integer_value!(i16, I16, SmallInt, SmallInt, "i16");
+integer_value!(i32, I32, Int, Int, "i32");
+integer_value!(i64, I64, BigInt, BigInt, "i64");
+
+impl SqlValue for bool {
+    type Kind = kind::Bool;
+    const SQL_TYPE: SqlType = SqlType::Bool;
+    fn into_value(self) -> Value {
+        Value::Bool(self)
+    }
+    fn from_value(value: Value) -> Result<Self, ValueError> {
+        match value {
+            Value::Bool(b) => Ok(b),
+            ref v => match v.as_i64() {
+                Some(0) => Ok(false),
+                Some(1) => Ok(true),
+                Some(other) => Err(ValueError::OutOfRange {
+                    value: other.to_string(),
+                    target: "bool",
+                }),
+                None => Err(wrong("bool", v)),
+            },
+        }
+    }
+}
+
+impl SqlValue for f64 {
+    type Kind = kind::Double;
+    const SQL_TYPE: SqlType = SqlType::Double;
+    fn into_value(self) -> Value {
+        Value::F64(self)
+    }
+    fn from_value(value: Value) -> Result<Self, ValueError> {
+        match value {
+            Value::F64(v) => Ok(v),
+            Value::F32(v) => Ok(v.into()),
+            // Integers read back from SQLite's REAL affinity or an AVG over integers.
+            ref v => v.as_i64().map(|i| i as f64).ok_or_else(|| wrong("f64", v)),
+        }
+    }
+}
+
+impl SqlValue for f32 {
+    type Kind = kind::Real;
+    const SQL_TYPE: SqlType = SqlType::Real;
+    fn into_value(self) -> Value {
+        Value::F32(self)
+    }
+    fn from_value(value: Value) -> Result<Self, ValueError> {
+        match value {
+            Value::F32(v) => Ok(v),
+            // SQLite and some drivers widen REAL to double on the way out.
+            Value::F64(v) => Ok(v as f32),
+            ref v => v.as_i64().map(|i| i as f32).ok_or_else(|| wrong("f32", v)),
+        }
+    }
+}
+
+impl SqlValue for String {
+    type Kind = kind::Text;
+    const SQL_TYPE: SqlType = SqlType::Text;
+    fn into_value(self) -> Value {
+        Value::Text(self)
+    }
+    fn from_value(value: Value) -> Result<Self, ValueError> {
+        match value {
+            Value::Text(s) => Ok(s),
+            ref v => Err(wrong("String", v)),
+        }
+    }
+}
+
+impl SqlValue for Vec<u8> {
+    type Kind = kind::Blob;
+    const SQL_TYPE: SqlType = SqlType::Blob;
+    fn into_value(self) -> Value {
+        Value::Bytes(self)
+    }
+    fn from_value(value: Value) -> Result<Self, ValueError> {
+        match value {
+            Value::Bytes(b) => Ok(b),
+            ref v => Err(wrong("Vec<u8>", v)),
+        }
+    }
+}
+
+impl<T: SqlValue> SqlValue for Option<T> {
+    type Kind = T::Kind;
+    const SQL_TYPE: SqlType = T::SQL_TYPE;
+    const NULLABLE: bool = true;
+    fn into_value(self) -> Value {
+        match self {
+            Some(v) => v.into_value(),
+            None => Value::Null(T::SQL_TYPE),
+        }
+    }
+    fn from_value(value: Value) -> Result<Self, ValueError> {
+        match value {
+            Value::Null(_) => Ok(None),
+            v => T::from_value(v).map(Some),
+        }
+    }
+}
+
+impl From<bool> for Value {
+    fn from(v: bool) -> Value {
+        Value::Bool(v)
+    }
+}
+impl From<f32> for Value {
+    fn from(v: f32) -> Value {
+        Value::F32(v)
+    }
+}
+impl From<f64> for Value {
+    fn from(v: f64) -> Value {
+        Value::F64(v)
+    }
+}
+impl From<String> for Value {
+    fn from(v: String) -> Value {
+        Value::Text(v)
+    }
+}
+impl From<&str> for Value {
+    fn from(v: &str) -> Value {
+        Value::Text(v.to_owned())
+    }
+}
+impl From<Vec<u8>> for Value {
+    fn from(v: Vec<u8>) -> Value {
+        Value::Bytes(v)
+    }
+}
+impl From<&[u8]> for Value {
+    fn from(v: &[u8]) -> Value {
+        Value::Bytes(v.to_vec())
+    }
+}
+impl<T: SqlValue> From<Option<T>> for Value {
+    fn from(v: Option<T>) -> Value {
+        v.into_value()
+    }
+}
+
+#[cfg(feature = "chrono")]
+mod chrono_values {
+    use super::*;
+    use chrono::{DateTime, NaiveDate, NaiveDateTime, NaiveTime, Utc};
+
+    fn parse<T: std::str::FromStr>(text: String, target: &'static str) -> Result<T, ValueError> {
+        text.parse().map_err(|_| ValueError::Parse { text, target })
+    }
+
+    impl SqlValue for NaiveDate {
+        type Kind = kind::Date;
+        const SQL_TYPE: SqlType = SqlType::Date;
+        fn into_value(self) -> Value {
+            Value::Date(self)
+        }
+        fn from_value(value: Value) -> Result<Self, ValueError> {
+            match value {
+                Value::Date(d) => Ok(d),
+                // SQLite keeps dates as ISO-8601 text.
+                Value::Text(s) => parse(s, "NaiveDate"),
+                ref v => Err(wrong("NaiveDate", v)),
+            }
+        }
+    }
+
+    impl SqlValue for NaiveTime {
+        type Kind = kind::Time;
+        const SQL_TYPE: SqlType = SqlType::Time;
+        fn into_value(self) -> Value {
+            Value::Time(self)
+        }
+        fn from_value(value: Value) -> Result<Self, ValueError> {
+            match value {
+                Value::Time(t) => Ok(t),
+                Value::Text(s) => parse(s, "NaiveTime"),
+                ref v => Err(wrong("NaiveTime", v)),
+            }
+        }
+    }
+
+    impl SqlValue for NaiveDateTime {
+        type Kind = kind::Timestamp;
+        const SQL_TYPE: SqlType = SqlType::Timestamp;
+        fn into_value(self) -> Value {
+            Value::Timestamp(self)
+        }
+        fn from_value(value: Value) -> Result<Self, ValueError> {
+            match value {
+                Value::Timestamp(t) => Ok(t),
+                Value::Text(s) => {
+                    // SQLite text uses a space or a `T` between date and time.
+                    let normalized = s.replacen(' ', "T", 1);
+                    normalized.parse().map_err(|_| ValueError::Parse {
+                        text: s,
+                        target: "NaiveDateTime",
+                    })
+                }
+                ref v => Err(wrong("NaiveDateTime", v)),
+            }
+        }
+    }
+
+    impl SqlValue for DateTime<Utc> {
+        type Kind = kind::TimestampTz;
+        const SQL_TYPE: SqlType = SqlType::TimestampTz;
+        fn into_value(self) -> Value {
+            Value::TimestampTz(self)
+        }
+        fn from_value(value: Value) -> Result<Self, ValueError> {
+            match value {
+                Value::TimestampTz(t) => Ok(t),
+                // MySQL DATETIME has no zone: tandem stores UTC there.
+                Value::Timestamp(t) => Ok(t.and_utc()),
+                Value::Text(s) => parse(s, "DateTime<Utc>"),
+                ref v => Err(wrong("DateTime<Utc>", v)),
+            }
+        }
+    }
+
+    macro_rules! from_chrono {
+        ($($t:ty => $v:ident),*) => {$(
+            impl From<$t> for Value {
+                fn from(v: $t) -> Value {
+                    Value::$v(v)
+                }
+            }
+        )*};
+    }
+    from_chrono!(NaiveDate => Date, NaiveTime => Time, NaiveDateTime => Timestamp, DateTime<Utc> => TimestampTz);
+}
+
+#[cfg(feature = "uuid")]
+mod uuid_values {
+    use super::*;
+
+    impl SqlValue for uuid::Uuid {
+        type Kind = kind::Uuid;
+        const SQL_TYPE: SqlType = SqlType::Uuid;
+        fn into_value(self) -> Value {
+            Value::Uuid(self)
+        }
+        fn from_value(value: Value) -> Result<Self, ValueError> {
+            match value {
+                Value::Uuid(u) => Ok(u),
+                // SQLite and MySQL keep UUIDs as 16 bytes.
+                Value::Bytes(b) => uuid::Uuid::from_slice(&b).map_err(|_| ValueError::Parse {
+                    text: format!("{b:?}"),
+                    target: "Uuid",
+                }),
+                Value::Text(s) => s.parse().map_err(|_| ValueError::Parse {
+                    text: s,
+                    target: "Uuid",
+                }),
+                ref v => Err(wrong("Uuid", v)),
+            }
+        }
+    }
+
+    impl From<uuid::Uuid> for Value {
+        fn from(v: uuid::Uuid) -> Value {
+            Value::Uuid(v)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every Rust type round-trips through `Value`, and lenient decoding accepts only what keeps the meaning.
+    #[test]
+    fn conversions() {
+        assert_eq!(i64::from_value(Value::I32(7)), Ok(7));
+        assert_eq!(
+            i16::from_value(Value::I64(70_000)),
+            Err(ValueError::OutOfRange {
+                value: "70000".into(),
+                target: "i16"
+            })
+        );
+        assert_eq!(bool::from_value(Value::I64(1)), Ok(true));
+        assert!(bool::from_value(Value::I64(2)).is_err());
+        assert_eq!(
+            String::from_value(Value::Null(SqlType::Text)),
+            Err(ValueError::UnexpectedNull)
+        );
+        assert_eq!(Option::<String>::from_value(Value::Null(SqlType::Text)), Ok(None));
+        assert_eq!(None::<i32>.into_value(), Value::Null(SqlType::Int));
+        assert!(matches!(
+            i32::from_value(Value::Text("1".into())),
+            Err(ValueError::WrongType { .. })
+        ));
+        assert_eq!(f64::from_value(Value::I64(3)), Ok(3.0));
+        assert!(SqlType::Int.accepts(&Value::I64(1)));
+        assert!(!SqlType::Int.accepts(&Value::Text("1".into())));
+        assert!(SqlType::VarChar(3).accepts(&Value::Text("abc".into())));
+    }
+}
