@@ -1,0 +1,37 @@
+# tandem's commands. `just` lists them; `just ci` is the full check CI runs.
+
+set shell := ["bash", "-euo", "pipefail", "-c"]
+
+# List the recipes.
+default:
+    @just --list
+
+# The main job: until the benchmark lands, a tour printing SQL and parameters for every dialect.
+tour:
+    cargo run --example tour
+
+# Every test of the workspace (property, differential and compile-fail tests included).
+test:
+    cargo test
+
+# Formatting and clippy, warnings denied.
+lint:
+    cargo fmt --all -- --check
+    cargo clippy --workspace --all-targets -- -D warnings
+
+# tandem-sql must build for the browser.
+wasm:
+    cargo build -p tandem-sql --target wasm32-unknown-unknown
+    cargo build -p tandem-sql --target wasm32-unknown-unknown --features chrono,uuid
+
+# API docs, warnings denied.
+doc:
+    RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps
+
+# criterion micro benchmarks (render, bind).
+bench:
+    cargo bench --bench render
+
+# The full check: tests, lints, the wasm build, docs and the tour.
+ci: test lint wasm doc
+    cargo run --example tour > /dev/null
