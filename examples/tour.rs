@@ -38,7 +38,13 @@ fn show(title: &str, stmt: &dyn Render) {
     println!("── {title}");
     for dialect in Dialect::ALL {
         match stmt.render(dialect) {
-            Ok(r) => println!("  {:<10} {}\n  {:<10} {:?}", dialect.name(), r.sql, "", r.params),
+            Ok(r) => println!(
+                "  {:<10} {}\n  {:<10} {:?}",
+                dialect.name(),
+                r.sql,
+                "",
+                r.params
+            ),
             Err(e) => println!("  {:<10} error: {e}", dialect.name()),
         }
     }
@@ -48,7 +54,10 @@ fn main() {
     let create = users::table.create_table();
     println!("── create table users");
     for dialect in Dialect::ALL {
-        for r in create.render_all(dialect).expect("the example schema is valid") {
+        for r in create
+            .render_all(dialect)
+            .expect("the example schema is valid")
+        {
             println!("  {:<10} {}", dialect.name(), r.sql);
         }
     }

@@ -82,7 +82,9 @@ fn parse_table_attrs(input: &DeriveInput) -> syn::Result<TableAttrs> {
                 })?;
                 attrs.indexes.push((unique, cols));
             } else {
-                return Err(meta.error("unknown table option (name, module, crate, index, unique_index)"));
+                return Err(
+                    meta.error("unknown table option (name, module, crate, index, unique_index)")
+                );
             }
             Ok(())
         })?;
@@ -155,23 +157,42 @@ fn expand(input: DeriveInput) -> syn::Result<Tokens> {
     let attrs = parse_table_attrs(&input)?;
     let krate = &attrs.krate;
     let Some(table_name) = attrs.name.clone() else {
-        return Err(syn::Error::new(Span::call_site(), "#[derive(Table)] needs #[table(name = \"...\")]"));
+        return Err(syn::Error::new(
+            Span::call_site(),
+            "#[derive(Table)] needs #[table(name = \"...\")]",
+        ));
     };
     let module = match &attrs.module {
         Some(m) => m.clone(),
-        None => table_name
-            .parse::<Ident>()
-            .map_err(|_| syn::Error::new_spanned(&table_name, "this name is not a Rust identifier: add module = \"...\""))?,
+        None => table_name.parse::<Ident>().map_err(|_| {
+            syn::Error::new_spanned(
+                &table_name,
+                "this name is not a Rust identifier: add module = \"...\"",
+            )
+        })?,
     };
     let Data::Struct(data) = &input.data else {
-        return Err(syn::Error::new_spanned(&input.ident, "#[derive(Table)] works on structs with named fields"));
+        return Err(syn::Error::new_spanned(
+            &input.ident,
+            "#[derive(Table)] works on structs with named fields",
+        ));
     };
     let Fields::Named(fields) = &data.fields else {
-        return Err(syn::Error::new_spanned(&input.ident, "#[derive(Table)] works on structs with named fields"));
+        return Err(syn::Error::new_spanned(
+            &input.ident,
+            "#[derive(Table)] works on structs with named fields",
+        ));
     };
-    let columns = fields.named.iter().map(parse_column).collect::<syn::Result<Vec<_>>>()?;
+    let columns = fields
+        .named
+        .iter()
+        .map(parse_column)
+        .collect::<syn::Result<Vec<_>>>()?;
     if columns.is_empty() {
-        return Err(syn::Error::new_spanned(&input.ident, "a table needs at least one column"));
+        return Err(syn::Error::new_spanned(
+            &input.ident,
+            "a table needs at least one column",
+        ));
     }
     for c in &columns {
         if c.field.unraw() == "table" {
@@ -261,8 +282,14 @@ fn expand(input: DeriveInput) -> syn::Result<Tokens> {
     }
 
     let entity = entity_impl(krate, strukt, &module, &columns)?;
-    let table_doc = format!("The `{}` table, declared by [`{strukt}`](super::{strukt}).", table_name.value());
-    let module_doc = format!("Table `{}`: its marker and one marker per column.", table_name.value());
+    let table_doc = format!(
+        "The `{}` table, declared by [`{strukt}`](super::{strukt}).",
+        table_name.value()
+    );
+    let module_doc = format!(
+        "Table `{}`: its marker and one marker per column.",
+        table_name.value()
+    );
 
     Ok(quote! {
         #[doc = #module_doc]
@@ -297,7 +324,9 @@ fn expand(input: DeriveInput) -> syn::Result<Tokens> {
 
 /// A compile-time check that `name` is a valid SQL identifier.
 fn ident_check(krate: &Path, name: &str, span: Span) -> Tokens {
-    let msg = format!("invalid SQL identifier {name:?} (empty, longer than 63 bytes, a control character or a trailing space)");
+    let msg = format!(
+        "invalid SQL identifier {name:?} (empty, longer than 63 bytes, a control character or a trailing space)"
+    );
     quote::quote_spanned! {span=>
         const _: () = ::core::assert!(#krate::ident::ident_problem(#name).is_none(), #msg);
     }
@@ -336,10 +365,21 @@ fn arithmetic(krate: &Path, field: &Ident) -> Tokens {
     quote!(#(#impls)*)
 }
 
-fn entity_impl(krate: &Path, strukt: &Ident, module: &Ident, columns: &[ColumnAttrs]) -> syn::Result<Tokens> {
+fn entity_impl(
+    krate: &Path,
+    strukt: &Ident,
+    module: &Ident,
+    columns: &[ColumnAttrs],
+) -> syn::Result<Tokens> {
     let pks: Vec<&ColumnAttrs> = columns.iter().filter(|c| c.primary_key).collect();
-    for c in columns.iter().filter(|c| c.auto_increment && !c.primary_key) {
-        return Err(syn::Error::new_spanned(&c.field, "auto_increment needs primary_key on the same column"));
+    for c in columns
+        .iter()
+        .filter(|c| c.auto_increment && !c.primary_key)
+    {
+        return Err(syn::Error::new_spanned(
+            &c.field,
+            "auto_increment needs primary_key on the same column",
+        ));
     }
     // A table without a single-column primary key is still a table for the DSL; it just has no repository.
     let [pk] = pks.as_slice() else {

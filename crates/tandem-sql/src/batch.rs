@@ -10,7 +10,11 @@ use crate::error::{Error, Result};
 use crate::render::Rendered;
 
 /// How many rows of `width` columns fit in one statement for `dialect`, capped at `max_rows` if given.
-pub fn rows_per_statement(dialect: Dialect, width: usize, max_rows: Option<usize>) -> Result<usize> {
+pub fn rows_per_statement(
+    dialect: Dialect,
+    width: usize,
+    max_rows: Option<usize>,
+) -> Result<usize> {
     if width == 0 {
         return Err(Error::Empty {
             what: "INSERT column list",

@@ -46,7 +46,9 @@ pub enum Error {
         found: usize,
     },
     /// One statement would bind more parameters than the engine accepts.
-    #[error("{dialect} accepts at most {limit} bound parameters per statement; this one needs {count}")]
+    #[error(
+        "{dialect} accepts at most {limit} bound parameters per statement; this one needs {count}"
+    )]
     TooManyParameters {
         /// The target engine.
         dialect: Dialect,

@@ -108,7 +108,14 @@ mod tests {
         assert!(Ident::new("name ").is_err());
         assert!(Ident::new("na\0me").is_err());
         assert!(Ident::new("line\nbreak").is_err());
-        for ok in ["users", "order", "Mixed Case", "quo\"te", "back`tick", "이름"] {
+        for ok in [
+            "users",
+            "order",
+            "Mixed Case",
+            "quo\"te",
+            "back`tick",
+            "이름",
+        ] {
             assert_eq!(Ident::new(ok).unwrap().as_str(), ok);
         }
     }

@@ -86,4 +86,16 @@ impl Numeric for Double {
 macro_rules! ordered {
     ($($k:ident),*) => {$(impl Ordered for $k {})*};
 }
-ordered!(SmallInt, Int, BigInt, Real, Double, Text, Date, Time, Timestamp, TimestampTz, Uuid);
+ordered!(
+    SmallInt,
+    Int,
+    BigInt,
+    Real,
+    Double,
+    Text,
+    Date,
+    Time,
+    Timestamp,
+    TimestampTz,
+    Uuid
+);

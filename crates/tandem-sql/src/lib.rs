@@ -64,9 +64,9 @@ pub use value::{SqlType, SqlValue, Value};
 /// Everything a query-writing module needs: `use tandem_sql::prelude::*;`.
 pub mod prelude {
     pub use crate::typed::{
-        AliasMethods, AsExpr, BoolMethods, Column, Entity, ExprMethods, Expression, Table, TableMethods, avg,
-        coalesce, count, count_distinct, count_star, delete_from, exists, insert_into, length, lower, max, min,
-        not_exists, sum, update, upper,
+        AliasMethods, AsExpr, BoolMethods, Column, Entity, ExprMethods, Expression, Table,
+        TableMethods, avg, coalesce, count, count_distinct, count_star, delete_from, exists,
+        insert_into, length, lower, max, min, not_exists, sum, update, upper,
     };
     pub use crate::{Dialect, FromRow, Render, Rendered, Row, SqlValue, Value};
     pub use tandem_macros::Table;
@@ -76,6 +76,6 @@ pub mod prelude {
 #[doc(hidden)]
 pub mod __private {
     pub use crate::ast::{ColumnDef, DefaultValue, IndexDef, TableSchema};
-    pub use crate::typed::{NumericRhs, __column_arith};
+    pub use crate::typed::{__column_arith, NumericRhs};
     pub use std::sync::OnceLock;
 }

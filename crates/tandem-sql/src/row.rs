@@ -41,14 +41,14 @@ impl Row {
 
     /// The value of the column named `name`, decoded.
     pub fn get<T: SqlValue>(&self, name: &str) -> Result<T> {
-        let i = self
-            .columns
-            .iter()
-            .position(|c| c == name)
-            .ok_or_else(|| Error::MissingColumn {
-                column: name.to_owned(),
-                len: self.values.len(),
-            })?;
+        let i =
+            self.columns
+                .iter()
+                .position(|c| c == name)
+                .ok_or_else(|| Error::MissingColumn {
+                    column: name.to_owned(),
+                    len: self.values.len(),
+                })?;
         decode(self.values[i].clone(), name)
     }
 
@@ -147,7 +147,10 @@ mod tests {
     #[test]
     fn errors_name_the_column() {
         let r = row(vec![Value::I64(1), Value::Null(SqlType::Text)]);
-        assert_eq!(<(i64, Option<String>)>::from_row(r.clone()).unwrap(), (1, None));
+        assert_eq!(
+            <(i64, Option<String>)>::from_row(r.clone()).unwrap(),
+            (1, None)
+        );
         assert_eq!(
             <(i64, String)>::from_row(r.clone()),
             Err(Error::Decode {
@@ -164,6 +167,9 @@ mod tests {
             Err(Error::MissingColumn { len: 2, .. })
         ));
         assert_eq!(r.get::<i64>("id"), Ok(1));
-        assert!(matches!(r.get::<i64>("nope"), Err(Error::MissingColumn { .. })));
+        assert!(matches!(
+            r.get::<i64>("nope"),
+            Err(Error::MissingColumn { .. })
+        ));
     }
 }

@@ -541,7 +541,10 @@ mod tests {
             String::from_value(Value::Null(SqlType::Text)),
             Err(ValueError::UnexpectedNull)
         );
-        assert_eq!(Option::<String>::from_value(Value::Null(SqlType::Text)), Ok(None));
+        assert_eq!(
+            Option::<String>::from_value(Value::Null(SqlType::Text)),
+            Ok(None)
+        );
         assert_eq!(None::<i32>.into_value(), Value::Null(SqlType::Int));
         assert!(matches!(
             i32::from_value(Value::Text("1".into())),

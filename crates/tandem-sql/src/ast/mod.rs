@@ -10,7 +10,9 @@ mod schema;
 
 pub use expr::{BinaryOp, ColumnRef, Expr, Function};
 pub use query::{
-    Conflict, Delete, Insert, InsertSource, Join, JoinKind, Order, OrderBy, Returning, Select, SelectItem,
-    Statement, TableRef, Update,
+    Conflict, Delete, Insert, InsertSource, Join, JoinKind, Order, OrderBy, Returning, Select,
+    SelectItem, Statement, TableRef, Update,
 };
-pub use schema::{ColumnDef, CreateIndex, CreateTable, DefaultValue, DropTable, IndexDef, TableSchema};
+pub use schema::{
+    ColumnDef, CreateIndex, CreateTable, DefaultValue, DropTable, IndexDef, TableSchema,
+};

@@ -244,4 +244,12 @@ macro_rules! statement_from {
         }
     )*};
 }
-statement_from!(Select, Insert, Update, Delete, CreateTable, CreateIndex, DropTable);
+statement_from!(
+    Select,
+    Insert,
+    Update,
+    Delete,
+    CreateTable,
+    CreateIndex,
+    DropTable
+);

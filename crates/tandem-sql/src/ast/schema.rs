@@ -165,10 +165,16 @@ impl TableSchema {
             }
             match &c.default {
                 Some(DefaultValue::Float(f)) if !f.is_finite() => {
-                    return Err(self.invalid(format!("default of {:?} is not a finite number", c.name.as_str())));
+                    return Err(self.invalid(format!(
+                        "default of {:?} is not a finite number",
+                        c.name.as_str()
+                    )));
                 }
                 Some(DefaultValue::Text(t)) if t.contains('\0') => {
-                    return Err(self.invalid(format!("default of {:?} contains a NUL byte", c.name.as_str())));
+                    return Err(self.invalid(format!(
+                        "default of {:?} contains a NUL byte",
+                        c.name.as_str()
+                    )));
                 }
                 _ => {}
             }

@@ -71,7 +71,9 @@ impl std::str::FromStr for Dialect {
             "sqlite" => Ok(Dialect::Sqlite),
             "postgres" | "postgresql" | "pg" => Ok(Dialect::Postgres),
             "mysql" | "mariadb" => Ok(Dialect::MySql),
-            other => Err(format!("unknown dialect {other:?} (sqlite, postgres, mysql)")),
+            other => Err(format!(
+                "unknown dialect {other:?} (sqlite, postgres, mysql)"
+            )),
         }
     }
 }

@@ -76,7 +76,11 @@ impl Writer {
                 negated,
             } => {
                 self.operand(expr, None)?;
-                self.push(if *negated { " NOT BETWEEN " } else { " BETWEEN " });
+                self.push(if *negated {
+                    " NOT BETWEEN "
+                } else {
+                    " BETWEEN "
+                });
                 self.operand(low, None)?;
                 self.push(" AND ");
                 self.operand(high, None)?;

@@ -2,7 +2,8 @@
 
 use super::{GeneratedKey, Render, Rendered, Writer};
 use crate::ast::{
-    Conflict, Delete, Insert, InsertSource, JoinKind, Order, Returning, Select, SelectItem, TableRef, Update,
+    Conflict, Delete, Insert, InsertSource, JoinKind, Order, Returning, Select, SelectItem,
+    TableRef, Update,
 };
 use crate::dialect::{Dialect, UpsertStyle};
 use crate::error::{Error, Result};
@@ -22,7 +23,11 @@ impl Render for Insert {
             InsertSource::Values(rows) => Some(rows.as_slice()),
             InsertSource::Select(_) => None,
         };
-        render_insert(self, dialect, rows.map(|r| r.iter().map(|row| row.iter().cloned())))
+        render_insert(
+            self,
+            dialect,
+            rows.map(|r| r.iter().map(|row| row.iter().cloned())),
+        )
     }
 }
 
@@ -37,14 +42,20 @@ impl Insert {
                 return this.render(dialect);
             }
         };
-        render_insert(&this, dialect, Some(rows.into_iter().map(|row| row.into_iter())))
+        render_insert(
+            &this,
+            dialect,
+            Some(rows.into_iter().map(|row| row.into_iter())),
+        )
     }
 }
 
 impl Render for Update {
     fn render(&self, dialect: Dialect) -> Result<Rendered> {
         if self.set.is_empty() {
-            return Err(Error::Empty { what: "UPDATE SET list" });
+            return Err(Error::Empty {
+                what: "UPDATE SET list",
+            });
         }
         let mut w = Writer::new(dialect);
         w.push("UPDATE ");
@@ -139,8 +150,13 @@ where
                 && w.rules.upsert_select_needs_where();
             w.select(select)?;
             if needs_where {
-                if !select.group_by.is_empty() || !select.order_by.is_empty() || select.limit.is_some() {
-                    return Err(w.unsupported("an upsert from a SELECT without WHERE that groups, orders or limits"));
+                if !select.group_by.is_empty()
+                    || !select.order_by.is_empty()
+                    || select.limit.is_some()
+                {
+                    return Err(w.unsupported(
+                        "an upsert from a SELECT without WHERE that groups, orders or limits",
+                    ));
                 }
                 w.push(" WHERE true");
             }
@@ -167,10 +183,14 @@ fn generated_key(insert: &Insert, w: &Writer) -> Result<GeneratedKey> {
         return Ok(GeneratedKey::Returning);
     }
     if cols.len() > 1 {
-        return Err(w.unsupported("RETURNING more than the generated key (it has only LAST_INSERT_ID)"));
+        return Err(
+            w.unsupported("RETURNING more than the generated key (it has only LAST_INSERT_ID)")
+        );
     }
     if insert.conflict != Conflict::Fail {
-        return Err(w.unsupported("returning keys from an INSERT that ignores or updates conflicts"));
+        return Err(
+            w.unsupported("returning keys from an INSERT that ignores or updates conflicts")
+        );
     }
     if matches!(insert.source, InsertSource::Select(_)) {
         return Err(w.unsupported("returning keys from INSERT … SELECT"));
@@ -180,7 +200,11 @@ fn generated_key(insert: &Insert, w: &Writer) -> Result<GeneratedKey> {
 
 impl Writer {
     pub(crate) fn select(&mut self, s: &Select) -> Result<()> {
-        self.push(if s.distinct { "SELECT DISTINCT " } else { "SELECT " });
+        self.push(if s.distinct {
+            "SELECT DISTINCT "
+        } else {
+            "SELECT "
+        });
         if s.items.is_empty() {
             self.push("*");
         }
@@ -278,7 +302,9 @@ impl Writer {
                     return Err(self.unsupported("ON CONFLICT DO UPDATE without a conflict target"));
                 }
                 if set.is_empty() {
-                    return Err(Error::Empty { what: "upsert SET list" });
+                    return Err(Error::Empty {
+                        what: "upsert SET list",
+                    });
                 }
                 self.push(" ON CONFLICT (");
                 self.ident_list(target);
@@ -297,7 +323,9 @@ impl Writer {
             }
             (Conflict::Update { set, .. }, UpsertStyle::OnDuplicateKey) => {
                 if set.is_empty() {
-                    return Err(Error::Empty { what: "upsert SET list" });
+                    return Err(Error::Empty {
+                        what: "upsert SET list",
+                    });
                 }
                 self.push(" ON DUPLICATE KEY UPDATE ");
                 self.assignments(set)?;

@@ -150,10 +150,16 @@ impl Writer {
     fn inline_index(&mut self, t: &crate::ast::TableSchema, idx: &IndexDef) -> Result<()> {
         for col in &idx.columns {
             if matches!(t.column(col.as_str())?.ty, SqlType::Text | SqlType::Blob) {
-                return Err(self.unsupported("an index on a TEXT or BLOB column (declare it varchar(n))"));
+                return Err(
+                    self.unsupported("an index on a TEXT or BLOB column (declare it varchar(n))")
+                );
             }
         }
-        self.push(if idx.unique { ", UNIQUE KEY " } else { ", KEY " });
+        self.push(if idx.unique {
+            ", UNIQUE KEY "
+        } else {
+            ", KEY "
+        });
         self.ident(&idx.name);
         self.push(" (");
         self.ident_list(&idx.columns);

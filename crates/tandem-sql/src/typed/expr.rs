@@ -300,7 +300,10 @@ pub trait ExprMethods: Expression {
     }
 
     /// `self NOT LIKE pattern`
-    fn not_like<P: AsExpr<kind::Text>>(self, pattern: P) -> Both<kind::Bool, Self::Sources, P::Sources>
+    fn not_like<P: AsExpr<kind::Text>>(
+        self,
+        pattern: P,
+    ) -> Both<kind::Bool, Self::Sources, P::Sources>
     where
         Self: Expression<Kind = kind::Text>,
         Self::Sources: Concat<P::Sources>,
@@ -338,7 +341,12 @@ where
     })
 }
 
-fn between<E: Expression, L, H>(e: E, low: L, high: H, negated: bool) -> SqlExpr<kind::Bool, E::Sources>
+fn between<E: Expression, L, H>(
+    e: E,
+    low: L,
+    high: H,
+    negated: bool,
+) -> SqlExpr<kind::Bool, E::Sources>
 where
     L: AsExpr<E::Kind>,
     H: AsExpr<E::Kind>,
@@ -351,7 +359,11 @@ where
     })
 }
 
-fn like<E: Expression, P: AsExpr<kind::Text>>(e: E, p: P, negated: bool) -> Both<kind::Bool, E::Sources, P::Sources>
+fn like<E: Expression, P: AsExpr<kind::Text>>(
+    e: E,
+    p: P,
+    negated: bool,
+) -> Both<kind::Bool, E::Sources, P::Sources>
 where
     E::Sources: Concat<P::Sources>,
 {
@@ -433,7 +445,11 @@ impl<K: Numeric, R: AsExpr<K>> NumericRhs<K> for R {}
 
 /// Arithmetic for column markers; `#[derive(Table)]` implements `+ - * / %` on each column through this.
 #[doc(hidden)]
-pub fn __column_arith<C, R>(op: BinaryOp, col: C, rhs: R) -> Both<C::Kind, (C::Table, ()), R::Sources>
+pub fn __column_arith<C, R>(
+    op: BinaryOp,
+    col: C,
+    rhs: R,
+) -> Both<C::Kind, (C::Table, ()), R::Sources>
 where
     C: Column,
     R: NumericRhs<C::Kind>,
@@ -478,7 +494,11 @@ pub fn sum<E: Expression>(e: E) -> SqlExpr<<E::Kind as Numeric>::Sum, E::Sources
 where
     E::Kind: Numeric,
 {
-    cast(call::<<E::Kind as Numeric>::Sum, E::Sources>(Function::Sum, e.into_ast(), false))
+    cast(call::<<E::Kind as Numeric>::Sum, E::Sources>(
+        Function::Sum,
+        e.into_ast(),
+        false,
+    ))
 }
 
 /// `AVG(expr)` as a `DOUBLE`. NULL over no rows.
@@ -486,7 +506,11 @@ pub fn avg<E: Expression>(e: E) -> SqlExpr<kind::Double, E::Sources>
 where
     E::Kind: Numeric,
 {
-    cast(call::<kind::Double, E::Sources>(Function::Avg, e.into_ast(), false))
+    cast(call::<kind::Double, E::Sources>(
+        Function::Avg,
+        e.into_ast(),
+        false,
+    ))
 }
 
 /// `MIN(expr)`. NULL over no rows.
@@ -517,7 +541,11 @@ pub fn lower<E: Expression<Kind = kind::Text>>(e: E) -> SqlExpr<kind::Text, E::S
 
 /// Length in characters (`LENGTH`, or `CHAR_LENGTH` on MySQL).
 pub fn length<E: Expression<Kind = kind::Text>>(e: E) -> SqlExpr<kind::BigInt, E::Sources> {
-    cast(call::<kind::BigInt, E::Sources>(Function::Length, e.into_ast(), false))
+    cast(call::<kind::BigInt, E::Sources>(
+        Function::Length,
+        e.into_ast(),
+        false,
+    ))
 }
 
 /// `COALESCE(expr, fallback)`

@@ -100,7 +100,11 @@ impl<T: Table, K> InsertQuery<T, K> {
 
     /// On a conflict over `target` (a unique column or tuple of them), updates `columns` to the values that
     /// were being inserted: an upsert.
-    pub fn on_conflict_update<Tg: ColumnList<T>, U: ColumnList<T>>(mut self, target: Tg, columns: U) -> Self {
+    pub fn on_conflict_update<Tg: ColumnList<T>, U: ColumnList<T>>(
+        mut self,
+        target: Tg,
+        columns: U,
+    ) -> Self {
         let set = U::names(columns)
             .into_iter()
             .map(|c| (c.clone(), Expr::Excluded(c)))

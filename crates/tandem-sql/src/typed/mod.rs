@@ -19,7 +19,7 @@ mod table;
 mod write;
 
 #[doc(hidden)]
-pub use expr::{NumericRhs, __column_arith};
+pub use expr::{__column_arith, NumericRhs};
 pub use expr::{
     AsExpr, AsValue, BoolMethods, ExprMethods, Expression, Ordering, SqlExpr, avg, coalesce, count,
     count_distinct, count_star, exists, length, lower, max, min, not_exists, sum, upper,

@@ -96,7 +96,12 @@ impl<QS, Out, Outer> SelectQuery<QS, Out, Outer> {
         self.join(JoinKind::Left, table, on)
     }
 
-    fn join<T: Table, E: Expression>(mut self, kind: JoinKind, _: T, on: E) -> SelectQuery<(T, QS), Out, Outer> {
+    fn join<T: Table, E: Expression>(
+        mut self,
+        kind: JoinKind,
+        _: T,
+        on: E,
+    ) -> SelectQuery<(T, QS), Out, Outer> {
         self.ast.joins.push(ast::Join {
             kind,
             table: TableRef::new(T::NAME),
