@@ -1,0 +1,9 @@
+// An INSERT row whose values do not match the columns' types does not compile.
+#[path = "../support/mod.rs"]
+mod support;
+use support::users;
+use tandem_sql::prelude::*;
+
+fn main() {
+    let _ = users::table.insert().columns((users::name, users::age)).values((36, "ada"));
+}

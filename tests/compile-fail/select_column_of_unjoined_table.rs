@@ -1,0 +1,9 @@
+// Selecting a column of a table the query does not have does not compile.
+#[path = "../support/mod.rs"]
+mod support;
+use support::{orders, users};
+use tandem_sql::prelude::*;
+
+fn main() {
+    let _ = users::table.select((users::id, orders::total));
+}

@@ -1,0 +1,9 @@
+// An UPDATE cannot set a column of another table.
+#[path = "../support/mod.rs"]
+mod support;
+use support::{orders, users};
+use tandem_sql::prelude::*;
+
+fn main() {
+    let _ = users::table.update().set(orders::total, 1.0);
+}
