@@ -181,8 +181,14 @@ impl BoolE {
         match self {
             BoolE::CmpInt(op, a, b) => a.ast().binary(*op, b.ast()),
             BoolE::CmpText(op, a, b) => a.ast().binary(*op, b.ast()),
-            BoolE::IsNull(e, negated) => Expr::IsNull { expr: Box::new(e.ast()), negated: *negated },
-            BoolE::TextIsNull(e, negated) => Expr::IsNull { expr: Box::new(e.ast()), negated: *negated },
+            BoolE::IsNull(e, negated) => Expr::IsNull {
+                expr: Box::new(e.ast()),
+                negated: *negated,
+            },
+            BoolE::TextIsNull(e, negated) => Expr::IsNull {
+                expr: Box::new(e.ast()),
+                negated: *negated,
+            },
             BoolE::In(e, list, negated) => Expr::InList {
                 expr: Box::new(e.ast()),
                 list: list.iter().map(|v| IntE::Lit(*v).ast()).collect(),
@@ -215,9 +221,22 @@ fn small_text() -> impl Strategy<Value = Option<String>> {
 }
 
 fn int_e() -> impl Strategy<Value = IntE> {
-    prop_oneof![Just(IntE::A), Just(IntE::B), small_int().prop_map(IntE::Lit)].prop_recursive(2, 8, 2, |inner| {
+    prop_oneof![
+        Just(IntE::A),
+        Just(IntE::B),
+        small_int().prop_map(IntE::Lit)
+    ]
+    .prop_recursive(2, 8, 2, |inner| {
         prop_oneof![
-            (prop_oneof![Just(BinaryOp::Add), Just(BinaryOp::Sub), Just(BinaryOp::Mul)], inner.clone(), inner.clone())
+            (
+                prop_oneof![
+                    Just(BinaryOp::Add),
+                    Just(BinaryOp::Sub),
+                    Just(BinaryOp::Mul)
+                ],
+                inner.clone(),
+                inner.clone()
+            )
                 .prop_map(|(op, l, r)| IntE::Arith(op, Box::new(l), Box::new(r))),
             (inner, -3i64..=3).prop_map(|(e, d)| IntE::Coalesce(Box::new(e), d)),
         ]
@@ -249,8 +268,14 @@ fn bool_e() -> impl Strategy<Value = BoolE> {
         (cmp_op(), text_e(), text_e()).prop_map(|(o, a, b)| BoolE::CmpText(o, a, b)),
         (int_e(), any::<bool>()).prop_map(|(e, n)| BoolE::IsNull(e, n)),
         (text_e(), any::<bool>()).prop_map(|(e, n)| BoolE::TextIsNull(e, n)),
-        (int_e(), proptest::collection::vec(small_int(), 1..4), any::<bool>()).prop_map(|(e, l, n)| BoolE::In(e, l, n)),
-        (int_e(), int_e(), int_e(), any::<bool>()).prop_map(|(e, l, h, n)| BoolE::Between(e, l, h, n)),
+        (
+            int_e(),
+            proptest::collection::vec(small_int(), 1..4),
+            any::<bool>()
+        )
+            .prop_map(|(e, l, n)| BoolE::In(e, l, n)),
+        (int_e(), int_e(), int_e(), any::<bool>())
+            .prop_map(|(e, l, h, n)| BoolE::Between(e, l, h, n)),
         (text_e(), "[abAB%_]{0,4}", any::<bool>()).prop_map(|(e, p, n)| BoolE::Like(e, p, n)),
     ];
     leaf.prop_recursive(3, 16, 2, |inner| {
@@ -263,7 +288,10 @@ fn bool_e() -> impl Strategy<Value = BoolE> {
 }
 
 fn rows() -> impl Strategy<Value = Vec<Row>> {
-    proptest::collection::vec((small_int(), small_int(), small_text()).prop_map(|(a, b, s)| Row { a, b, s }), 0..12)
+    proptest::collection::vec(
+        (small_int(), small_int(), small_text()).prop_map(|(a, b, s)| Row { a, b, s }),
+        0..12,
+    )
 }
 
 fn to_sqlite(v: &Value) -> rusqlite::types::Value {

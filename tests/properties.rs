@@ -12,7 +12,8 @@ const MARK: &str = "\u{27ea}val";
 
 fn ident() -> impl Strategy<Value = Ident> {
     // Quotes, backticks, spaces and non-ASCII on purpose; no `?` or `$` so placeholders can be counted.
-    "[a-zA-Z_\"` é]{0,12}[a-zA-Z_\"`é]".prop_map(|s| Ident::new(s).expect("generated names are valid"))
+    "[a-zA-Z_\"` é]{0,12}[a-zA-Z_\"`é]"
+        .prop_map(|s| Ident::new(s).expect("generated names are valid"))
 }
 
 fn value() -> impl Strategy<Value = Value> {
@@ -50,16 +51,29 @@ fn op() -> impl Strategy<Value = BinaryOp> {
 }
 
 fn expr() -> impl Strategy<Value = Expr> {
-    let leaf = prop_oneof![column(), value().prop_map(Expr::Value), Just(Expr::CountStar)];
+    let leaf = prop_oneof![
+        column(),
+        value().prop_map(Expr::Value),
+        Just(Expr::CountStar)
+    ];
     leaf.prop_recursive(4, 32, 4, |inner| {
         prop_oneof![
             (inner.clone(), op(), inner.clone()).prop_map(|(l, o, r)| l.binary(o, r)),
             inner.clone().prop_map(Expr::not),
-            (inner.clone(), any::<bool>())
-                .prop_map(|(e, negated)| Expr::IsNull { expr: Box::new(e), negated }),
-            (inner.clone(), proptest::collection::vec(inner.clone(), 0..4), any::<bool>()).prop_map(
-                |(e, list, negated)| Expr::InList { expr: Box::new(e), list, negated }
-            ),
+            (inner.clone(), any::<bool>()).prop_map(|(e, negated)| Expr::IsNull {
+                expr: Box::new(e),
+                negated
+            }),
+            (
+                inner.clone(),
+                proptest::collection::vec(inner.clone(), 0..4),
+                any::<bool>()
+            )
+                .prop_map(|(e, list, negated)| Expr::InList {
+                    expr: Box::new(e),
+                    list,
+                    negated
+                }),
             (inner.clone(), inner.clone(), inner.clone()).prop_map(|(e, l, h)| Expr::Between {
                 expr: Box::new(e),
                 low: Box::new(l),
@@ -71,14 +85,29 @@ fn expr() -> impl Strategy<Value = Expr> {
                 pattern: Box::new(p),
                 negated: true,
             }),
-            (proptest::collection::vec(inner.clone(), 0..3), any::<bool>()).prop_map(|(args, distinct)| {
-                Expr::Call { func: Function::Coalesce, args, distinct }
+            (
+                proptest::collection::vec(inner.clone(), 0..3),
+                any::<bool>()
+            )
+                .prop_map(|(args, distinct)| {
+                    Expr::Call {
+                        func: Function::Coalesce,
+                        args,
+                        distinct,
+                    }
+                }),
+            inner.clone().prop_map(|e| Expr::Call {
+                func: Function::Sum,
+                args: vec![e],
+                distinct: true
             }),
-            inner.clone().prop_map(|e| Expr::Call { func: Function::Sum, args: vec![e], distinct: true }),
             (ident(), inner).prop_map(|(t, e)| {
                 let mut sub = Select::from(t);
                 sub.and_where(e);
-                Expr::Exists { query: Box::new(sub), negated: false }
+                Expr::Exists {
+                    query: Box::new(sub),
+                    negated: false,
+                }
             }),
         ]
     })
@@ -101,7 +130,10 @@ fn select() -> impl Strategy<Value = Select> {
             s.having = having;
             s.order_by = order
                 .into_iter()
-                .map(|(expr, asc)| OrderBy { expr, order: if asc { Order::Asc } else { Order::Desc } })
+                .map(|(expr, asc)| OrderBy {
+                    expr,
+                    order: if asc { Order::Asc } else { Order::Desc },
+                })
                 .collect();
             s.limit = limit;
             s.offset = offset;
@@ -111,8 +143,13 @@ fn select() -> impl Strategy<Value = Select> {
 
 fn statement() -> impl Strategy<Value = Statement> {
     prop_oneof![
-        select().prop_map(|s| Statement::Select(s)),
-        (ident(), proptest::collection::vec(ident(), 0..4), proptest::collection::vec(proptest::collection::vec(value(), 0..4), 0..4), any::<u8>())
+        select().prop_map(Statement::Select),
+        (
+            ident(),
+            proptest::collection::vec(ident(), 0..4),
+            proptest::collection::vec(proptest::collection::vec(value(), 0..4), 0..4),
+            any::<u8>()
+        )
             .prop_map(|(t, cols, rows, c)| {
                 let mut i = Insert::values(t, cols.clone(), rows);
                 i.conflict = match c % 3 {
@@ -120,13 +157,24 @@ fn statement() -> impl Strategy<Value = Statement> {
                     1 => Conflict::Ignore { target: cols },
                     _ => Conflict::Update {
                         target: cols.clone(),
-                        set: cols.into_iter().map(|c| (c.clone(), Expr::Excluded(c))).collect(),
+                        set: cols
+                            .into_iter()
+                            .map(|c| (c.clone(), Expr::Excluded(c)))
+                            .collect(),
                     },
                 };
                 Statement::Insert(i)
             }),
-        (ident(), proptest::collection::vec((ident(), expr()), 0..3), proptest::option::of(expr()))
-            .prop_map(|(table, set, filter)| Statement::Update(Update { table, set, filter })),
+        (
+            ident(),
+            proptest::collection::vec((ident(), expr()), 0..3),
+            proptest::option::of(expr())
+        )
+            .prop_map(|(table, set, filter)| Statement::Update(Update {
+                table,
+                set,
+                filter
+            })),
         (ident(), proptest::option::of(expr()))
             .prop_map(|(table, filter)| Statement::Delete(Delete { table, filter })),
     ]
@@ -187,9 +235,18 @@ proptest! {
 /// The largest batch that fits is used: 32,766 / 3 rows per SQLite statement, 65,535 / 2 on PostgreSQL.
 #[test]
 fn chunks_are_as_large_as_allowed() {
-    assert_eq!(tandem_sql::batch::rows_per_statement(Dialect::Sqlite, 3, None).unwrap(), 10_922);
-    assert_eq!(tandem_sql::batch::rows_per_statement(Dialect::Postgres, 2, None).unwrap(), 32_767);
-    assert_eq!(tandem_sql::batch::rows_per_statement(Dialect::MySql, 3, Some(1_000)).unwrap(), 1_000);
+    assert_eq!(
+        tandem_sql::batch::rows_per_statement(Dialect::Sqlite, 3, None).unwrap(),
+        10_922
+    );
+    assert_eq!(
+        tandem_sql::batch::rows_per_statement(Dialect::Postgres, 2, None).unwrap(),
+        32_767
+    );
+    assert_eq!(
+        tandem_sql::batch::rows_per_statement(Dialect::MySql, 3, Some(1_000)).unwrap(),
+        1_000
+    );
     let rows = vec![vec![Value::I32(1), Value::I32(2)]; 70_000];
     let insert = Insert::values(
         Ident::new("t").unwrap(),

@@ -372,10 +372,7 @@ fn entity_impl(
     columns: &[ColumnAttrs],
 ) -> syn::Result<Tokens> {
     let pks: Vec<&ColumnAttrs> = columns.iter().filter(|c| c.primary_key).collect();
-    for c in columns
-        .iter()
-        .filter(|c| c.auto_increment && !c.primary_key)
-    {
+    if let Some(c) = columns.iter().find(|c| c.auto_increment && !c.primary_key) {
         return Err(syn::Error::new_spanned(
             &c.field,
             "auto_increment needs primary_key on the same column",

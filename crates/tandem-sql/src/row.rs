@@ -79,22 +79,30 @@ pub struct RowReader {
 impl RowReader {
     /// The next value, decoded as `T`; `name` is used in errors when the row has no name for it.
     pub fn take<T: SqlValue>(&mut self, name: &str) -> Result<T> {
+        self.take_with(|| name.to_owned())
+    }
+
+    /// The next value, decoded as `T`, named by its position in errors when the row has no name for it.
+    pub fn next_value<T: SqlValue>(&mut self) -> Result<T> {
+        let i = self.next;
+        self.take_with(|| format!("#{i}"))
+    }
+
+    /// The shared step; the fallback name is only built when an error needs it.
+    fn take_with<T: SqlValue>(&mut self, fallback: impl FnOnce() -> String) -> Result<T> {
         let i = self.next;
         self.next += 1;
-        let column = self.columns.get(i).map_or(name, String::as_str);
+        let name = |columns: &[String]| columns.get(i).cloned().unwrap_or_else(fallback);
         match self.values.next() {
-            Some(v) => decode(v, column),
+            Some(v) => T::from_value(v).map_err(|source| Error::Decode {
+                column: name(&self.columns),
+                source,
+            }),
             None => Err(Error::MissingColumn {
-                column: name.to_owned(),
+                column: name(&self.columns),
                 len: i,
             }),
         }
-    }
-
-    /// The next value, decoded as `T`, named by its position in errors.
-    pub fn next<T: SqlValue>(&mut self) -> Result<T> {
-        let fallback = format!("#{}", self.next);
-        self.take(&fallback)
     }
 }
 
@@ -115,7 +123,7 @@ macro_rules! tuple_from_row {
         impl<$($t: SqlValue),+> FromRow for ($($t,)+) {
             fn from_row(row: Row) -> Result<Self> {
                 let mut r = row.reader();
-                Ok(($(r.next::<$t>()?,)+))
+                Ok(($(r.next_value::<$t>()?,)+))
             }
         }
     };

@@ -1,5 +1,5 @@
 //! The three dialects. [`Dialect`] is what users name; each engine's quirks live in one small file
-//! implementing [`Rules`], whose methods have defaults so a dialect overrides only what differs.
+//! implementing `Rules`, whose methods have defaults so a dialect overrides only what differs.
 
 use std::fmt;
 

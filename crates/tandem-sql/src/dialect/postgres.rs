@@ -88,7 +88,6 @@ pub(crate) fn push_decimal(out: &mut String, mut n: usize) {
             break;
         }
     }
-    for &b in &buf[i..] {
-        out.push(b as char);
-    }
+    // Digits are ASCII, so this never fails; the fallback only keeps the function panic-free.
+    out.push_str(std::str::from_utf8(&buf[i..]).unwrap_or("0"));
 }

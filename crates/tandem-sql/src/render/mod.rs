@@ -1,6 +1,6 @@
 //! Rendering: one walk over the AST writes the SQL text and collects the bound parameters.
 //!
-//! The walk is shared; every place where engines differ asks the dialect's [`Rules`]. Values always become
+//! The walk is shared; every place where engines differ asks the dialect's `Rules`. Values always become
 //! placeholders. Every function returns `Result`: a statement a dialect cannot express is an
 //! [`Error::Unsupported`] naming both, never a panic and never half-written SQL.
 

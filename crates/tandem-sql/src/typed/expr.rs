@@ -157,6 +157,8 @@ fn binary<K, S>(lhs: ast::Expr, op: BinaryOp, rhs: ast::Expr) -> SqlExpr<K, S> {
 }
 
 /// Comparison, membership and ordering methods on every typed expression.
+// `is_null(self)` builds `IS NULL`; the name follows SQL, not Rust's `is_*` getter convention.
+#[allow(clippy::wrong_self_convention)]
 pub trait ExprMethods: Expression {
     /// `self = rhs`
     fn eq<R: AsExpr<Self::Kind>>(self, rhs: R) -> Both<kind::Bool, Self::Sources, R::Sources>

@@ -13,12 +13,15 @@ use crate::ident::Ident;
 use crate::kind::{self, Kind};
 use crate::render::{Render, Rendered};
 
+/// The phantom marker carrying a query's type-level parameters.
+type Marker<QS, Out, Outer> = PhantomData<fn() -> (QS, Out, Outer)>;
+
 /// A SELECT under construction; render it, or hand it to an executor.
 pub struct SelectQuery<QS, Out = (), Outer = ()> {
     ast: ast::Select,
     /// The first error met while building (an invalid alias); reported when rendered.
     pending: Option<Error>,
-    _types: PhantomData<fn() -> (QS, Out, Outer)>,
+    _types: Marker<QS, Out, Outer>,
 }
 
 impl<QS, Out, Outer> Clone for SelectQuery<QS, Out, Outer> {
