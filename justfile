@@ -10,9 +10,11 @@ default:
 tour:
     cargo run --example tour
 
-# Every test of the workspace (property, differential and compile-fail tests included).
+# Every test of the workspace (property, differential and compile-fail tests included), then the
+# feature-gated value conversions.
 test:
     cargo test
+    cargo test -p tandem-sql --features chrono,uuid --lib
 
 # Formatting and clippy, warnings denied.
 lint:

@@ -524,6 +524,46 @@ mod uuid_values {
 mod tests {
     use super::*;
 
+    /// Date-time values round-trip and decode from the ISO-8601 text SQLite stores.
+    #[cfg(feature = "chrono")]
+    #[test]
+    fn chrono_values() {
+        use chrono::{NaiveDate, NaiveDateTime};
+        let d = NaiveDate::from_ymd_opt(2026, 12, 2).unwrap();
+        assert_eq!(NaiveDate::from_value(d.into_value()), Ok(d));
+        assert_eq!(
+            NaiveDate::from_value(Value::Text("2026-12-02".into())),
+            Ok(d)
+        );
+        let ts = d.and_hms_opt(17, 39, 0).unwrap();
+        assert_eq!(
+            NaiveDateTime::from_value(Value::Text("2026-12-02 17:39:00".into())),
+            Ok(ts)
+        );
+        assert!(matches!(
+            NaiveDate::from_value(Value::Text("yesterday".into())),
+            Err(ValueError::Parse { .. })
+        ));
+        assert_eq!(
+            chrono::DateTime::<chrono::Utc>::from_value(Value::Timestamp(ts)),
+            Ok(ts.and_utc())
+        );
+    }
+
+    /// UUIDs round-trip and decode from 16 bytes (SQLite, MySQL) and from text.
+    #[cfg(feature = "uuid")]
+    #[test]
+    fn uuid_values() {
+        let u = uuid::Uuid::from_u128(0x1234_5678_9abc_def0_1234_5678_9abc_def0);
+        assert_eq!(uuid::Uuid::from_value(u.into_value()), Ok(u));
+        assert_eq!(
+            uuid::Uuid::from_value(Value::Bytes(u.as_bytes().to_vec())),
+            Ok(u)
+        );
+        assert_eq!(uuid::Uuid::from_value(Value::Text(u.to_string())), Ok(u));
+        assert!(uuid::Uuid::from_value(Value::Bytes(vec![1, 2])).is_err());
+    }
+
     /// Every Rust type round-trips through `Value`, and lenient decoding accepts only what keeps the meaning.
     #[test]
     fn conversions() {

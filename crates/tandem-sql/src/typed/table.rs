@@ -20,6 +20,11 @@ pub trait Table: Copy + Default + Send + Sync + 'static {
 }
 
 /// A declared column: a zero-sized marker type (`users::id`) that knows its table, Rust type and SQL kind.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is neither a column nor a value of the expected SQL kind",
+    label = "expected a column, or a value of the column's own type",
+    note = "an integer column compares with integers, a text column with strings: convert the value first"
+)]
 pub trait Column: Copy + Default + Send + Sync + 'static {
     /// The table the column belongs to.
     type Table: Table;
