@@ -230,7 +230,7 @@ fn wrong_types_at_run_time() {
             Value::Null(SqlType::Text),
         ],
     );
-    let err = <support::User as Entity>::from_row(row).unwrap_err();
+    let err = <support::User as FromRow>::from_row(row).unwrap_err();
     assert!(
         matches!(err, Error::Decode { ref column, .. } if column == "age"),
         "{err}"

@@ -411,6 +411,8 @@ fn entity_impl(
             fn insert_values(&self) -> ::std::vec::Vec<#krate::Value> {
                 ::std::vec![#(#krate::SqlValue::into_value(::core::clone::Clone::clone(&self.#ins_fields))),*]
             }
+        }
+        impl #krate::FromRow for #strukt {
             fn from_row(row: #krate::Row) -> #krate::Result<Self> {
                 let mut reader = row.reader();
                 ::core::result::Result::Ok(Self {

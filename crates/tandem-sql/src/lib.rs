@@ -55,7 +55,7 @@ pub mod value;
 pub use dialect::Dialect;
 pub use error::{Error, Result, ValueError};
 pub use ident::Ident;
-pub use render::{GeneratedKey, Render, Rendered};
+pub use render::{GeneratedKey, RawSql, Render, Rendered, raw};
 pub use row::{FromRow, Row};
 pub use tandem_macros::Table;
 pub use typed::{Column, Entity, Table};

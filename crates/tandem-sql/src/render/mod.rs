@@ -68,6 +68,34 @@ impl Render for Statement {
     }
 }
 
+/// Hand-written SQL with its parameters, for what the DSL does not cover (engine functions, administration).
+/// It is sent as written, whatever the dialect: write it for the engine it runs on.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RawSql {
+    /// The SQL text, with the engine's placeholders.
+    pub sql: String,
+    /// The parameters.
+    pub params: Vec<Value>,
+}
+
+/// Hand-written SQL (see [`RawSql`]).
+pub fn raw(sql: impl Into<String>, params: Vec<Value>) -> RawSql {
+    RawSql {
+        sql: sql.into(),
+        params,
+    }
+}
+
+impl Render for RawSql {
+    fn render(&self, _dialect: Dialect) -> Result<Rendered> {
+        Ok(Rendered {
+            sql: self.sql.clone(),
+            params: self.params.clone(),
+            generated_key: GeneratedKey::None,
+        })
+    }
+}
+
 impl<T: Render + ?Sized> Render for &T {
     fn render(&self, dialect: Dialect) -> Result<Rendered> {
         (**self).render(dialect)

@@ -411,6 +411,11 @@ pub struct Ordering<S> {
 }
 
 impl<S> Ordering<S> {
+    /// The untyped term.
+    pub fn into_ast(self) -> ast::OrderBy {
+        self.term
+    }
+
     fn new(expr: ast::Expr, order: ast::Order) -> Self {
         Ordering {
             term: ast::OrderBy { expr, order },

@@ -5,10 +5,8 @@ use super::insert::{InsertQuery, insert_into};
 use super::select::SelectQuery;
 use super::write::{DeleteQuery, UpdateQuery, delete_from, update};
 use crate::ast::{ColumnDef, CreateTable, DropTable, TableSchema};
-use crate::error::Result;
 use crate::ident::Ident;
 use crate::kind::Kind;
-use crate::row::Row;
 use crate::value::{SqlValue, Value};
 
 /// A declared table: a zero-sized marker type (`users::table`).
@@ -45,7 +43,7 @@ pub trait Column: Copy + Default + Send + Sync + 'static {
 }
 
 /// A struct that is one row of a declared table: the struct `#[derive(Table)]` was written on.
-pub trait Entity: Sized + Send + 'static {
+pub trait Entity: crate::row::FromRow + Sized + Send + 'static {
     /// The table.
     type Table: Table;
     /// The primary key's Rust type.
@@ -64,8 +62,6 @@ pub trait Entity: Sized + Send + 'static {
     fn insert_columns() -> &'static [Ident];
     /// The values of [`Entity::insert_columns`], in that order.
     fn insert_values(&self) -> Vec<Value>;
-    /// Decodes a row whose columns are the table's, in declaration order.
-    fn from_row(row: Row) -> Result<Self>;
 }
 
 /// Statement builders on table markers: `users::table.select_all()`, `users::table.update()`, …

@@ -1,0 +1,298 @@
+//! [`Database`]: a pool of connections opened from a URL, with statement execution, streaming reads,
+//! transactions and plan execution.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use tandem_core::plan::{Outcome, Plan, Step};
+use tandem_core::{ConnectOptions, DbError, Error, PoolConfig, Result, TxOptions};
+use tandem_sql::ast::CreateTable;
+use tandem_sql::{Dialect, FromRow, Render, Rendered, Row};
+
+use crate::driver::Conn;
+use crate::pool::{Manager, QuietErrors};
+use crate::stream::RowStream;
+use crate::transaction::Transaction;
+
+pub(crate) type Pooled = r2d2::PooledConnection<Manager>;
+
+/// A database: a bounded pool of blocking connections to one SQLite file (or memory), PostgreSQL or MySQL
+/// database. Cheap to clone; clones share the pool.
+#[derive(Clone)]
+pub struct Database {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    pool: r2d2::Pool<Manager>,
+    options: ConnectOptions,
+    config: PoolConfig,
+}
+
+impl std::fmt::Debug for Database {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Database")
+            .field("url", &self.inner.options.display)
+            .field("config", &self.inner.config)
+            .finish()
+    }
+}
+
+impl Database {
+    /// Opens `url` with the default pool settings and checks that one connection can be made.
+    pub fn connect(url: &str) -> Result<Database> {
+        Database::connect_with(url, PoolConfig::default())
+    }
+
+    /// Opens `url` with these pool settings; opens `min_idle` connections (at least one) before returning, so
+    /// an unreachable database is an error here rather than at first use.
+    pub fn connect_with(url: &str, config: PoolConfig) -> Result<Database> {
+        let options = ConnectOptions::parse(url)?;
+        Database::open(options, config)
+    }
+
+    /// Opens parsed options.
+    pub fn open(options: ConnectOptions, mut config: PoolConfig) -> Result<Database> {
+        if options.is_memory() {
+            // Every connection to `:memory:` is a database of its own: one connection keeps one database.
+            config.max_size = 1;
+            config.min_idle = Some(1);
+        }
+        let max_size = config.max_size.max(1);
+        let pool = r2d2::Pool::builder()
+            .max_size(max_size)
+            .min_idle(Some(config.min_idle.unwrap_or(0).min(max_size)))
+            .connection_timeout(config.acquire_timeout)
+            .test_on_check_out(config.validate_on_checkout)
+            .error_handler(Box::new(QuietErrors))
+            .build_unchecked(Manager {
+                options: options.clone(),
+            });
+        let db = Database {
+            inner: Arc::new(Inner {
+                pool,
+                options,
+                config,
+            }),
+        };
+        // One connection up front: the URL works, or the caller learns why not now.
+        let first = Conn::open(&db.inner.options)?;
+        drop(first);
+        let warm = db.inner.config.min_idle.unwrap_or(0);
+        let deadline = Instant::now() + db.inner.config.acquire_timeout;
+        while db.inner.pool.state().connections < warm.min(max_size) && Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        Ok(db)
+    }
+
+    /// The engine.
+    pub fn dialect(&self) -> Dialect {
+        self.inner.options.dialect
+    }
+
+    /// The pool settings in force.
+    pub fn config(&self) -> &PoolConfig {
+        &self.inner.config
+    }
+
+    /// Connections open and idle right now.
+    pub fn pool_state(&self) -> (u32, u32) {
+        let s = self.inner.pool.state();
+        (s.connections, s.idle_connections)
+    }
+
+    pub(crate) fn acquire(&self) -> Result<Pooled> {
+        let started = Instant::now();
+        self.inner.pool.get().map_err(|e| {
+            // r2d2 appends the last connect failure, if there was one, to its timeout message.
+            let msg = e.to_string();
+            match msg.strip_prefix("timed out waiting for connection: ") {
+                Some(reason) => Error::Database(DbError::connection_lost(
+                    self.dialect(),
+                    format!("cannot connect to {}: {reason}", self.inner.options.display),
+                )),
+                None => Error::PoolTimeout {
+                    waited: started.elapsed(),
+                    max_size: self.inner.config.max_size,
+                },
+            }
+        })
+    }
+
+    /// Runs a statement; returns rows affected.
+    pub fn execute(&self, stmt: &impl Render) -> Result<u64> {
+        let r = stmt.render(self.dialect())?;
+        let mut conn = self.acquire()?;
+        Ok(conn.run(&r, &mut |_| Ok(true))?.affected)
+    }
+
+    /// All rows, decoded.
+    pub fn fetch_all<T: FromRow>(&self, stmt: &impl Render) -> Result<Vec<T>> {
+        let r = stmt.render(self.dialect())?;
+        let mut conn = self.acquire()?;
+        collect(&mut conn, &r)
+    }
+
+    /// The first row, or [`Error::RowNotFound`].
+    pub fn fetch_one<T: FromRow>(&self, stmt: &impl Render) -> Result<T> {
+        self.fetch_optional(stmt)?.ok_or(Error::RowNotFound)
+    }
+
+    /// The first row, if any.
+    pub fn fetch_optional<T: FromRow>(&self, stmt: &impl Render) -> Result<Option<T>> {
+        let r = stmt.render(self.dialect())?;
+        let mut conn = self.acquire()?;
+        first(&mut conn, &r)
+    }
+
+    /// A streaming iterator over the rows: they are read from the driver as the iterator is consumed, a
+    /// bounded number at a time (see [`RowStream`]). The stream holds one connection until it ends or is
+    /// dropped.
+    pub fn fetch<T: FromRow + Send + 'static>(
+        &self,
+        stmt: &impl Render,
+    ) -> Result<RowStream<'static, T>> {
+        self.stream(stmt.render(self.dialect())?)
+    }
+
+    pub(crate) fn stream<T>(&self, r: Rendered) -> Result<RowStream<'static, T>> {
+        let conn = self.acquire()?;
+        RowStream::start(conn, r, None)
+    }
+
+    /// Runs `f` in a transaction with default options: commit on `Ok`, rollback on `Err` or panic, the whole
+    /// transaction rerun on a retriable error (up to 3 attempts).
+    pub fn transaction<T>(&self, f: impl FnMut(&Transaction) -> Result<T>) -> Result<T> {
+        self.transaction_with(TxOptions::default(), f)
+    }
+
+    /// Runs `f` in a transaction with these options.
+    pub fn transaction_with<T>(
+        &self,
+        opts: TxOptions,
+        mut f: impl FnMut(&Transaction) -> Result<T>,
+    ) -> Result<T> {
+        let mut attempt = 1;
+        loop {
+            let conn = self.acquire()?;
+            match Transaction::run_closure(conn, &opts, &mut f) {
+                Err(e) if opts.should_retry(&e, attempt) => {
+                    tracing::debug!(attempt, error = %e, "retrying transaction");
+                    attempt += 1;
+                }
+                other => return other,
+            }
+        }
+    }
+
+    /// Runs a plan (a repository method): in one transaction when it has several steps that belong together,
+    /// otherwise each step on its own.
+    pub fn run<T>(&self, plan: Plan<T>) -> Result<T> {
+        if plan.needs_transaction() {
+            let outcomes = self.transaction(|tx| tx.run_steps(&plan.steps))?;
+            return plan.finish(outcomes);
+        }
+        let mut conn = self.acquire()?;
+        let outcomes = run_steps(&mut conn, &plan.steps)?;
+        plan.finish(outcomes)
+    }
+
+    /// Creates a declared table and its indexes (`IF NOT EXISTS`).
+    pub fn create_table(&self, table: &CreateTable) -> Result<()> {
+        let mut conn = self.acquire()?;
+        for r in table.render_all(self.dialect())? {
+            conn.run(&r, &mut |_| Ok(true))?;
+        }
+        Ok(())
+    }
+
+    /// Drops tables (`IF EXISTS`), in the order given.
+    pub fn drop_tables(&self, tables: &[&tandem_sql::ast::TableSchema]) -> Result<()> {
+        for t in tables {
+            self.execute(&t.drop_table(true))?;
+        }
+        Ok(())
+    }
+
+    /// A repository of entity `E` over this database.
+    pub fn repository<E: tandem_sql::Entity>(&self) -> crate::Repository<'_, E> {
+        crate::Repository::new(crate::repository::Exec::Db(self))
+    }
+
+    /// Runs blocking work from async code on tokio's blocking thread pool and returns its result: the
+    /// "isolate the blocking driver" option for async services.
+    #[cfg(feature = "tokio")]
+    pub async fn run_blocking<T, F>(&self, f: F) -> Result<T>
+    where
+        F: FnOnce(&Database) -> Result<T> + Send + 'static,
+        T: Send + 'static,
+    {
+        let db = self.clone();
+        match tokio::task::spawn_blocking(move || f(&db)).await {
+            Ok(r) => r,
+            Err(e) if e.is_panic() => Err(Error::Panicked {
+                message: tandem_core::tx::panic_message(&*e.into_panic()),
+            }),
+            Err(_) => Err(Error::Usage("the blocking task was cancelled".into())),
+        }
+    }
+
+    /// [`Database::transaction`] from async code, on tokio's blocking thread pool.
+    #[cfg(feature = "tokio")]
+    pub async fn transaction_blocking<T, F>(&self, f: F) -> Result<T>
+    where
+        F: FnMut(&Transaction) -> Result<T> + Send + 'static,
+        T: Send + 'static,
+    {
+        self.run_blocking(move |db| db.transaction(f)).await
+    }
+}
+
+pub(crate) fn collect<T: FromRow>(conn: &mut Conn, r: &Rendered) -> Result<Vec<T>> {
+    let mut out = Vec::new();
+    conn.run(r, &mut |row: Row| {
+        out.push(T::from_row(row)?);
+        Ok(true)
+    })?;
+    Ok(out)
+}
+
+pub(crate) fn first<T: FromRow>(conn: &mut Conn, r: &Rendered) -> Result<Option<T>> {
+    let mut out = None;
+    conn.run(r, &mut |row: Row| {
+        out = Some(T::from_row(row)?);
+        Ok(false)
+    })?;
+    Ok(out)
+}
+
+/// Runs steps on one connection, collecting each outcome.
+pub(crate) fn run_steps(conn: &mut Conn, steps: &[Step]) -> Result<Vec<Outcome>> {
+    let mut outcomes = Vec::with_capacity(steps.len());
+    for step in steps {
+        outcomes.push(match step {
+            Step::Sql(r) => {
+                let mut rows = Vec::new();
+                let done = conn.run(r, &mut |row| {
+                    rows.push(row);
+                    Ok(true)
+                })?;
+                Outcome {
+                    rows,
+                    affected: done.affected,
+                    last_insert_id: if tandem_core::repo::wants_last_insert_id(r) {
+                        done.last_insert_id
+                    } else {
+                        None
+                    },
+                }
+            }
+            copy @ Step::Copy { .. } => Outcome {
+                affected: conn.copy_in(copy)?,
+                ..Outcome::default()
+            },
+        });
+    }
+    Ok(outcomes)
+}

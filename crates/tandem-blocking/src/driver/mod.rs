@@ -1,0 +1,127 @@
+//! The three drivers behind one connection type. Each submodule binds [`Value`]s, runs one statement
+//! streaming its rows into a sink, decodes cells into [`Value`]s and classifies errors with `tandem-core`.
+
+use std::sync::Arc;
+
+use tandem_core::{ConnectOptions, DbError, Error, Result};
+use tandem_sql::{Dialect, Rendered, Row};
+
+pub(crate) mod mysql;
+pub(crate) mod postgres;
+pub(crate) mod sqlite;
+
+/// What a statement did, besides its rows.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct Done {
+    pub affected: u64,
+    pub last_insert_id: Option<i64>,
+}
+
+/// Receives rows one at a time; returns `false` to stop reading.
+pub(crate) type Sink<'s> = dyn FnMut(Row) -> Result<bool> + 's;
+
+/// One open connection of any engine.
+pub(crate) enum Driver {
+    Sqlite(rusqlite::Connection),
+    Postgres(Box<postgres::PgConn>),
+    MySql(::mysql::Conn),
+}
+
+/// A pooled connection: the driver connection and whether it is known to be broken.
+pub struct Conn {
+    pub(crate) driver: Driver,
+    pub(crate) broken: bool,
+}
+
+impl Conn {
+    pub(crate) fn open(opts: &ConnectOptions) -> Result<Conn> {
+        let driver = match opts.dialect {
+            Dialect::Sqlite => Driver::Sqlite(sqlite::open(opts)?),
+            Dialect::Postgres => Driver::Postgres(Box::new(postgres::open(opts)?)),
+            Dialect::MySql => Driver::MySql(mysql::open(opts)?),
+        };
+        Ok(Conn {
+            driver,
+            broken: false,
+        })
+    }
+
+    pub(crate) fn dialect(&self) -> Dialect {
+        match self.driver {
+            Driver::Sqlite(_) => Dialect::Sqlite,
+            Driver::Postgres(_) => Dialect::Postgres,
+            Driver::MySql(_) => Dialect::MySql,
+        }
+    }
+
+    /// Runs one statement, handing each row to `sink`.
+    pub(crate) fn run(&mut self, r: &Rendered, sink: &mut Sink<'_>) -> Result<Done> {
+        let span = tracing::debug_span!("statement", sql = %r.sql, params = r.params.len());
+        let _enter = span.enter();
+        let result = match &mut self.driver {
+            Driver::Sqlite(c) => sqlite::run(c, r, sink),
+            Driver::Postgres(c) => postgres::run(c, r, sink),
+            Driver::MySql(c) => mysql::run(c, r, sink),
+        };
+        self.note(result)
+    }
+
+    /// Runs a statement without parameters or rows (BEGIN, COMMIT, SAVEPOINT, pragmas).
+    pub(crate) fn simple(&mut self, sql: &str) -> Result<()> {
+        let result = match &mut self.driver {
+            Driver::Sqlite(c) => c.execute_batch(sql).map_err(sqlite::error),
+            Driver::Postgres(c) => c.client.batch_execute(sql).map_err(postgres::error),
+            Driver::MySql(c) => {
+                ::mysql::prelude::Queryable::query_drop(c, sql).map_err(mysql::error)
+            }
+        };
+        self.note(result)
+    }
+
+    /// PostgreSQL binary COPY of rows into a declared table.
+    pub(crate) fn copy_in(&mut self, step: &tandem_core::Step) -> Result<u64> {
+        let result = match &mut self.driver {
+            Driver::Postgres(c) => postgres::copy_in(c, step),
+            _ => Err(Error::Usage("COPY is planned for PostgreSQL only".into())),
+        };
+        self.note(result)
+    }
+
+    /// Whether the connection can still be used.
+    pub(crate) fn is_usable(&mut self) -> bool {
+        if self.broken {
+            return false;
+        }
+        if let Driver::Postgres(c) = &self.driver
+            && c.client.is_closed()
+        {
+            return false;
+        }
+        true
+    }
+
+    /// Marks the connection broken when an error says it is.
+    fn note<T>(&mut self, result: Result<T>) -> Result<T> {
+        if let Err(Error::Database(DbError {
+            kind: tandem_core::DbErrorKind::ConnectionLost,
+            ..
+        })) = &result
+        {
+            self.broken = true;
+        }
+        result
+    }
+}
+
+/// Column names shared by every row of a result.
+pub(crate) fn names(iter: impl IntoIterator<Item = String>) -> Arc<[String]> {
+    iter.into_iter().collect::<Vec<_>>().into()
+}
+
+/// A value kind this executor does not bind or decode yet.
+pub(crate) fn unsupported_value(dialect: Dialect, v: &tandem_sql::Value) -> Error {
+    Error::Usage(format!(
+        "{dialect}: {} values are not supported by the blocking executor",
+        v.kind_name()
+    ))
+}

@@ -1,0 +1,162 @@
+//! mysql (the synchronous MySQL/MariaDB client): prepared statements (the client caches them), rows read
+//! from the socket as they are consumed, TCP always (the client would silently switch 127.0.0.1 to the Unix
+//! socket otherwise, which makes comparisons with other drivers unfair).
+
+use mysql::consts::{ColumnFlags, ColumnType};
+use mysql::prelude::Queryable;
+use mysql::{Conn, OptsBuilder, Params};
+use tandem_core::{ConnectOptions, DbError, DbErrorKind, Error, Result};
+use tandem_sql::{Dialect, Rendered, Row, SqlType, Value};
+
+use super::{Done, Sink, names};
+
+pub(crate) fn open(opts: &ConnectOptions) -> Result<Conn> {
+    let builder = OptsBuilder::new()
+        .ip_or_hostname(Some(opts.host.clone()))
+        .tcp_port(opts.port)
+        .user(Some(opts.user.clone()))
+        .pass(opts.password.clone())
+        .db_name(Some(opts.database.clone()))
+        .prefer_socket(false)
+        .tcp_connect_timeout(Some(std::time::Duration::from_secs(10)))
+        .stmt_cache_size(Some(64));
+    Conn::new(builder).map_err(error)
+}
+
+fn bind(v: &Value) -> Result<mysql::Value> {
+    Ok(match v {
+        Value::Null(_) => mysql::Value::NULL,
+        Value::Bool(b) => mysql::Value::Int(i64::from(*b)),
+        Value::I16(i) => mysql::Value::Int(i64::from(*i)),
+        Value::I32(i) => mysql::Value::Int(i64::from(*i)),
+        Value::I64(i) => mysql::Value::Int(*i),
+        Value::F32(f) => mysql::Value::Float(*f),
+        Value::F64(f) => mysql::Value::Double(*f),
+        Value::Text(s) => mysql::Value::Bytes(s.as_bytes().to_vec()),
+        Value::Bytes(b) => mysql::Value::Bytes(b.clone()),
+        other => return Err(super::unsupported_value(Dialect::MySql, other)),
+    })
+}
+
+/// The binary collation's charset number: byte strings, not text.
+const BINARY_CHARSET: u16 = 63;
+
+fn decode(v: mysql::Value, col: &mysql::Column) -> Result<Value> {
+    Ok(match v {
+        mysql::Value::NULL => Value::Null(SqlType::Text),
+        mysql::Value::Int(i) => Value::I64(i),
+        mysql::Value::UInt(u) => Value::I64(
+            i64::try_from(u)
+                .map_err(|_| Error::Usage(format!("unsigned value {u} does not fit in i64")))?,
+        ),
+        mysql::Value::Float(f) => Value::F32(f),
+        mysql::Value::Double(f) => Value::F64(f),
+        mysql::Value::Bytes(b) => match col.column_type() {
+            // DECIMAL arrives as text; tandem's SUM/AVG casts avoid it, hand-written SQL may not.
+            ColumnType::MYSQL_TYPE_NEWDECIMAL | ColumnType::MYSQL_TYPE_DECIMAL => {
+                let s = String::from_utf8_lossy(&b);
+                match s.parse::<i64>() {
+                    Ok(i) => Value::I64(i),
+                    Err(_) => Value::F64(
+                        s.parse()
+                            .map_err(|_| Error::Usage(format!("DECIMAL {s:?} is not a number")))?,
+                    ),
+                }
+            }
+            _ if col.character_set() == BINARY_CHARSET
+                && !col.flags().contains(ColumnFlags::ENUM_FLAG) =>
+            {
+                Value::Bytes(b)
+            }
+            _ => Value::Text(
+                String::from_utf8(b)
+                    .map_err(|_| Error::Usage("MySQL returned text that is not UTF-8".into()))?,
+            ),
+        },
+        other => {
+            return Err(Error::Usage(format!(
+                "MySQL value {other:?} is not decoded by the blocking executor yet"
+            )));
+        }
+    })
+}
+
+pub(crate) fn run(conn: &mut Conn, r: &Rendered, sink: &mut Sink<'_>) -> Result<Done> {
+    let params = if r.params.is_empty() {
+        Params::Empty
+    } else {
+        Params::Positional(r.params.iter().map(bind).collect::<Result<_>>()?)
+    };
+    let mut result = conn.exec_iter(r.sql.as_str(), params).map_err(error)?;
+    let Some(mut set) = result.iter() else {
+        return Ok(Done::default());
+    };
+    let cols: Vec<mysql::Column> = set.columns().as_ref().to_vec();
+    if cols.is_empty() {
+        return Ok(Done {
+            affected: set.affected_rows(),
+            last_insert_id: set
+                .last_insert_id()
+                .and_then(|id| i64::try_from(id).ok())
+                .filter(|id| *id != 0),
+        });
+    }
+    let names = names(cols.iter().map(|c| c.name_str().into_owned()));
+    for row in set.by_ref() {
+        let row = row.map_err(error)?;
+        let values = row
+            .unwrap()
+            .into_iter()
+            .zip(&cols)
+            .map(|(v, c)| decode(v, c))
+            .collect::<Result<Vec<_>>>()?;
+        if !sink(Row::new(names.clone(), values))? {
+            // Dropping the result reads the rows left, so the connection is ready for the next statement.
+            return Ok(Done::default());
+        }
+    }
+    Ok(Done {
+        affected: set.affected_rows(),
+        last_insert_id: None,
+    })
+}
+
+/// Maps a mysql error: server errors by number, I/O and closed connections as connection lost.
+pub(crate) fn error(e: mysql::Error) -> Error {
+    let (kind, code, message) = match &e {
+        mysql::Error::MySqlError(m) => (
+            tandem_core::error::classify_mysql(m.code),
+            Some(m.code.to_string()),
+            m.message.clone(),
+        ),
+        mysql::Error::IoError(_) | mysql::Error::CodecError(_) => {
+            (DbErrorKind::ConnectionLost, None, e.to_string())
+        }
+        mysql::Error::DriverError(d) => {
+            let lost = matches!(
+                d,
+                mysql::DriverError::CouldNotConnect(_)
+                    | mysql::DriverError::ConnectTimeout
+                    | mysql::DriverError::PacketOutOfSync
+                    | mysql::DriverError::UnexpectedPacket
+            );
+            (
+                if lost {
+                    DbErrorKind::ConnectionLost
+                } else {
+                    DbErrorKind::Other
+                },
+                None,
+                e.to_string(),
+            )
+        }
+        _ => (DbErrorKind::Other, None, e.to_string()),
+    };
+    Error::Database(DbError {
+        dialect: Dialect::MySql,
+        kind,
+        code,
+        message,
+        constraint: None,
+    })
+}

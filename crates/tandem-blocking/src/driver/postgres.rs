@@ -1,0 +1,250 @@
+//! postgres (the synchronous client over tokio-postgres): prepared statements cached per connection, rows
+//! read from the socket as they are consumed, parameters converted to the exact width the server asks for,
+//! and binary COPY for bulk loads.
+
+use std::collections::HashMap;
+use std::error::Error as StdError;
+
+use bytes::BytesMut;
+use postgres::fallible_iterator::FallibleIterator;
+use postgres::types::{IsNull, ToSql, Type, to_sql_checked};
+use postgres::{Client, NoTls, Statement};
+use tandem_core::{ConnectOptions, DbError, DbErrorKind, Error, Result, Step};
+use tandem_sql::{Dialect, Rendered, Row, SqlType, Value};
+
+use super::{Done, Sink, names};
+
+/// Prepared statements kept per connection; the batch path reuses one shape per chunk size.
+const STATEMENT_CACHE: usize = 64;
+
+pub(crate) struct PgConn {
+    pub(crate) client: Client,
+    statements: HashMap<String, Statement>,
+}
+
+pub(crate) fn open(opts: &ConnectOptions) -> Result<PgConn> {
+    let mut config = postgres::Config::new();
+    config
+        .host(&opts.host)
+        .port(opts.port)
+        .user(&opts.user)
+        .dbname(&opts.database);
+    if let Some(p) = &opts.password {
+        config.password(p);
+    }
+    if let Some(sp) = &opts.search_path {
+        config.options(&format!("-c search_path={sp}"));
+    }
+    config.connect_timeout(std::time::Duration::from_secs(10));
+    let client = config.connect(NoTls).map_err(error)?;
+    Ok(PgConn {
+        client,
+        statements: HashMap::new(),
+    })
+}
+
+/// A tandem value bound as whatever integer, float or text type the server inferred for its placeholder, with
+/// range checks: PostgreSQL will not take an `i64` for an `INT4` on its own.
+#[derive(Debug)]
+struct Bind<'a>(&'a Value);
+
+type BoxError = Box<dyn StdError + Sync + Send>;
+
+fn narrow<T: TryFrom<i64>>(v: i64, ty: &Type) -> Result<T, BoxError> {
+    T::try_from(v).map_err(|_| format!("{v} does not fit in {ty}").into())
+}
+
+impl ToSql for Bind<'_> {
+    fn to_sql(&self, ty: &Type, out: &mut BytesMut) -> Result<IsNull, BoxError> {
+        let v = self.0;
+        if v.is_null() {
+            return Ok(IsNull::Yes);
+        }
+        if let Some(i) = v.as_i64().filter(|_| !matches!(v, Value::Bool(_))) {
+            return match *ty {
+                Type::INT2 => narrow::<i16>(i, ty)?.to_sql(ty, out),
+                Type::INT4 => narrow::<i32>(i, ty)?.to_sql(ty, out),
+                Type::INT8 => i.to_sql(ty, out),
+                Type::FLOAT4 => (i as f32).to_sql(ty, out),
+                Type::FLOAT8 => (i as f64).to_sql(ty, out),
+                Type::TEXT | Type::VARCHAR => i.to_string().to_sql(ty, out),
+                _ => Err(format!("cannot bind an integer as {ty}").into()),
+            };
+        }
+        match v {
+            Value::Bool(b) => b.to_sql(ty, out),
+            Value::F32(f) if *ty == Type::FLOAT8 => f64::from(*f).to_sql(ty, out),
+            Value::F32(f) => f.to_sql(ty, out),
+            Value::F64(f) if *ty == Type::FLOAT4 => (*f as f32).to_sql(ty, out),
+            Value::F64(f) => f.to_sql(ty, out),
+            Value::Text(s) => s.as_str().to_sql(ty, out),
+            Value::Bytes(b) => b.as_slice().to_sql(ty, out),
+            other => Err(super::unsupported_value(Dialect::Postgres, other)
+                .to_string()
+                .into()),
+        }
+    }
+
+    fn accepts(_: &Type) -> bool {
+        true
+    }
+
+    to_sql_checked!();
+}
+
+fn decode(row: &postgres::Row, i: usize) -> Result<Value> {
+    let ty = row.columns()[i].type_().clone();
+    let get_err = |e: postgres::Error| Error::Usage(format!("decoding a {ty} column: {e}"));
+    macro_rules! get {
+        ($t:ty, $variant:ident) => {
+            row.try_get::<_, Option<$t>>(i)
+                .map_err(get_err)?
+                .map_or(Value::Null(SqlType::$variant), Into::into)
+        };
+    }
+    Ok(match ty {
+        Type::BOOL => get!(bool, Bool),
+        Type::INT2 => get!(i16, SmallInt),
+        Type::INT4 => get!(i32, Int),
+        Type::INT8 => get!(i64, BigInt),
+        Type::FLOAT4 => get!(f32, Real),
+        Type::FLOAT8 => get!(f64, Double),
+        Type::TEXT | Type::VARCHAR | Type::BPCHAR | Type::NAME | Type::UNKNOWN => {
+            get!(String, Text)
+        }
+        Type::BYTEA => get!(Vec<u8>, Blob),
+        Type::OID => row
+            .try_get::<_, Option<u32>>(i)
+            .map_err(get_err)?
+            .map_or(Value::Null(SqlType::BigInt), |v| Value::I64(v.into())),
+        other => {
+            return Err(Error::Usage(format!(
+                "PostgreSQL type {other} is not decoded by the blocking executor yet"
+            )));
+        }
+    })
+}
+
+fn statement(c: &mut PgConn, sql: &str) -> Result<Statement> {
+    if let Some(s) = c.statements.get(sql) {
+        return Ok(s.clone());
+    }
+    let s = c.client.prepare(sql).map_err(error)?;
+    if c.statements.len() >= STATEMENT_CACHE {
+        c.statements.clear();
+    }
+    c.statements.insert(sql.to_owned(), s.clone());
+    Ok(s)
+}
+
+pub(crate) fn run(c: &mut PgConn, r: &Rendered, sink: &mut Sink<'_>) -> Result<Done> {
+    let stmt = statement(c, &r.sql)?;
+    let params = r.params.iter().map(Bind);
+    if stmt.columns().is_empty() {
+        let binds: Vec<Bind<'_>> = params.collect();
+        let refs: Vec<&(dyn ToSql + Sync)> =
+            binds.iter().map(|b| b as &(dyn ToSql + Sync)).collect();
+        let affected = c.client.execute(&stmt, &refs).map_err(error)?;
+        return Ok(Done {
+            affected,
+            last_insert_id: None,
+        });
+    }
+    let columns = names(stmt.columns().iter().map(|c| c.name().to_owned()));
+    let width = columns.len();
+    let mut rows = c.client.query_raw(&stmt, params).map_err(error)?;
+    while let Some(row) = rows.next().map_err(error)? {
+        let mut values = Vec::with_capacity(width);
+        for i in 0..width {
+            values.push(decode(&row, i)?);
+        }
+        if !sink(Row::new(columns.clone(), values))? {
+            return Ok(Done::default());
+        }
+    }
+    Ok(Done {
+        affected: rows.rows_affected().unwrap_or_default(),
+        last_insert_id: None,
+    })
+}
+
+fn pg_type(ty: SqlType) -> Type {
+    match ty {
+        SqlType::Bool => Type::BOOL,
+        SqlType::SmallInt => Type::INT2,
+        SqlType::Int => Type::INT4,
+        SqlType::BigInt => Type::INT8,
+        SqlType::Real => Type::FLOAT4,
+        SqlType::Double => Type::FLOAT8,
+        SqlType::Text => Type::TEXT,
+        SqlType::VarChar(_) => Type::VARCHAR,
+        SqlType::Blob => Type::BYTEA,
+        SqlType::Date => Type::DATE,
+        SqlType::Time => Type::TIME,
+        SqlType::Timestamp => Type::TIMESTAMP,
+        SqlType::TimestampTz => Type::TIMESTAMPTZ,
+        SqlType::Uuid => Type::UUID,
+        _ => Type::TEXT,
+    }
+}
+
+/// `COPY … FROM STDIN (FORMAT binary)`; the column types come from the declared schema.
+pub(crate) fn copy_in(c: &mut PgConn, step: &Step) -> Result<u64> {
+    let Step::Copy {
+        schema,
+        columns,
+        rows,
+    } = step
+    else {
+        return Err(Error::Usage("copy_in needs a COPY step".into()));
+    };
+    let mut types = Vec::with_capacity(columns.len());
+    for col in columns {
+        types.push(pg_type(schema.column(col.as_str())?.ty));
+    }
+    let quote = |s: &str| format!("\"{}\"", s.replace('"', "\"\""));
+    let cols: Vec<String> = columns.iter().map(|c| quote(c.as_str())).collect();
+    let sql = format!(
+        "COPY {} ({}) FROM STDIN (FORMAT binary)",
+        quote(schema.name.as_str()),
+        cols.join(", ")
+    );
+    let writer = c.client.copy_in(sql.as_str()).map_err(error)?;
+    let mut writer = postgres::binary_copy::BinaryCopyInWriter::new(writer, &types);
+    let mut binds: Vec<Bind<'_>> = Vec::with_capacity(columns.len());
+    for row in rows {
+        binds.clear();
+        binds.extend(row.iter().map(Bind));
+        let refs: Vec<&(dyn ToSql + Sync)> =
+            binds.iter().map(|b| b as &(dyn ToSql + Sync)).collect();
+        writer.write(&refs).map_err(error)?;
+    }
+    writer.finish().map_err(error)
+}
+
+/// Maps a postgres error: server errors by SQLSTATE (with the constraint name), a closed connection or an
+/// I/O failure as [`DbErrorKind::ConnectionLost`].
+pub(crate) fn error(e: postgres::Error) -> Error {
+    if let Some(db) = e.as_db_error() {
+        return Error::Database(DbError {
+            dialect: Dialect::Postgres,
+            kind: tandem_core::error::classify_postgres(db.code().code()),
+            code: Some(db.code().code().to_owned()),
+            message: db.message().to_owned(),
+            constraint: db.constraint().map(str::to_owned),
+        });
+    }
+    let io = e.source().is_some_and(|s| s.is::<std::io::Error>());
+    let kind = if e.is_closed() || io {
+        DbErrorKind::ConnectionLost
+    } else {
+        DbErrorKind::Other
+    };
+    Error::Database(DbError {
+        dialect: Dialect::Postgres,
+        kind,
+        code: None,
+        message: e.to_string(),
+        constraint: None,
+    })
+}

@@ -1,0 +1,178 @@
+//! [`Transaction`]: one connection inside BEGIN … COMMIT. Commit on `Ok`, rollback on `Err` and on panic,
+//! savepoints for nested calls.
+
+use std::cell::{Cell, RefCell};
+use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
+
+use tandem_core::plan::{Outcome, Plan, Step};
+use tandem_core::{Error, Result, TxOptions, tx};
+use tandem_sql::{Dialect, FromRow, Render};
+
+use crate::database::{Pooled, collect, first, run_steps};
+use crate::driver::Conn;
+use crate::stream::RowStream;
+
+/// An open transaction. Its methods take `&self`, so a closure can hand it to several repositories.
+pub struct Transaction {
+    pub(crate) slot: RefCell<Option<Pooled>>,
+    dialect: Dialect,
+    depth: Cell<u32>,
+}
+
+impl Transaction {
+    pub(crate) fn run_closure<T>(
+        conn: Pooled,
+        opts: &TxOptions,
+        f: &mut dyn FnMut(&Transaction) -> Result<T>,
+    ) -> Result<T> {
+        let dialect = conn.dialect();
+        let tx = Transaction {
+            slot: RefCell::new(Some(conn)),
+            dialect,
+            depth: Cell::new(0),
+        };
+        let span = tracing::debug_span!("transaction", %dialect);
+        let _enter = span.enter();
+        for sql in tx::begin(dialect, opts) {
+            tx.simple(&sql)?;
+        }
+        match catch_unwind(AssertUnwindSafe(|| f(&tx))) {
+            Ok(Ok(value)) => match tx.finish(opts, true) {
+                Ok(()) => Ok(value),
+                Err(e) => {
+                    // A failed COMMIT can leave the transaction open (SQLite busy): end it before the
+                    // connection goes back to the pool.
+                    let _ = tx.finish(opts, false);
+                    Err(e)
+                }
+            },
+            Ok(Err(e)) => {
+                let _ = tx.finish(opts, false);
+                Err(e)
+            }
+            Err(panic) => {
+                let _ = tx.finish(opts, false);
+                resume_unwind(panic)
+            }
+        }
+    }
+
+    fn finish(&self, opts: &TxOptions, commit: bool) -> Result<()> {
+        for sql in tx::end(self.dialect, opts, commit) {
+            self.simple(&sql)?;
+        }
+        Ok(())
+    }
+
+    pub(crate) fn with_conn<R>(&self, f: impl FnOnce(&mut Conn) -> Result<R>) -> Result<R> {
+        let mut slot = self
+            .slot
+            .try_borrow_mut()
+            .map_err(|_| Error::Usage("the transaction is busy with another statement".into()))?;
+        let conn = slot.as_mut().ok_or_else(|| {
+            Error::Usage(
+                "a stream opened in this transaction is still being read: finish or drop it first"
+                    .into(),
+            )
+        })?;
+        f(conn)
+    }
+
+    fn simple(&self, sql: &str) -> Result<()> {
+        self.with_conn(|c| c.simple(sql))
+    }
+
+    /// The engine.
+    pub fn dialect(&self) -> Dialect {
+        self.dialect
+    }
+
+    /// Runs a statement; returns rows affected.
+    pub fn execute(&self, stmt: &impl Render) -> Result<u64> {
+        let r = stmt.render(self.dialect)?;
+        self.with_conn(|c| Ok(c.run(&r, &mut |_| Ok(true))?.affected))
+    }
+
+    /// All rows, decoded.
+    pub fn fetch_all<T: FromRow>(&self, stmt: &impl Render) -> Result<Vec<T>> {
+        let r = stmt.render(self.dialect)?;
+        self.with_conn(|c| collect(c, &r))
+    }
+
+    /// The first row, or [`Error::RowNotFound`].
+    pub fn fetch_one<T: FromRow>(&self, stmt: &impl Render) -> Result<T> {
+        self.fetch_optional(stmt)?.ok_or(Error::RowNotFound)
+    }
+
+    /// The first row, if any.
+    pub fn fetch_optional<T: FromRow>(&self, stmt: &impl Render) -> Result<Option<T>> {
+        let r = stmt.render(self.dialect)?;
+        self.with_conn(|c| first(c, &r))
+    }
+
+    /// A streaming iterator over the rows, read inside this transaction. While it lives, the transaction's
+    /// connection is busy with it: other calls on the transaction fail until it is finished or dropped.
+    pub fn fetch<T: FromRow + Send + 'static>(
+        &self,
+        stmt: &impl Render,
+    ) -> Result<RowStream<'_, T>> {
+        self.stream(stmt.render(self.dialect)?)
+    }
+
+    pub(crate) fn stream<T>(&self, r: tandem_sql::Rendered) -> Result<RowStream<'_, T>> {
+        let conn = self
+            .slot
+            .try_borrow_mut()
+            .map_err(|_| Error::Usage("the transaction is busy with another statement".into()))?
+            .take()
+            .ok_or_else(|| {
+                Error::Usage("another stream of this transaction is still being read".into())
+            })?;
+        RowStream::start(conn, r, Some(&self.slot))
+    }
+
+    /// A nested transaction: a savepoint, released on `Ok`, rolled back to on `Err` or panic; the outer
+    /// transaction goes on either way.
+    pub fn transaction<T>(&self, mut f: impl FnMut(&Transaction) -> Result<T>) -> Result<T> {
+        let depth = self.depth.get() + 1;
+        self.simple(&tx::savepoint(depth))?;
+        self.depth.set(depth);
+        let result = catch_unwind(AssertUnwindSafe(|| f(self)));
+        self.depth.set(depth - 1);
+        match result {
+            Ok(Ok(v)) => {
+                self.simple(&tx::release_savepoint(depth))?;
+                Ok(v)
+            }
+            Ok(Err(e)) => {
+                let _ = self.simple(&tx::rollback_to_savepoint(depth));
+                let _ = self.simple(&tx::release_savepoint(depth));
+                Err(e)
+            }
+            Err(panic) => {
+                let _ = self.simple(&tx::rollback_to_savepoint(depth));
+                let _ = self.simple(&tx::release_savepoint(depth));
+                resume_unwind(panic)
+            }
+        }
+    }
+
+    pub(crate) fn run_steps(&self, steps: &[Step]) -> Result<Vec<Outcome>> {
+        self.with_conn(|c| run_steps(c, steps))
+    }
+
+    /// Runs a plan inside this transaction (several steps under a savepoint, so a failure undoes them all).
+    pub fn run<T>(&self, plan: Plan<T>) -> Result<T> {
+        let outcomes = if plan.needs_transaction() {
+            self.transaction(|tx| tx.run_steps(&plan.steps))?
+        } else {
+            self.run_steps(&plan.steps)?
+        };
+        plan.finish(outcomes)
+    }
+
+    /// A repository of entity `E` inside this transaction.
+    pub fn repository<E: tandem_sql::Entity>(&self) -> crate::Repository<'_, E> {
+        crate::Repository::new(crate::repository::Exec::Tx(self))
+    }
+}

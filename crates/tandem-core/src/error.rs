@@ -1,0 +1,228 @@
+//! The executors' one error type, shared so that both sides fail the same way: a unique violation is
+//! [`DbErrorKind::UniqueViolation`] whether it came from rusqlite, postgres, mysql or sqlx.
+//!
+//! Each engine reports errors in its own codes; the `classify_*` functions map them once, here.
+
+use std::time::Duration;
+
+use tandem_sql::Dialect;
+
+/// `Result` with [`Error`] as the default error.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// What went wrong in an executor.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// Building, rendering or decoding a statement (from `tandem-sql`).
+    #[error(transparent)]
+    Sql(#[from] tandem_sql::Error),
+    /// The database refused a statement or the connection failed.
+    #[error(transparent)]
+    Database(#[from] DbError),
+    /// No connection became free within the acquire timeout.
+    #[error("no connection within {waited:?} (pool of {max_size})")]
+    PoolTimeout {
+        /// How long the acquire waited.
+        waited: Duration,
+        /// The pool's maximum size.
+        max_size: u32,
+    },
+    /// `get` by key found no row.
+    #[error("no row in {table:?} with key {key}")]
+    NotFound {
+        /// The table.
+        table: String,
+        /// The key, as text.
+        key: String,
+    },
+    /// `fetch_one` got no row.
+    #[error("the query returned no row")]
+    RowNotFound,
+    /// A connection URL that cannot be used.
+    #[error("invalid database URL {url:?}: {reason}")]
+    InvalidUrl {
+        /// The URL, password removed.
+        url: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The closure of a transaction panicked; the transaction was rolled back.
+    #[error("the transaction's closure panicked: {message}")]
+    Panicked {
+        /// The panic message, when it was a string.
+        message: String,
+    },
+    /// A misuse the executor detects (a statement that needs rows used where none come back, …).
+    #[error("{0}")]
+    Usage(String),
+}
+
+impl Error {
+    /// The database error kind, if this is a database error.
+    pub fn kind(&self) -> Option<DbErrorKind> {
+        match self {
+            Error::Database(e) => Some(e.kind),
+            _ => None,
+        }
+    }
+
+    /// Whether rerunning the whole transaction may succeed (serialization failure, deadlock, lock timeout,
+    /// SQLite busy).
+    pub fn is_retriable(&self) -> bool {
+        self.kind().is_some_and(DbErrorKind::is_retriable)
+    }
+}
+
+/// A classified error from the database or its connection.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{dialect} {kind:?}{}: {message}", code.as_ref().map(|c| format!(" [{c}]")).unwrap_or_default())]
+pub struct DbError {
+    /// Which engine.
+    pub dialect: Dialect,
+    /// What kind of failure.
+    pub kind: DbErrorKind,
+    /// The engine's own code (SQLSTATE on PostgreSQL, the error number on MySQL, the extended result code
+    /// on SQLite), when there is one.
+    pub code: Option<String>,
+    /// The engine's message.
+    pub message: String,
+    /// The violated constraint or index, when the engine names it.
+    pub constraint: Option<String>,
+}
+
+impl DbError {
+    /// A connection-level failure (I/O error, closed socket).
+    pub fn connection_lost(dialect: Dialect, message: impl Into<String>) -> Self {
+        DbError {
+            dialect,
+            kind: DbErrorKind::ConnectionLost,
+            code: None,
+            message: message.into(),
+            constraint: None,
+        }
+    }
+}
+
+/// Kinds of database failure callers match on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum DbErrorKind {
+    /// A unique key or primary key would be duplicated.
+    UniqueViolation,
+    /// A foreign key has no parent (or still has children).
+    ForeignKeyViolation,
+    /// NULL into a NOT NULL column.
+    NotNullViolation,
+    /// A CHECK constraint failed.
+    CheckViolation,
+    /// A value too long or out of range for its column.
+    DataTooLong,
+    /// A value the column's type cannot hold (a NUL byte in PostgreSQL text, an invalid date, …).
+    InvalidValue,
+    /// The transaction could not be serialized; rerun it.
+    SerializationFailure,
+    /// A deadlock was detected; rerun the transaction.
+    Deadlock,
+    /// A lock wait timed out (MySQL 1205); rerun the transaction.
+    LockTimeout,
+    /// SQLite: the database is locked by another connection.
+    Busy,
+    /// The connection was closed, killed or broke.
+    ConnectionLost,
+    /// The statement is invalid (syntax, unknown table or column).
+    InvalidStatement,
+    /// Anything else.
+    Other,
+}
+
+impl DbErrorKind {
+    /// Whether a whole-transaction retry may succeed.
+    pub fn is_retriable(self) -> bool {
+        matches!(
+            self,
+            DbErrorKind::SerializationFailure
+                | DbErrorKind::Deadlock
+                | DbErrorKind::LockTimeout
+                | DbErrorKind::Busy
+        )
+    }
+}
+
+/// PostgreSQL SQLSTATE codes (<https://www.postgresql.org/docs/current/errcodes-appendix.html>).
+pub fn classify_postgres(sqlstate: &str) -> DbErrorKind {
+    match sqlstate {
+        "23505" => DbErrorKind::UniqueViolation,
+        "23503" => DbErrorKind::ForeignKeyViolation,
+        "23502" => DbErrorKind::NotNullViolation,
+        "23514" => DbErrorKind::CheckViolation,
+        "22001" | "22003" => DbErrorKind::DataTooLong,
+        s if s.starts_with("22") => DbErrorKind::InvalidValue,
+        "40001" => DbErrorKind::SerializationFailure,
+        "40P01" => DbErrorKind::Deadlock,
+        "55P03" => DbErrorKind::LockTimeout,
+        // admin_shutdown, crash_shutdown, cannot_connect_now, and class 08 (connection exception).
+        "57P01" | "57P02" | "57P03" => DbErrorKind::ConnectionLost,
+        s if s.starts_with("08") => DbErrorKind::ConnectionLost,
+        s if s.starts_with("42") => DbErrorKind::InvalidStatement,
+        _ => DbErrorKind::Other,
+    }
+}
+
+/// MySQL / MariaDB error numbers (<https://mariadb.com/kb/en/mariadb-error-code-reference/>).
+pub fn classify_mysql(number: u16) -> DbErrorKind {
+    match number {
+        1062 | 1586 => DbErrorKind::UniqueViolation,
+        1451 | 1452 | 1216 | 1217 => DbErrorKind::ForeignKeyViolation,
+        1048 | 1364 => DbErrorKind::NotNullViolation,
+        3819 | 4025 => DbErrorKind::CheckViolation,
+        1406 | 1264 => DbErrorKind::DataTooLong,
+        1366 | 1292 => DbErrorKind::InvalidValue,
+        1213 => DbErrorKind::Deadlock,
+        1205 => DbErrorKind::LockTimeout,
+        // 1927: MariaDB "Connection was killed"; 2006/2013: server gone / lost during query; 1053 shutdown.
+        1927 | 2006 | 2013 | 1053 | 1317 => DbErrorKind::ConnectionLost,
+        1064 | 1146 | 1054 | 1049 | 1050 => DbErrorKind::InvalidStatement,
+        _ => DbErrorKind::Other,
+    }
+}
+
+/// SQLite extended result codes (<https://www.sqlite.org/rescode.html>).
+pub fn classify_sqlite(extended_code: i32) -> DbErrorKind {
+    match extended_code {
+        2067 | 1555 => DbErrorKind::UniqueViolation, // SQLITE_CONSTRAINT_UNIQUE, _PRIMARYKEY
+        787 => DbErrorKind::ForeignKeyViolation,     // SQLITE_CONSTRAINT_FOREIGNKEY
+        1299 => DbErrorKind::NotNullViolation,       // SQLITE_CONSTRAINT_NOTNULL
+        275 => DbErrorKind::CheckViolation,          // SQLITE_CONSTRAINT_CHECK
+        18 => DbErrorKind::DataTooLong,              // SQLITE_TOOBIG
+        c if c & 0xff == 5 || c & 0xff == 6 => DbErrorKind::Busy, // SQLITE_BUSY, SQLITE_LOCKED
+        c if c & 0xff == 1 => DbErrorKind::InvalidStatement, // SQLITE_ERROR (syntax, no such table)
+        _ => DbErrorKind::Other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The codes each engine uses for the kinds callers match map to those kinds, and only retriable ones
+    /// are retried.
+    #[test]
+    fn classification() {
+        assert_eq!(classify_postgres("23505"), DbErrorKind::UniqueViolation);
+        assert_eq!(
+            classify_postgres("40001"),
+            DbErrorKind::SerializationFailure
+        );
+        assert_eq!(classify_postgres("57P01"), DbErrorKind::ConnectionLost);
+        assert_eq!(classify_postgres("42P01"), DbErrorKind::InvalidStatement);
+        assert_eq!(classify_mysql(1062), DbErrorKind::UniqueViolation);
+        assert_eq!(classify_mysql(1213), DbErrorKind::Deadlock);
+        assert_eq!(classify_mysql(1406), DbErrorKind::DataTooLong);
+        assert_eq!(classify_sqlite(2067), DbErrorKind::UniqueViolation);
+        assert_eq!(classify_sqlite(5), DbErrorKind::Busy);
+        assert_eq!(classify_sqlite(517), DbErrorKind::Busy);
+        assert!(DbErrorKind::Deadlock.is_retriable());
+        assert!(!DbErrorKind::UniqueViolation.is_retriable());
+    }
+}

@@ -1,0 +1,24 @@
+//! `tandem-core`: what the blocking and the async executor share that is not I/O.
+//!
+//! # Layout
+//! - [`options`]: connection URLs parsed once ([`ConnectOptions`]) and pool settings ([`PoolConfig`]).
+//! - [`error`]: the executors' one error type, and the mapping of each engine's codes to [`DbErrorKind`].
+//! - [`tx`]: transaction options, the statements that begin, nest and end transactions, the retry rule.
+//! - [`plan`]: a repository method as data — steps plus a pure function from outcomes to a result.
+//! - [`repo`]: the repository method set as plans, with its option and page types.
+//!
+//! Both executors run the same plans and the same transaction statements, so a repository call means the same
+//! thing on either side; only the I/O differs.
+#![forbid(unsafe_code)]
+
+pub mod error;
+pub mod options;
+pub mod plan;
+pub mod repo;
+pub mod tx;
+
+pub use error::{DbError, DbErrorKind, Error, Result};
+pub use options::{ConnectOptions, PoolConfig};
+pub use plan::{Atomicity, Outcome, Plan, Step};
+pub use repo::{BatchOptions, BatchResult, BatchTransaction, CursorPage, Find, Page};
+pub use tx::{Isolation, TxOptions};

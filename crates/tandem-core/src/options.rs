@@ -1,0 +1,263 @@
+//! Connection options, parsed from the URLs both executors accept:
+//! `sqlite::memory:`, `sqlite://path`, `postgres://user:pass@host:port/db`, `mysql://user:pass@host:port/db`.
+//!
+//! Parsing is done here, once, so both executors agree on what a URL means; each executor turns the result
+//! into its driver's own configuration.
+
+use std::time::Duration;
+
+use tandem_sql::Dialect;
+
+use crate::error::{Error, Result};
+
+/// Where and how to connect.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ConnectOptions {
+    /// Which engine.
+    pub dialect: Dialect,
+    /// Host name or address (server engines).
+    pub host: String,
+    /// TCP port (server engines).
+    pub port: u16,
+    /// User name.
+    pub user: String,
+    /// Password, if any.
+    pub password: Option<String>,
+    /// Database name (server engines).
+    pub database: String,
+    /// SQLite: the database file; `None` is an in-memory database.
+    pub path: Option<String>,
+    /// PostgreSQL: the `search_path` to set on every connection (a per-test schema, for instance).
+    pub search_path: Option<String>,
+    /// The URL as given, password removed, for error messages.
+    pub display: String,
+}
+
+impl ConnectOptions {
+    /// Parses a URL.
+    pub fn parse(url: &str) -> Result<Self> {
+        let bad = |reason: &str| Error::InvalidUrl {
+            url: redact(url),
+            reason: reason.to_owned(),
+        };
+        let (scheme, rest) = url
+            .split_once(':')
+            .ok_or_else(|| bad("no scheme (sqlite:, postgres:, mysql:)"))?;
+        let dialect = match scheme {
+            "sqlite" => Dialect::Sqlite,
+            "postgres" | "postgresql" => Dialect::Postgres,
+            "mysql" | "mariadb" => Dialect::MySql,
+            _ => return Err(bad("unknown scheme (sqlite, postgres, mysql)")),
+        };
+        if dialect == Dialect::Sqlite {
+            let path = rest.strip_prefix("//").unwrap_or(rest);
+            let path = path.split('?').next().unwrap_or_default();
+            let path = match path {
+                ":memory:" | "" => None,
+                p => Some(p.to_owned()),
+            };
+            return Ok(ConnectOptions {
+                dialect,
+                host: String::new(),
+                port: 0,
+                user: String::new(),
+                password: None,
+                database: String::new(),
+                path,
+                search_path: None,
+                display: redact(url),
+            });
+        }
+        let rest = rest
+            .strip_prefix("//")
+            .ok_or_else(|| bad("expected scheme://host"))?;
+        let (authority, tail) = rest.split_once('/').unwrap_or((rest, ""));
+        let (database, query) = tail.split_once('?').unwrap_or((tail, ""));
+        let (userinfo, hostport) = match authority.rsplit_once('@') {
+            Some((u, h)) => (Some(u), h),
+            None => (None, authority),
+        };
+        let (user, password) = match userinfo {
+            Some(u) => match u.split_once(':') {
+                Some((name, pass)) => (decode(name), Some(decode(pass))),
+                None => (decode(u), None),
+            },
+            None => (String::new(), None),
+        };
+        let default_port = if dialect == Dialect::Postgres {
+            5432
+        } else {
+            3306
+        };
+        let (host, port) = match hostport.rsplit_once(':') {
+            Some((h, p)) => (
+                h.to_owned(),
+                p.parse().map_err(|_| bad("port is not a number"))?,
+            ),
+            None => (hostport.to_owned(), default_port),
+        };
+        if host.is_empty() {
+            return Err(bad("no host"));
+        }
+        let mut search_path = None;
+        for pair in query.split('&').filter(|p| !p.is_empty()) {
+            let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+            match k {
+                "search_path" | "schema" if dialect == Dialect::Postgres => {
+                    search_path = Some(decode(v))
+                }
+                // TLS settings are for the async driver's URL; tandem connects without TLS either way.
+                "sslmode" | "ssl-mode" | "ssl_mode" => {}
+                _ => {}
+            }
+        }
+        let user = if user.is_empty() {
+            if dialect == Dialect::Postgres {
+                "postgres".into()
+            } else {
+                "root".into()
+            }
+        } else {
+            user
+        };
+        Ok(ConnectOptions {
+            dialect,
+            host,
+            port,
+            user,
+            password,
+            database: decode(database),
+            path: None,
+            search_path,
+            display: redact(url),
+        })
+    }
+
+    /// Whether this is SQLite in memory (every pool connection would see its own database, so the pool
+    /// holds one connection).
+    pub fn is_memory(&self) -> bool {
+        self.dialect == Dialect::Sqlite && self.path.is_none()
+    }
+}
+
+/// The URL with its password replaced by `***`.
+pub fn redact(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let (authority, tail) = rest
+        .split_once('/')
+        .map_or((rest, None), |(a, t)| (a, Some(t)));
+    let authority = match authority.rsplit_once('@') {
+        Some((userinfo, host)) => match userinfo.split_once(':') {
+            Some((user, _)) => format!("{user}:***@{host}"),
+            None => format!("{userinfo}@{host}"),
+        },
+        None => authority.to_owned(),
+    };
+    match tail {
+        Some(t) => format!("{scheme}://{authority}/{t}"),
+        None => format!("{scheme}://{authority}"),
+    }
+}
+
+fn decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%'
+            && let Some(Ok(b)) = s.get(i + 1..i + 3).map(|hex| u8::from_str_radix(hex, 16))
+        {
+            out.push(b);
+            i += 3;
+            continue;
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Pool settings both executors take. `tandem-pool` adds presets, bounded pending acquires and metrics.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PoolConfig {
+    /// Most connections open at once. Default 10 (forced to 1 for SQLite in memory).
+    pub max_size: u32,
+    /// Connections opened before the pool reports ready, and kept idle. Default none.
+    pub min_idle: Option<u32>,
+    /// How long an acquire waits for a connection before failing with a timeout error. Default 30 s; always
+    /// finite.
+    pub acquire_timeout: Duration,
+    /// Check each connection with a round trip before handing it out. Default false: a connection that broke
+    /// while in use is dropped when it comes back, so only connections killed while idle slip through.
+    pub validate_on_checkout: bool,
+}
+
+impl Default for PoolConfig {
+    fn default() -> Self {
+        PoolConfig {
+            max_size: 10,
+            min_idle: None,
+            acquire_timeout: Duration::from_secs(30),
+            validate_on_checkout: false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each URL form parses into the options the drivers need, and the password never shows.
+    #[test]
+    fn url_forms() {
+        let m = ConnectOptions::parse("sqlite::memory:").unwrap();
+        assert!(m.is_memory());
+        let f = ConnectOptions::parse("sqlite://data/app.db").unwrap();
+        assert_eq!(f.path.as_deref(), Some("data/app.db"));
+        let abs = ConnectOptions::parse("sqlite:///tmp/x.db?mode=rwc").unwrap();
+        assert_eq!(abs.path.as_deref(), Some("/tmp/x.db"));
+        let pg = ConnectOptions::parse(
+            "postgres://me:p%40ss@db.local:6543/app?search_path=t1&sslmode=disable",
+        )
+        .unwrap();
+        assert_eq!(
+            (
+                pg.dialect,
+                pg.host.as_str(),
+                pg.port,
+                pg.user.as_str(),
+                pg.password.as_deref(),
+                pg.database.as_str()
+            ),
+            (
+                Dialect::Postgres,
+                "db.local",
+                6543,
+                "me",
+                Some("p@ss"),
+                "app"
+            )
+        );
+        assert_eq!(pg.search_path.as_deref(), Some("t1"));
+        assert!(!pg.display.contains("p%40ss"), "{}", pg.display);
+        let my = ConnectOptions::parse("mysql://root@127.0.0.1/test").unwrap();
+        assert_eq!(
+            (my.dialect, my.port, my.password),
+            (Dialect::MySql, 3306, None)
+        );
+        for bad in [
+            "nothing",
+            "oracle://x",
+            "postgres://",
+            "mysql://h:port/db",
+            "postgres:x",
+        ] {
+            assert!(
+                matches!(ConnectOptions::parse(bad), Err(Error::InvalidUrl { .. })),
+                "{bad}"
+            );
+        }
+    }
+}

@@ -1,0 +1,458 @@
+//! The blocking executor and repository against SQLite, PostgreSQL and MariaDB: every repository method,
+//! the transaction rules, killed connections, large batches and bad input.
+
+#[path = "support/db.rs"]
+mod db;
+mod support;
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use db::TestDb;
+use support::{Order, User, orders, users};
+use tandem_blocking::{
+    BatchOptions, BatchTransaction, Database, DbErrorKind, Error, Find, Isolation, PoolConfig,
+    TxOptions,
+};
+use tandem_sql::prelude::*;
+use tandem_sql::{Dialect, Value, raw};
+
+fn user(name: &str, age: i32) -> User {
+    User {
+        id: 0,
+        name: name.into(),
+        age,
+        email: None,
+    }
+}
+
+fn setup(db: &Database) {
+    db.create_table(&users::table.create_table()).unwrap();
+    db.create_table(&orders::table.create_table()).unwrap();
+}
+
+fn names(db: &Database) -> Vec<String> {
+    db.fetch_all::<(String,)>(&users::table.select(users::name).order_by(users::id.asc()))
+        .unwrap()
+        .into_iter()
+        .map(|(n,)| n)
+        .collect()
+}
+
+engine_test!(
+    /// insert, get, find_by_id, exists, count, update_by_id, delete_by_id, and NotFound.
+    crud,
+    |t: &TestDb| {
+        let db = &t.db;
+        setup(db);
+        let repo = db.repository::<User>();
+        let id = repo.insert(&user("ada", 36)).unwrap();
+        let id2 = repo.insert(&User { email: Some("b@x".into()), ..user("bob", 17) }).unwrap();
+        assert_eq!(id2, id + 1);
+        let ada = repo.get(id).unwrap();
+        assert_eq!(ada, User { id, ..user("ada", 36) });
+        assert_eq!(repo.find_by_id(id + 100).unwrap(), None);
+        assert!(matches!(repo.get(id + 100), Err(Error::NotFound { .. })));
+        assert!(repo.exists_by_id(id).unwrap());
+        assert!(!repo.exists_by_id(id + 100).unwrap());
+        assert_eq!(repo.count().unwrap(), 2);
+        assert_eq!(repo.update_by_id(&User { age: 37, ..ada.clone() }).unwrap(), 1);
+        assert_eq!(repo.get(id).unwrap().age, 37);
+        assert_eq!(repo.delete_by_id(id).unwrap(), 1);
+        assert_eq!(repo.delete_by_id(id).unwrap(), 0);
+        assert_eq!(repo.count().unwrap(), 1);
+        assert_eq!(repo.get(id2).unwrap().email.as_deref(), Some("b@x"));
+    }
+);
+
+engine_test!(
+    /// find_all streams with filter, order, limit and offset; find_by, count_by, exists_by; pages and cursors.
+    finders_and_pages,
+    |t: &TestDb| {
+        let db = &t.db;
+        setup(db);
+        let repo = db.repository::<User>();
+        let people: Vec<User> = (0..25).map(|i| user(&format!("u{i:02}"), i % 5)).collect();
+        let ids = repo.insert_all(&people).unwrap();
+        assert_eq!(ids.len(), 25);
+        assert!(ids.windows(2).all(|w| w[1] == w[0] + 1), "ids in insertion order: {ids:?}");
+
+        let young: Vec<User> = repo
+            .find_all(Find::all().filter(users::age.lt(2)).order_by(users::name.desc()).limit(4).offset(1))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        let young_names: Vec<&str> = young.iter().map(|u| u.name.as_str()).collect();
+        assert_eq!(young_names, ["u20", "u16", "u15", "u11"]);
+        let by = repo.find_by(Find::all().filter(users::age.eq(3))).unwrap().count();
+        assert_eq!(by, 5);
+        assert_eq!(repo.count_by(Find::all().filter(users::age.ge(3))).unwrap(), 10);
+        assert!(repo.exists_by(Find::all().filter(users::name.eq("u07"))).unwrap());
+        assert!(!repo.exists_by(Find::all().filter(users::name.eq("nobody"))).unwrap());
+
+        let page = repo.find_page(2, 10, Find::all()).unwrap();
+        assert_eq!((page.page, page.size, page.total, page.total_pages()), (2, 10, 25, 3));
+        assert_eq!(page.items.len(), 5);
+        assert_eq!(page.items[0].name, "u20");
+        let filtered = repo.find_page(0, 3, Find::all().filter(users::age.eq(0))).unwrap();
+        assert_eq!((filtered.total, filtered.items.len()), (5, 3));
+
+        let mut after = None;
+        let mut seen = Vec::new();
+        loop {
+            let p = repo.find_cursor_page(after, 7, Find::all()).unwrap();
+            seen.extend(p.items.iter().map(|u| u.id));
+            match p.next {
+                Some(k) => after = Some(k),
+                None => break,
+            }
+        }
+        assert_eq!(seen, ids);
+    }
+);
+
+engine_test!(
+    /// batch_insert per chunk and per call, ignore duplicates, returned ids, upsert, update_all and deletes.
+    batches_and_bulk_changes,
+    |t: &TestDb| {
+        let db = &t.db;
+        setup(db);
+        let repo = db.repository::<User>();
+        let first: Vec<User> = (0..2_500).map(|i| user(&format!("n{i}"), i)).collect();
+        let r = repo.batch_insert(&first, &BatchOptions { return_ids: true, ..BatchOptions::default() }).unwrap();
+        assert_eq!(r.inserted, 2_500);
+        assert_eq!(r.ids.len(), 2_500);
+        assert!(r.ids.windows(2).all(|w| w[1] == w[0] + 1));
+
+        let again: Vec<User> = (2_400..2_600).map(|i| user(&format!("n{i}"), -1)).collect();
+        let dup = repo.batch_insert(&again, &BatchOptions::default()).unwrap_err();
+        assert_eq!(dup.kind(), Some(DbErrorKind::UniqueViolation), "{dup}");
+        assert_eq!(repo.count().unwrap(), 2_500, "the failing chunk left nothing behind");
+        let ignored = repo
+            .batch_insert(&again, &BatchOptions { ignore_duplicates: true, ..BatchOptions::default() })
+            .unwrap();
+        assert_eq!(ignored.inserted, 100);
+        assert_eq!(repo.count().unwrap(), 2_600);
+
+        let whole = BatchOptions { transaction: BatchTransaction::PerCall, ..BatchOptions::default() };
+        let more: Vec<User> = (0..3).map(|i| user(&format!("m{i}"), 1)).collect();
+        assert_eq!(repo.batch_insert(&more, &whole).unwrap().inserted, 3);
+
+        let upserts = vec![user("n0", 500), user("fresh", 501)];
+        assert_eq!(repo.batch_upsert(&upserts, users::name).unwrap(), 2);
+        assert_eq!(db.fetch_one::<(i32,)>(&users::table.select(users::age).filter(users::name.eq("n0"))).unwrap(), (500,));
+        assert_eq!(repo.count().unwrap(), 2_604);
+
+        let changed = repo.update_all(|u| u.set(users::age, users::age + 1000).filter(users::age.between(10, 19))).unwrap();
+        assert_eq!(changed, 10);
+        let ids: Vec<i64> = r.ids[..100].to_vec();
+        assert_eq!(repo.delete_all_by_ids(&ids).unwrap(), 100, "an upsert keeps the row's id");
+        assert_eq!(repo.delete_all_by_ids(&[]).unwrap(), 0);
+        // n1000..n2499; the ten raised above 1000 were among the first 100 ids, already deleted.
+        assert_eq!(repo.delete_by(Find::all().filter(users::age.ge(1000))).unwrap(), 1_500);
+        assert_eq!(repo.delete_all().unwrap(), 2_604 - 100 - 1_500);
+        assert_eq!(repo.count().unwrap(), 0);
+    }
+);
+
+engine_test!(
+    /// More rows than one statement may bind are split and stored exactly once.
+    batch_beyond_parameter_limit,
+    |t: &TestDb| {
+        let db = &t.db;
+        setup(db);
+        let repo = db.repository::<Order>();
+        let rows: Vec<Order> = (0..70_000)
+            .map(|i| Order { id: 0, user_id: i, code: format!("c{i}"), total: 1.0, shipped: false })
+            .collect();
+        let opts = BatchOptions { chunk_rows: None, allow_copy: false, ..BatchOptions::default() };
+        assert_eq!(repo.batch_insert(&rows, &opts).unwrap().inserted, 70_000);
+        let (n, distinct, sum): (i64, i64, i64) = db
+            .fetch_one(&orders::table.select((count_star(), count_distinct(orders::user_id), sum(orders::user_id))))
+            .unwrap();
+        assert_eq!((n, distinct, sum), (70_000, 70_000, (0..70_000i64).sum()));
+    }
+);
+
+engine_test!(
+    /// Commit on Ok; rollback on Err and on panic leaves no row; a rolled-back savepoint keeps the outer work.
+    transaction_rules,
+    |t: &TestDb| {
+        let db = &t.db;
+        setup(db);
+        db.transaction(|tx| tx.repository::<User>().insert(&user("kept", 1)).map(|_| ())).unwrap();
+        let err = db
+            .transaction(|tx| {
+                tx.repository::<User>().insert(&user("gone", 2))?;
+                Err::<(), _>(Error::Usage("no".into()))
+            })
+            .unwrap_err();
+        assert!(matches!(err, Error::Usage(_)));
+        let panicked = catch_unwind(AssertUnwindSafe(|| {
+            db.transaction(|tx| {
+                tx.repository::<User>().insert(&user("panic", 3))?;
+                panic!("boom");
+                #[allow(unreachable_code)]
+                Ok(())
+            })
+        }));
+        assert!(panicked.is_err());
+        assert_eq!(names(db), ["kept"]);
+
+        db.transaction(|tx| {
+            let repo = tx.repository::<User>();
+            repo.insert(&user("outer", 4))?;
+            let inner = tx.transaction(|tx| {
+                tx.repository::<User>().insert(&user("inner", 5))?;
+                Err::<(), _>(Error::Usage("undo the savepoint".into()))
+            });
+            assert!(inner.is_err());
+            tx.transaction(|tx| tx.repository::<User>().insert(&user("inner-ok", 6)))?;
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(names(db), ["kept", "outer", "inner-ok"]);
+    }
+);
+
+engine_test!(
+    /// Isolation and read-only options reach the engine; a retriable error reruns the whole transaction, up
+    /// to the bound.
+    transaction_options_and_retry,
+    |t: &TestDb| {
+        let db = &t.db;
+        setup(db);
+        let ro = TxOptions::default().isolation(Isolation::Serializable).read_only();
+        let err = db.transaction_with(ro.clone(), |tx| tx.repository::<User>().insert(&user("x", 1))).unwrap_err();
+        assert!(matches!(err, Error::Database(_)), "a write in a read-only transaction fails: {err}");
+        assert_eq!(db.transaction_with(ro, |tx| tx.repository::<User>().count()).unwrap(), 0);
+
+        let deadlock = || {
+            Error::Database(tandem_blocking::DbError {
+                dialect: db.dialect(),
+                kind: DbErrorKind::Deadlock,
+                code: None,
+                message: "simulated".into(),
+                constraint: None,
+            })
+        };
+        let mut attempts = 0;
+        let out = db
+            .transaction(|tx| {
+                attempts += 1;
+                tx.repository::<User>().insert(&user(&format!("try{attempts}"), attempts))?;
+                if attempts < 3 { Err(deadlock()) } else { Ok(attempts) }
+            })
+            .unwrap();
+        assert_eq!(out, 3);
+        assert_eq!(names(db), ["try3"], "failed attempts were rolled back");
+        let mut tries = 0;
+        let err = db
+            .transaction_with(TxOptions::default().max_attempts(2), |_| {
+                tries += 1;
+                Err::<(), _>(deadlock())
+            })
+            .unwrap_err();
+        assert_eq!((tries, err.kind()), (2, Some(DbErrorKind::Deadlock)));
+        let mut once = 0;
+        let _ = db.transaction(|_| {
+            once += 1;
+            Err::<(), _>(Error::Usage("not retriable".into()))
+        });
+        assert_eq!(once, 1);
+    }
+);
+
+engine_test!(
+    /// Empty batches, duplicates, too-long strings, NUL bytes and non-ASCII text: typed errors or exact round trips.
+    bad_input,
+    |t: &TestDb| {
+        let db = &t.db;
+        setup(db);
+        let repo = db.repository::<User>();
+        assert!(matches!(
+            repo.batch_insert(&[], &BatchOptions::default()),
+            Err(Error::Sql(tandem_sql::Error::EmptyBatch { .. }))
+        ));
+        repo.insert(&user("same", 1)).unwrap();
+        let dup = repo.insert(&user("same", 2)).unwrap_err();
+        assert_eq!(dup.kind(), Some(DbErrorKind::UniqueViolation), "{dup}");
+        if db.dialect() == Dialect::Postgres {
+            let Error::Database(e) = &dup else { unreachable!() };
+            assert_eq!(e.constraint.as_deref(), Some("users_name_key"));
+        }
+        let long = repo.insert(&user(&"x".repeat(101), 1)).unwrap_err();
+        let expected = if db.dialect() == Dialect::Sqlite { DbErrorKind::CheckViolation } else { DbErrorKind::DataTooLong };
+        assert_eq!(long.kind(), Some(expected), "{long}");
+
+        let text = "한국어 ✓ émoji 🦀 'quote' \"dq\" back\\slash";
+        let id = repo.insert(&user(text, 1)).unwrap();
+        assert_eq!(repo.get(id).unwrap().name, text);
+        let nul = repo.insert(&user("nul\0byte", 1));
+        match db.dialect() {
+            Dialect::Postgres => assert_eq!(nul.unwrap_err().kind(), Some(DbErrorKind::InvalidValue)),
+            _ => assert_eq!(repo.get(nul.unwrap()).unwrap().name, "nul\0byte"),
+        }
+        let wrong: Result<Vec<(String, String)>, _> = db.fetch_all(&users::table.select((users::name, users::email)));
+        assert!(
+            matches!(wrong, Err(Error::Sql(tandem_sql::Error::Decode { ref column, .. })) if column == "email"),
+            "NULL into a String names the column: {wrong:?}"
+        );
+        let mismatch: Result<Vec<(i64,)>, _> = db.fetch_all(&users::table.select(users::name));
+        assert!(matches!(mismatch, Err(Error::Sql(tandem_sql::Error::Decode { .. }))));
+        let short: Result<Vec<(i64, i64)>, _> = db.fetch_all(&users::table.select(users::id));
+        assert!(matches!(short, Err(Error::Sql(tandem_sql::Error::MissingColumn { .. }))));
+        assert!(matches!(db.execute(&raw("SELEKT nonsense", vec![])), Err(Error::Database(_))));
+        let stored = if db.dialect() == Dialect::Postgres { 2 } else { 3 };
+        assert_eq!(repo.count().unwrap(), stored, "only the rows that succeeded are there");
+    }
+);
+
+engine_test!(
+    /// Dropping a stream halfway gives its connection back, usable; streams inside a transaction work too.
+    streams,
+    |t: &TestDb| {
+        let db = &t.db;
+        setup(db);
+        let repo = db.repository::<User>();
+        let rows: Vec<User> = (0..3_000).map(|i| user(&format!("s{i}"), i)).collect();
+        repo.batch_insert(&rows, &BatchOptions::default()).unwrap();
+        let mut stream = repo.find_all(Find::all().order_by(users::id.asc())).unwrap();
+        let first: Vec<User> = stream.by_ref().take(10).collect::<Result<_, _>>().unwrap();
+        assert_eq!(first[9].name, "s9");
+        drop(stream);
+        let (open, idle) = db.pool_state();
+        assert_eq!(open, idle, "the stream's connection is back in the pool");
+        assert_eq!(repo.count().unwrap(), 3_000);
+        let n = db
+            .transaction(|tx| {
+                let r = tx.repository::<User>();
+                let mut s = r.find_all(Find::all())?;
+                assert!(matches!(r.count(), Err(Error::Usage(_))), "the connection is busy with the stream");
+                let mut n = 0;
+                for u in s.by_ref() {
+                    u?;
+                    n += 1;
+                }
+                drop(s);
+                assert_eq!(r.count()?, 3_000);
+                Ok(n)
+            })
+            .unwrap();
+        assert_eq!(n, 3_000);
+    }
+);
+
+/// Kills the backend of an open transaction from another connection, then checks the rules: the error is
+/// connection-lost, the transaction's rows are absent, and the same `Database` works on the next call.
+fn killed_mid_transaction(t: &TestDb) {
+    let db = &t.db;
+    let admin = t
+        .admin
+        .as_ref()
+        .expect("server engines have an admin connection");
+    setup(db);
+    let (who, kill): (&str, fn(i64) -> String) = match db.dialect() {
+        Dialect::Postgres => ("SELECT CAST(pg_backend_pid() AS BIGINT)", |id| {
+            format!("SELECT pg_terminate_backend({id})")
+        }),
+        _ => ("SELECT CONNECTION_ID()", |id| format!("KILL {id}")),
+    };
+    let err = db
+        .transaction_with(TxOptions::default().max_attempts(1), |tx| {
+            tx.repository::<User>().insert(&user("doomed", 1))?;
+            let (id,): (i64,) = tx.fetch_one(&raw(who, vec![]))?;
+            admin.execute(&raw(kill(id), vec![]))?;
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            tx.repository::<User>().insert(&user("doomed-too", 2))?;
+            Ok(())
+        })
+        .unwrap_err();
+    assert_eq!(err.kind(), Some(DbErrorKind::ConnectionLost), "{err}");
+    assert_eq!(
+        db.repository::<User>().count().unwrap(),
+        0,
+        "the killed transaction left nothing"
+    );
+    db.repository::<User>().insert(&user("after", 3)).unwrap();
+    assert_eq!(names(db), ["after"]);
+}
+
+/// `pg_terminate_backend` mid-transaction.
+#[test]
+fn killed_mid_transaction_postgres() {
+    if let Some(t) = db::open(Dialect::Postgres, "killed", PoolConfig::default()) {
+        killed_mid_transaction(&t);
+    }
+}
+
+/// MariaDB `KILL` mid-transaction.
+#[test]
+fn killed_mid_transaction_mysql() {
+    if let Some(t) = db::open(Dialect::MySql, "killed", PoolConfig::default()) {
+        killed_mid_transaction(&t);
+    }
+}
+
+/// An async service runs a blocking transaction on tokio's blocking pool and gets its result back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bridge_from_async() {
+    let t = db::open(Dialect::Sqlite, "bridge", PoolConfig::default()).unwrap();
+    setup(&t.db);
+    let id =
+        t.db.transaction_blocking(|tx| tx.repository::<User>().insert(&user("from-async", 1)))
+            .await
+            .unwrap();
+    let found =
+        t.db.run_blocking(move |db| db.repository::<User>().get(id))
+            .await
+            .unwrap();
+    assert_eq!(found.name, "from-async");
+    let err =
+        t.db.run_blocking(|_| -> tandem_blocking::Result<()> { panic!("inside") })
+            .await
+            .unwrap_err();
+    assert!(matches!(err, Error::Panicked { ref message } if message == "inside"));
+}
+
+/// An unreachable server is a typed connection error at connect time, naming the URL without its password.
+#[test]
+fn unreachable_server() {
+    let err = Database::connect_with(
+        "postgres://u:secret@127.0.0.1:1/none",
+        PoolConfig {
+            acquire_timeout: std::time::Duration::from_millis(300),
+            ..PoolConfig::default()
+        },
+    )
+    .unwrap_err();
+    assert_eq!(err.kind(), Some(DbErrorKind::ConnectionLost), "{err}");
+    assert!(!err.to_string().contains("secret"));
+    assert!(matches!(
+        Database::connect("oracle://x"),
+        Err(Error::InvalidUrl { .. })
+    ));
+}
+
+/// Creating and dropping declared tables, twice over (IF [NOT] EXISTS).
+#[test]
+fn schema_helpers() {
+    let t = db::open(Dialect::Sqlite, "schema", PoolConfig::default()).unwrap();
+    setup(&t.db);
+    setup(&t.db);
+    let tables = |db: &Database| -> Vec<String> {
+        db.fetch_all::<(String,)>(&raw("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name", vec![]))
+            .unwrap()
+            .into_iter()
+            .map(|(n,)| n)
+            .collect()
+    };
+    assert_eq!(tables(&t.db), ["orders", "users"]);
+    let schemas = [
+        <users::table as tandem_sql::Table>::schema(),
+        <orders::table as tandem_sql::Table>::schema(),
+    ];
+    t.db.drop_tables(&schemas).unwrap();
+    t.db.drop_tables(&schemas).unwrap();
+    assert!(tables(&t.db).is_empty());
+    let _ = Value::I64(0);
+}
