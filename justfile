@@ -34,6 +34,10 @@ doc:
 bench:
     cargo bench --bench render
 
+# The essay's seed workload on every engine: blocking repository vs raw driver, verified.
+seed:
+    cargo run --release -p tandem-bench -- seed --db sqlite,postgres,mysql
+
 # The full check: tests, lints, the wasm build, docs and the tour.
 ci: test lint wasm doc
     cargo run --example tour > /dev/null

@@ -11,7 +11,7 @@ use std::marker::PhantomData;
 use tandem_sql::ast::{
     BinaryOp, Conflict, Delete, Expr, Insert, Order, OrderBy, Returning, Select, SelectItem, Update,
 };
-use tandem_sql::batch::rows_per_statement;
+use tandem_sql::batch::{InsertTemplate, rows_per_statement};
 use tandem_sql::kind;
 use tandem_sql::typed::{AllIn, Entity, Expression, Ordering, Table, UpdateQuery};
 use tandem_sql::{Dialect, GeneratedKey, Ident, Render, Rendered, Row, SqlValue, Value};
@@ -449,24 +449,34 @@ pub fn batch_insert<E: Entity>(
             })
         }));
     }
-    let mut ins = entity_insert(rows);
+    let mut shape = Insert::values(
+        <E::Table as Table>::NAME,
+        E::insert_columns().to_vec(),
+        Vec::new(),
+    );
     if opts.ignore_duplicates {
-        ins.conflict = Conflict::Ignore { target: Vec::new() };
+        shape.conflict = Conflict::Ignore { target: Vec::new() };
     }
     let want_ids = opts.return_ids && E::GENERATED_KEY;
     if want_ids {
-        ins.returning = Returning::Columns(vec![E::KEY]);
+        shape.returning = Returning::Columns(vec![E::KEY]);
     }
     let given_keys: Vec<E::Key> = if opts.return_ids && !E::GENERATED_KEY {
         rows.iter().map(Entity::key).collect()
     } else {
         Vec::new()
     };
-    let steps = ins
-        .render_chunks(dialect, opts.chunk_rows)?
-        .into_iter()
-        .map(Step::Sql)
-        .collect();
+    let width = E::insert_columns().len();
+    let per = rows_per_statement(dialect, width, opts.chunk_rows)?;
+    let mut template = InsertTemplate::new(dialect, shape);
+    let mut steps = Vec::with_capacity(rows.len().div_ceil(per));
+    for chunk in rows.chunks(per) {
+        let mut params = Vec::with_capacity(chunk.len() * width);
+        for e in chunk {
+            e.write_insert_values(&mut params);
+        }
+        steps.push(Step::Sql(template.statement(params)?));
+    }
     Ok(Plan::new(steps, atomicity, move |outcomes| {
         let inserted = outcomes.iter().map(|o| o.affected).sum();
         let ids = if want_ids {

@@ -408,8 +408,8 @@ fn entity_impl(
                 const COLUMNS: &[#krate::Ident] = &[#(#krate::Ident::from_static(#ins_names)),*];
                 COLUMNS
             }
-            fn insert_values(&self) -> ::std::vec::Vec<#krate::Value> {
-                ::std::vec![#(#krate::SqlValue::into_value(::core::clone::Clone::clone(&self.#ins_fields))),*]
+            fn write_insert_values(&self, out: &mut ::std::vec::Vec<#krate::Value>) {
+                #(out.push(#krate::SqlValue::into_value(::core::clone::Clone::clone(&self.#ins_fields)));)*
             }
         }
         impl #krate::FromRow for #strukt {

@@ -86,3 +86,65 @@ impl Insert {
             .collect()
     }
 }
+
+/// The SQL text of a multi-row INSERT for each row count, rendered once and reused: a batch of thousands of
+/// chunks renders its statement text once (twice with a shorter last chunk) and only builds parameters per
+/// chunk.
+#[derive(Debug)]
+pub struct InsertTemplate {
+    dialect: Dialect,
+    shape: Insert,
+    texts: Vec<(usize, Rendered)>,
+}
+
+impl InsertTemplate {
+    /// A template for INSERTs like `shape` (its rows are ignored; its table, columns, conflict handling and
+    /// RETURNING are kept).
+    pub fn new(dialect: Dialect, mut shape: Insert) -> Self {
+        shape.source = InsertSource::Values(Vec::new());
+        InsertTemplate {
+            dialect,
+            shape,
+            texts: Vec::new(),
+        }
+    }
+
+    /// The statement for `params`, which hold `params.len() / width` rows of values in column order.
+    pub fn statement(&mut self, params: Vec<crate::Value>) -> Result<Rendered> {
+        let width = self.shape.columns.len();
+        if width == 0 || params.is_empty() || !params.len().is_multiple_of(width) {
+            return Err(Error::RowWidth {
+                row: 0,
+                expected: width,
+                found: params.len(),
+            });
+        }
+        let rows = params.len() / width;
+        if params.len() > self.dialect.param_limit() {
+            return Err(Error::TooManyParameters {
+                dialect: self.dialect,
+                count: params.len(),
+                limit: self.dialect.param_limit(),
+            });
+        }
+        let cached = match self.texts.iter().find(|(n, _)| *n == rows) {
+            Some((_, r)) => r,
+            None => {
+                let mut shape = self.shape.clone();
+                shape.source =
+                    InsertSource::Values(vec![
+                        vec![crate::Value::Null(crate::SqlType::Int); width];
+                        rows
+                    ]);
+                let r = shape.into_rendered(self.dialect)?;
+                self.texts.push((rows, r));
+                &self.texts[self.texts.len() - 1].1
+            }
+        };
+        Ok(Rendered {
+            sql: cached.sql.clone(),
+            params,
+            generated_key: cached.generated_key.clone(),
+        })
+    }
+}

@@ -60,8 +60,15 @@ pub trait Entity: crate::row::FromRow + Sized + Send + 'static {
     fn into_values(self) -> Vec<Value>;
     /// The columns an INSERT writes: all but a generated key.
     fn insert_columns() -> &'static [Ident];
+    /// Appends the values of [`Entity::insert_columns`], in that order, to `out` (the batch path: no
+    /// vector per row).
+    fn write_insert_values(&self, out: &mut Vec<Value>);
     /// The values of [`Entity::insert_columns`], in that order.
-    fn insert_values(&self) -> Vec<Value>;
+    fn insert_values(&self) -> Vec<Value> {
+        let mut out = Vec::with_capacity(Self::insert_columns().len());
+        self.write_insert_values(&mut out);
+        out
+    }
 }
 
 /// Statement builders on table markers: `users::table.select_all()`, `users::table.update()`, …

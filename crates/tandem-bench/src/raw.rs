@@ -1,0 +1,86 @@
+//! The seed workload written by hand on each raw driver, with no tandem layer: the same multi-row INSERT of
+//! `chunk` rows per statement, each statement its own (implicit) transaction, exactly as tandem sends it.
+
+use postgres::types::ToSql;
+
+use crate::schema::Source;
+
+fn insert_sql(rows: usize, pg: bool) -> String {
+    let mut sql = String::from("INSERT INTO benchmark_source (name, value) VALUES ");
+    for r in 0..rows {
+        if r > 0 {
+            sql.push_str(", ");
+        }
+        if pg {
+            sql.push_str(&format!("(${}, ${})", 2 * r + 1, 2 * r + 2));
+        } else {
+            sql.push_str("(?, ?)");
+        }
+    }
+    sql
+}
+
+/// rusqlite.
+pub fn sqlite(conn: &rusqlite::Connection, rows: &[Source], chunk: usize) -> rusqlite::Result<()> {
+    for part in rows.chunks(chunk) {
+        let mut stmt = conn.prepare_cached(&insert_sql(part.len(), false))?;
+        let params = part.iter().flat_map(|s| {
+            [
+                &s.name as &dyn rusqlite::ToSql,
+                &s.value as &dyn rusqlite::ToSql,
+            ]
+        });
+        stmt.execute(rusqlite::params_from_iter(params))?;
+    }
+    Ok(())
+}
+
+/// postgres.
+pub fn postgres(
+    client: &mut postgres::Client,
+    rows: &[Source],
+    chunk: usize,
+) -> Result<(), postgres::Error> {
+    let mut prepared = std::collections::HashMap::new();
+    for part in rows.chunks(chunk) {
+        let stmt = match prepared.get(&part.len()) {
+            Some(s) => s,
+            None => {
+                let s = client.prepare(&insert_sql(part.len(), true))?;
+                prepared.entry(part.len()).or_insert(s)
+            }
+        };
+        let params: Vec<&(dyn ToSql + Sync)> = part
+            .iter()
+            .flat_map(|s| {
+                [
+                    &s.name as &(dyn ToSql + Sync),
+                    &s.value as &(dyn ToSql + Sync),
+                ]
+            })
+            .collect();
+        client.execute(stmt, &params)?;
+    }
+    Ok(())
+}
+
+/// mysql.
+pub fn mysql(conn: &mut mysql::Conn, rows: &[Source], chunk: usize) -> Result<(), mysql::Error> {
+    use mysql::prelude::Queryable;
+    for part in rows.chunks(chunk) {
+        let params: Vec<mysql::Value> = part
+            .iter()
+            .flat_map(|s| {
+                [
+                    mysql::Value::from(s.name.as_str()),
+                    mysql::Value::from(s.value),
+                ]
+            })
+            .collect();
+        conn.exec_drop(
+            insert_sql(part.len(), false),
+            mysql::Params::Positional(params),
+        )?;
+    }
+    Ok(())
+}
