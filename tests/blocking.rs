@@ -276,10 +276,9 @@ engine_test!(
         repo.insert(&user("same", 1)).unwrap();
         let dup = repo.insert(&user("same", 2)).unwrap_err();
         assert_eq!(dup.kind(), Some(DbErrorKind::UniqueViolation), "{dup}");
-        if db.dialect() == Dialect::Postgres {
-            let Error::Database(e) = &dup else { unreachable!() };
-            assert_eq!(e.constraint.as_deref(), Some("users_name_key"));
-        }
+        let Error::Database(e) = &dup else { unreachable!("checked above") };
+        let expected_constraint = if db.dialect() == Dialect::Sqlite { "users.name" } else { "users_name_key" };
+        assert_eq!(e.constraint.as_deref(), Some(expected_constraint), "{e}");
         let long = repo.insert(&user(&"x".repeat(101), 1)).unwrap_err();
         let expected = if db.dialect() == Dialect::Sqlite { DbErrorKind::CheckViolation } else { DbErrorKind::DataTooLong };
         assert_eq!(long.kind(), Some(expected), "{long}");
@@ -455,4 +454,115 @@ fn schema_helpers() {
     t.db.drop_tables(&schemas).unwrap();
     assert!(tables(&t.db).is_empty());
     let _ = Value::I64(0);
+}
+
+/// On PostgreSQL a batch in one transaction goes through binary COPY, and stores exactly the rows given.
+#[test]
+fn copy_path_postgres() {
+    let Some(t) = db::open(Dialect::Postgres, "copy", PoolConfig::default()) else {
+        return;
+    };
+    setup(&t.db);
+    let repo = t.db.repository::<Order>();
+    let rows: Vec<Order> = (0..5_000)
+        .map(|i| Order {
+            id: 0,
+            user_id: i,
+            code: format!("c{i}"),
+            total: f64::from(i as i32) / 4.0,
+            shipped: i % 2 == 0,
+        })
+        .collect();
+    let opts = BatchOptions {
+        transaction: BatchTransaction::PerCall,
+        ..BatchOptions::default()
+    };
+    assert_eq!(repo.batch_insert(&rows, &opts).unwrap().inserted, 5_000);
+    let back: Vec<Order> = repo
+        .find_all(Find::all().order_by(orders::id.asc()))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(back.len(), 5_000);
+    for (got, want) in back.iter().zip(&rows) {
+        assert_eq!(
+            (got.user_id, &got.code, got.total, got.shipped),
+            (want.user_id, &want.code, want.total, want.shipped)
+        );
+    }
+    // A duplicate inside a COPY fails the whole call: nothing of it stays.
+    let dup = vec![rows[0].clone(), rows[0].clone()];
+    let err = repo.batch_insert(&dup, &opts).unwrap_err();
+    assert_eq!(err.kind(), Some(DbErrorKind::UniqueViolation), "{err}");
+    assert_eq!(repo.count().unwrap(), 5_000);
+}
+
+/// Two transactions that really conflict: one fails with a retriable error (PostgreSQL serialization failure,
+/// MariaDB deadlock) and is rerun by the retry rule; both end up committed.
+fn real_conflict_is_retried(t: &TestDb) {
+    use std::sync::{Arc, Barrier};
+    let db = t.db.clone();
+    setup(&db);
+    let repo = db.repository::<User>();
+    repo.insert(&user("a", 0)).unwrap();
+    repo.insert(&user("b", 0)).unwrap();
+    let barrier = Arc::new(Barrier::new(2));
+    let attempts = Arc::new(std::sync::atomic::AtomicU32::new(0));
+    let worker = |first: &'static str, second: &'static str| {
+        let (db, barrier, attempts) = (db.clone(), barrier.clone(), attempts.clone());
+        std::thread::spawn(move || {
+            let mut mine = 0;
+            db.transaction_with(
+                TxOptions::default()
+                    .isolation(Isolation::Serializable)
+                    .max_attempts(5),
+                |tx| {
+                    mine += 1;
+                    attempts.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    let r = tx.repository::<User>();
+                    // Both read, then write what the other read: a write skew (PostgreSQL) / lock cycle (MariaDB).
+                    r.update_all(|u| {
+                        u.set(users::age, users::age + 1)
+                            .filter(users::name.eq(first))
+                    })?;
+                    if mine == 1 {
+                        barrier.wait();
+                    }
+                    r.update_all(|u| {
+                        u.set(users::age, users::age + 1)
+                            .filter(users::name.eq(second))
+                    })?;
+                    Ok(())
+                },
+            )
+        })
+    };
+    let one = worker("a", "b");
+    let two = worker("b", "a");
+    one.join().unwrap().unwrap();
+    two.join().unwrap().unwrap();
+    let ages: Vec<(i32,)> = db
+        .fetch_all(&users::table.select(users::age).order_by(users::name.asc()))
+        .unwrap();
+    assert_eq!(ages, [(2,), (2,)], "both transactions committed once each");
+    assert!(
+        attempts.load(std::sync::atomic::Ordering::SeqCst) >= 3,
+        "one transaction was retried"
+    );
+}
+
+/// PostgreSQL: a serialization failure or deadlock is retried.
+#[test]
+fn real_conflict_is_retried_postgres() {
+    if let Some(t) = db::open(Dialect::Postgres, "conflict", PoolConfig::default()) {
+        real_conflict_is_retried(&t);
+    }
+}
+
+/// MariaDB: a deadlock is retried.
+#[test]
+fn real_conflict_is_retried_mysql() {
+    if let Some(t) = db::open(Dialect::MySql, "conflict", PoolConfig::default()) {
+        real_conflict_is_retried(&t);
+    }
 }

@@ -234,6 +234,42 @@ fn run(args: &Args) -> Result<(), String> {
             secs(tandem.median), secs(tandem.min), secs(tandem.max),
             secs(baseline.median), secs(baseline.min), secs(baseline.max),
         ));
+        if dialect == Dialect::Postgres {
+            // Why COPY is chosen only for one-transaction batches: per chunk it is no faster.
+            let whole = |allow_copy| BatchOptions {
+                chunk_rows: Some(CHUNK),
+                transaction: tandem_blocking::BatchTransaction::PerCall,
+                allow_copy,
+                ..BatchOptions::default()
+            };
+            let one_tx = |opts: BatchOptions| {
+                measure(args.iterations, || {
+                    reset(&db).map_err(|e| e.to_string())?;
+                    let started = Instant::now();
+                    db.repository::<Source>()
+                        .batch_insert(&rows, &opts)
+                        .map_err(|e| e.to_string())?;
+                    let took = started.elapsed();
+                    verify(&db, rows.len())?;
+                    Ok(took)
+                })
+            };
+            let multi = one_tx(whole(false))?;
+            let copy = one_tx(whole(true))?;
+            println!(
+                "{:<10} one transaction: multi-row INSERT {:.4} s, binary COPY {:.4} s ({:.1}x)",
+                "postgres",
+                secs(multi.median),
+                secs(copy.median),
+                secs(multi.median) / secs(copy.median)
+            );
+            json.push(format!(
+                "{{\"scenario\":\"seed-one-transaction\",\"db\":\"postgres\",\"rows\":{},\"multi_row_s\":{},\"copy_s\":{},\"verified\":true}}",
+                args.rows,
+                secs(multi.median),
+                secs(copy.median)
+            ));
+        }
         db.execute(&benchmark_source::table.drop_table())
             .map_err(|e| e.to_string())?;
     }
