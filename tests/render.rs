@@ -266,7 +266,7 @@ fn ignore_and_upsert() {
         row().on_conflict_do_nothing(),
         r#"INSERT INTO "users" ("name", "age") VALUES (?, ?) ON CONFLICT DO NOTHING"#,
         r#"INSERT INTO "users" ("name", "age") VALUES ($1, $2) ON CONFLICT DO NOTHING"#,
-        "INSERT INTO `users` (`name`, `age`) VALUES (?, ?) ON DUPLICATE KEY UPDATE `name` = `name`",
+        "INSERT INTO `users` (`name`, `age`) VALUES (?, ?) ON DUPLICATE KEY UPDATE `name` = IF((@tandem_duplicates := @tandem_duplicates + 1) > 0, `name`, `name`)",
     );
     assert_sql!(
         row().on_conflict_update(users::name, users::age),

@@ -469,16 +469,47 @@ pub fn batch_insert<E: Entity>(
     let width = E::insert_columns().len();
     let per = rows_per_statement(dialect, width, opts.chunk_rows)?;
     let mut template = InsertTemplate::new(dialect, shape);
-    let mut steps = Vec::with_capacity(rows.len().div_ceil(per));
+    // MySQL cannot report skipped duplicates in its affected-row count (see the ignore rendering): count
+    // them in a session variable around each chunk.
+    let count_skipped = opts.ignore_duplicates && dialect == Dialect::MySql;
+    let mut steps =
+        Vec::with_capacity(rows.len().div_ceil(per) * if count_skipped { 3 } else { 1 });
+    let mut chunk_sizes = Vec::new();
     for chunk in rows.chunks(per) {
         let mut params = Vec::with_capacity(chunk.len() * width);
         for e in chunk {
             e.write_insert_values(&mut params);
         }
+        if count_skipped {
+            steps.push(Step::Sql(
+                tandem_sql::raw("SET @tandem_duplicates = 0", vec![]).render(dialect)?,
+            ));
+        }
         steps.push(Step::Sql(template.statement(params)?));
+        if count_skipped {
+            steps.push(Step::Sql(
+                tandem_sql::raw("SELECT CAST(@tandem_duplicates AS SIGNED)", vec![])
+                    .render(dialect)?,
+            ));
+        }
+        chunk_sizes.push(chunk.len() as u64);
     }
     Ok(Plan::new(steps, atomicity, move |outcomes| {
-        let inserted = outcomes.iter().map(|o| o.affected).sum();
+        let (inserted, outcomes) = if count_skipped {
+            let mut inserted = 0;
+            for (counted, size) in outcomes.chunks(3).zip(&chunk_sizes) {
+                let skipped = counted
+                    .get(2)
+                    .map(first_i64)
+                    .transpose()?
+                    .unwrap_or(0)
+                    .max(0) as u64;
+                inserted += size.saturating_sub(skipped);
+            }
+            (inserted, Vec::new())
+        } else {
+            (outcomes.iter().map(|o| o.affected).sum(), outcomes)
+        };
         let ids = if want_ids {
             let mut ids = Vec::new();
             for o in outcomes {

@@ -19,7 +19,9 @@ pub(crate) fn open(opts: &ConnectOptions) -> Result<Conn> {
         .db_name(Some(opts.database.clone()))
         .prefer_socket(false)
         .tcp_connect_timeout(Some(std::time::Duration::from_secs(10)))
-        .stmt_cache_size(Some(64));
+        .stmt_cache_size(Some(64))
+        // Affected rows count matched rows, as on PostgreSQL and SQLite, and as sqlx always asks for.
+        .additional_capabilities(mysql::consts::CapabilityFlags::CLIENT_FOUND_ROWS);
     Conn::new(builder).map_err(error)
 }
 

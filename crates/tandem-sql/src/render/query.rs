@@ -311,15 +311,20 @@ impl Writer {
                 self.push(") DO UPDATE SET ");
                 self.assignments(set)?;
             }
-            // Not `INSERT IGNORE`: it also turns errors such as a too-long string into warnings and stores
-            // the truncated value. Assigning a column to itself skips the duplicate and nothing else, and
-            // counts 0 affected rows for it.
+            // Not `INSERT IGNORE`: it also turns errors such as a too-long string or a missing foreign key
+            // into warnings and stores a truncated value or nothing. Assigning a column to itself skips the
+            // duplicate and nothing else. Affected-row counts cannot tell skipped rows from inserted ones
+            // when the client asks for found rows (sqlx always does), so each skipped row also bumps the
+            // session variable `@tandem_duplicates`, which batch plans reset before and read after.
             (Conflict::Ignore { target }, UpsertStyle::OnDuplicateKey) => {
                 let col = target.first().unwrap_or(&insert.columns[0]).clone();
                 self.push(" ON DUPLICATE KEY UPDATE ");
                 self.ident(&col);
-                self.push(" = ");
+                self.push(" = IF((@tandem_duplicates := @tandem_duplicates + 1) > 0, ");
                 self.ident(&col);
+                self.push(", ");
+                self.ident(&col);
+                self.push(")");
             }
             (Conflict::Update { set, .. }, UpsertStyle::OnDuplicateKey) => {
                 if set.is_empty() {
