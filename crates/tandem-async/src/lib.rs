@@ -1,1 +1,31 @@
-//! tandem-async
+//! `tandem-async`: the async executor. sqlx on tokio, with the same DSL, the same repository methods and
+//! options, and the same errors as the blocking executor — the Rust side of the essay's "R2DBC + coroutines".
+//! Everything that is not I/O (statements, transaction SQL, retry rule, repository plans, error kinds) comes
+//! from `tandem-core`, shared with `tandem-blocking`.
+//!
+//! # Layout
+//! - [`Database`] (`database`): sqlx pools, statement execution, streams, transactions with async closures,
+//!   plans.
+//! - [`Transaction`] (`transaction`): BEGIN … COMMIT on one connection; rolled back on `Err`, on panic and
+//!   when its future is dropped; savepoints when nested.
+//! - [`RowStream`] (`stream`): a `Stream` that reads from the server as it is polled, memory bounded.
+//! - [`Repository`] (`repository`): the repository method set, running `tandem-core`'s plans.
+//! - `conn`: one pooled connection and the statement loop; `backend`: binding, decoding and errors per
+//!   sqlx driver.
+#![forbid(unsafe_code)]
+
+mod backend;
+mod conn;
+mod database;
+pub(crate) mod repository;
+mod stream;
+mod transaction;
+
+pub use database::Database;
+pub use repository::Repository;
+pub use stream::{BATCH as STREAM_BATCH, BUFFERED as STREAM_BUFFERED, RowStream};
+pub use tandem_core::{
+    BatchOptions, BatchResult, BatchTransaction, ConnectOptions, CursorPage, DbError, DbErrorKind, Error, Find,
+    Isolation, Page, PoolConfig, Result, TxOptions,
+};
+pub use transaction::Transaction;

@@ -201,6 +201,18 @@ pub fn classify_sqlite(extended_code: i32) -> DbErrorKind {
     }
 }
 
+/// The key or constraint a MySQL error names, which MySQL gives only inside its message:
+/// "Duplicate entry 'x' for key 'users_name_key'" (MySQL 8 writes `'table.key'`) or
+/// "… CONSTRAINT `name` …" for foreign keys.
+pub fn mysql_constraint(message: &str) -> Option<String> {
+    if let Some((_, rest)) = message.rsplit_once("for key '") {
+        let key = rest.trim_end_matches('\'');
+        return Some(key.rsplit('.').next().unwrap_or(key).to_owned());
+    }
+    let rest = message.split_once("CONSTRAINT `")?.1;
+    Some(rest.split('`').next()?.to_owned())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -224,5 +236,9 @@ mod tests {
         assert_eq!(classify_sqlite(517), DbErrorKind::Busy);
         assert!(DbErrorKind::Deadlock.is_retriable());
         assert!(!DbErrorKind::UniqueViolation.is_retriable());
+        assert_eq!(
+            mysql_constraint("Duplicate entry 'a' for key 'users.users_name_key'").as_deref(),
+            Some("users_name_key")
+        );
     }
 }

@@ -6,11 +6,13 @@
 //! - [`tx`]: transaction options, the statements that begin, nest and end transactions, the retry rule.
 //! - [`plan`]: a repository method as data — steps plus a pure function from outcomes to a result.
 //! - [`repo`]: the repository method set as plans, with its option and page types.
+//! - [`copy`]: PostgreSQL's binary COPY payload.
 //!
 //! Both executors run the same plans and the same transaction statements, so a repository call means the same
 //! thing on either side; only the I/O differs.
 #![forbid(unsafe_code)]
 
+pub mod copy;
 pub mod error;
 pub mod options;
 pub mod plan;

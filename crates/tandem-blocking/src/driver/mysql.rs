@@ -154,7 +154,7 @@ pub(crate) fn error(e: mysql::Error) -> Error {
         }
         _ => (DbErrorKind::Other, None, e.to_string()),
     };
-    let constraint = constraint_name(&message);
+    let constraint = tandem_core::error::mysql_constraint(&message);
     Error::Database(DbError {
         dialect: Dialect::MySql,
         kind,
@@ -162,15 +162,4 @@ pub(crate) fn error(e: mysql::Error) -> Error {
         message,
         constraint,
     })
-}
-
-/// MySQL names the key only in the message: "Duplicate entry 'x' for key 'users_name_key'" (MySQL 8 writes
-/// `'table.key'`), and `CONSTRAINT \`name\`` for foreign keys.
-fn constraint_name(message: &str) -> Option<String> {
-    if let Some(rest) = message.rsplit_once("for key '").map(|(_, r)| r) {
-        let key = rest.trim_end_matches('\'');
-        return Some(key.rsplit('.').next().unwrap_or(key).to_owned());
-    }
-    let rest = message.split_once("CONSTRAINT `")?.1;
-    Some(rest.split('`').next()?.to_owned())
 }

@@ -168,57 +168,18 @@ pub(crate) fn run(c: &mut PgConn, r: &Rendered, sink: &mut Sink<'_>) -> Result<D
     })
 }
 
-fn pg_type(ty: SqlType) -> Type {
-    match ty {
-        SqlType::Bool => Type::BOOL,
-        SqlType::SmallInt => Type::INT2,
-        SqlType::Int => Type::INT4,
-        SqlType::BigInt => Type::INT8,
-        SqlType::Real => Type::FLOAT4,
-        SqlType::Double => Type::FLOAT8,
-        SqlType::Text => Type::TEXT,
-        SqlType::VarChar(_) => Type::VARCHAR,
-        SqlType::Blob => Type::BYTEA,
-        SqlType::Date => Type::DATE,
-        SqlType::Time => Type::TIME,
-        SqlType::Timestamp => Type::TIMESTAMP,
-        SqlType::TimestampTz => Type::TIMESTAMPTZ,
-        SqlType::Uuid => Type::UUID,
-        _ => Type::TEXT,
-    }
-}
-
-/// `COPY … FROM STDIN (FORMAT binary)`; the column types come from the declared schema.
+/// `COPY … FROM STDIN (FORMAT binary)` of a payload encoded by `tandem-core` (the async side sends the same).
 pub(crate) fn copy_in(c: &mut PgConn, step: &Step) -> Result<u64> {
-    let Step::Copy {
-        schema,
-        columns,
-        rows,
-    } = step
-    else {
+    use std::io::Write;
+    let Step::Copy { schema, columns, rows } = step else {
         return Err(Error::Usage("copy_in needs a COPY step".into()));
     };
-    let mut types = Vec::with_capacity(columns.len());
-    for col in columns {
-        types.push(pg_type(schema.column(col.as_str())?.ty));
-    }
-    let quote = |s: &str| format!("\"{}\"", s.replace('"', "\"\""));
-    let cols: Vec<String> = columns.iter().map(|c| quote(c.as_str())).collect();
-    let sql = format!(
-        "COPY {} ({}) FROM STDIN (FORMAT binary)",
-        quote(schema.name.as_str()),
-        cols.join(", ")
-    );
-    let writer = c.client.copy_in(sql.as_str()).map_err(error)?;
-    let mut writer = postgres::binary_copy::BinaryCopyInWriter::new(writer, &types);
-    let mut binds: Vec<Bind<'_>> = Vec::with_capacity(columns.len());
-    for row in rows {
-        binds.clear();
-        binds.extend(row.iter().map(Bind));
-        let refs: Vec<&(dyn ToSql + Sync)> =
-            binds.iter().map(|b| b as &(dyn ToSql + Sync)).collect();
-        writer.write(&refs).map_err(error)?;
-    }
+    let payload = tandem_core::copy::encode_binary(schema, columns, rows)?;
+    let sql = tandem_core::copy::copy_statement(schema, columns);
+    let mut writer = c.client.copy_in(sql.as_str()).map_err(error)?;
+    writer
+        .write_all(&payload)
+        .map_err(|e| Error::Database(DbError::connection_lost(Dialect::Postgres, e.to_string())))?;
     writer.finish().map_err(error)
 }
 

@@ -1,0 +1,236 @@
+//! The three sqlx drivers behind one trait: binding tandem [`Value`]s, decoding cells, reading what a
+//! statement did, and mapping errors to `tandem-core`'s kinds (the same kinds the blocking executor reports).
+
+use std::borrow::Cow;
+
+use sqlx::{Column, Database, Row as _, TypeInfo, ValueRef};
+use tandem_core::{DbError, DbErrorKind, Error, Result};
+use tandem_sql::{Dialect, SqlType, Value};
+
+/// A query with owned arguments.
+pub(crate) type Q<DB> = sqlx::query::Query<'static, DB, <DB as Database>::Arguments>;
+
+/// What tandem needs from one sqlx driver.
+pub(crate) trait Backend: Database {
+    const DIALECT: Dialect;
+    fn bind(q: Q<Self>, v: &Value) -> Result<Q<Self>>;
+    fn decode(row: &Self::Row, i: usize) -> Result<Value>;
+    fn affected(r: &Self::QueryResult) -> u64;
+    fn last_insert_id(r: &Self::QueryResult) -> Option<i64>;
+}
+
+fn unsupported(d: Dialect, v: &Value) -> Error {
+    Error::Usage(format!("{d}: {} values are not supported by the async executor", v.kind_name()))
+}
+
+fn decode_err(d: Dialect, ty: &str, e: sqlx::Error) -> Error {
+    Error::Usage(format!("{d}: decoding a {ty} column: {e}"))
+}
+
+/// Binds the integer and float widths as they are; PostgreSQL casts between integer widths on assignment
+/// and compares across them, so an exact-width bind from the typed DSL always fits.
+macro_rules! bind_common {
+    ($q:expr, $v:expr, $d:expr) => {
+        match $v {
+            Value::Bool(b) => $q.bind(*b),
+            Value::I16(i) => $q.bind(*i),
+            Value::I32(i) => $q.bind(*i),
+            Value::I64(i) => $q.bind(*i),
+            Value::F32(f) => $q.bind(*f),
+            Value::F64(f) => $q.bind(*f),
+            Value::Text(s) => $q.bind(s.clone()),
+            Value::Bytes(b) => $q.bind(b.clone()),
+            Value::Null(t) => match t {
+                SqlType::Bool => $q.bind(None::<bool>),
+                SqlType::SmallInt => $q.bind(None::<i16>),
+                SqlType::Int => $q.bind(None::<i32>),
+                SqlType::BigInt => $q.bind(None::<i64>),
+                SqlType::Real => $q.bind(None::<f32>),
+                SqlType::Double => $q.bind(None::<f64>),
+                SqlType::Blob => $q.bind(None::<Vec<u8>>),
+                _ => $q.bind(None::<String>),
+            },
+            other => return Err(unsupported($d, other)),
+        }
+    };
+}
+
+impl Backend for sqlx::Postgres {
+    const DIALECT: Dialect = Dialect::Postgres;
+
+    fn bind(q: Q<Self>, v: &Value) -> Result<Q<Self>> {
+        Ok(bind_common!(q, v, Dialect::Postgres))
+    }
+
+    fn decode(row: &Self::Row, i: usize) -> Result<Value> {
+        let ty = row.column(i).type_info().name().to_owned();
+        let err = |e| decode_err(Dialect::Postgres, &ty, e);
+        macro_rules! get {
+            ($t:ty, $sql:ident) => {
+                row.try_get_unchecked::<Option<$t>, _>(i)
+                    .map_err(err)?
+                    .map_or(Value::Null(SqlType::$sql), Into::into)
+            };
+        }
+        Ok(match ty.as_str() {
+            "BOOL" => get!(bool, Bool),
+            "INT2" => get!(i16, SmallInt),
+            "INT4" => get!(i32, Int),
+            "INT8" => get!(i64, BigInt),
+            "FLOAT4" => get!(f32, Real),
+            "FLOAT8" => get!(f64, Double),
+            "TEXT" | "VARCHAR" | "BPCHAR" | "NAME" | "UNKNOWN" => get!(String, Text),
+            "BYTEA" => get!(Vec<u8>, Blob),
+            other => {
+                return Err(Error::Usage(format!(
+                    "PostgreSQL type {other} is not decoded by the async executor yet"
+                )));
+            }
+        })
+    }
+
+    fn affected(r: &Self::QueryResult) -> u64 {
+        r.rows_affected()
+    }
+
+    fn last_insert_id(_: &Self::QueryResult) -> Option<i64> {
+        None
+    }
+}
+
+impl Backend for sqlx::MySql {
+    const DIALECT: Dialect = Dialect::MySql;
+
+    fn bind(q: Q<Self>, v: &Value) -> Result<Q<Self>> {
+        Ok(bind_common!(q, v, Dialect::MySql))
+    }
+
+    fn decode(row: &Self::Row, i: usize) -> Result<Value> {
+        let raw = row.try_get_raw(i).map_err(|e| decode_err(Dialect::MySql, "?", e))?;
+        if raw.is_null() {
+            return Ok(Value::Null(SqlType::Text));
+        }
+        let ty = row.column(i).type_info().name().to_owned();
+        let err = |e| decode_err(Dialect::MySql, &ty, e);
+        Ok(match ty.as_str() {
+            "BOOLEAN" | "TINYINT" | "SMALLINT" | "MEDIUMINT" | "INT" | "BIGINT" => {
+                Value::I64(row.try_get_unchecked::<i64, _>(i).map_err(err)?)
+            }
+            "TINYINT UNSIGNED" | "SMALLINT UNSIGNED" | "MEDIUMINT UNSIGNED" | "INT UNSIGNED" | "BIGINT UNSIGNED" => {
+                let u = row.try_get_unchecked::<u64, _>(i).map_err(err)?;
+                Value::I64(i64::try_from(u).map_err(|_| Error::Usage(format!("unsigned value {u} does not fit in i64")))?)
+            }
+            "FLOAT" => Value::F32(row.try_get_unchecked::<f32, _>(i).map_err(err)?),
+            "DOUBLE" => Value::F64(row.try_get_unchecked::<f64, _>(i).map_err(err)?),
+            "BINARY" | "VARBINARY" | "BLOB" | "TINYBLOB" | "MEDIUMBLOB" | "LONGBLOB" => {
+                Value::Bytes(row.try_get_unchecked::<Vec<u8>, _>(i).map_err(err)?)
+            }
+            "DECIMAL" => {
+                let s = row.try_get_unchecked::<String, _>(i).map_err(err)?;
+                match s.parse::<i64>() {
+                    Ok(n) => Value::I64(n),
+                    Err(_) => Value::F64(s.parse().map_err(|_| Error::Usage(format!("DECIMAL {s:?} is not a number")))?),
+                }
+            }
+            _ => Value::Text(row.try_get_unchecked::<String, _>(i).map_err(err)?),
+        })
+    }
+
+    fn affected(r: &Self::QueryResult) -> u64 {
+        r.rows_affected()
+    }
+
+    fn last_insert_id(r: &Self::QueryResult) -> Option<i64> {
+        i64::try_from(r.last_insert_id()).ok().filter(|id| *id != 0)
+    }
+}
+
+impl Backend for sqlx::Sqlite {
+    const DIALECT: Dialect = Dialect::Sqlite;
+
+    fn bind(q: Q<Self>, v: &Value) -> Result<Q<Self>> {
+        // SQLite has one integer type: widen, so a bool or small integer binds like rusqlite binds it.
+        Ok(match v {
+            Value::Bool(b) => q.bind(i64::from(*b)),
+            Value::I16(i) => q.bind(i64::from(*i)),
+            Value::I32(i) => q.bind(i64::from(*i)),
+            Value::F32(f) => q.bind(f64::from(*f)),
+            other => bind_common!(q, other, Dialect::Sqlite),
+        })
+    }
+
+    fn decode(row: &Self::Row, i: usize) -> Result<Value> {
+        let raw = row.try_get_raw(i).map_err(|e| decode_err(Dialect::Sqlite, "?", e))?;
+        if raw.is_null() {
+            return Ok(Value::Null(SqlType::Text));
+        }
+        // The storage class of this value, not the declared type: SQLite's types belong to values.
+        let class: Cow<'_, sqlx::sqlite::SqliteTypeInfo> = raw.type_info();
+        let class = class.name().to_owned();
+        let err = |e| decode_err(Dialect::Sqlite, &class, e);
+        Ok(match class.as_str() {
+            "INTEGER" | "BOOLEAN" | "INT8" | "BIGINT" => Value::I64(row.try_get_unchecked::<i64, _>(i).map_err(err)?),
+            "REAL" | "DOUBLE" => Value::F64(row.try_get_unchecked::<f64, _>(i).map_err(err)?),
+            "BLOB" => Value::Bytes(row.try_get_unchecked::<Vec<u8>, _>(i).map_err(err)?),
+            _ => Value::Text(row.try_get_unchecked::<String, _>(i).map_err(err)?),
+        })
+    }
+
+    fn affected(r: &Self::QueryResult) -> u64 {
+        r.rows_affected()
+    }
+
+    fn last_insert_id(r: &Self::QueryResult) -> Option<i64> {
+        Some(r.last_insert_rowid())
+    }
+}
+
+/// Maps an sqlx error to tandem's: database errors by each engine's code (the same mapping the blocking
+/// executor uses), I/O and protocol failures as connection lost, pool timeouts as pool timeouts.
+pub(crate) fn error(dialect: Dialect, e: sqlx::Error) -> Error {
+    match e {
+        sqlx::Error::Database(db) => {
+            let (kind, code) = match dialect {
+                Dialect::Postgres => {
+                    let code = db.code().map(|c| c.into_owned()).unwrap_or_default();
+                    (tandem_core::error::classify_postgres(&code), Some(code))
+                }
+                Dialect::MySql => match db.try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>() {
+                    Some(m) => (tandem_core::error::classify_mysql(m.number()), Some(m.number().to_string())),
+                    None => (DbErrorKind::Other, None),
+                },
+                Dialect::Sqlite => {
+                    let code = db.code().map(|c| c.into_owned()).unwrap_or_default();
+                    (tandem_core::error::classify_sqlite(code.parse().unwrap_or(0)), Some(code))
+                }
+            };
+            let message = db.message().to_owned();
+            let constraint = db.constraint().map(str::to_owned).or_else(|| match dialect {
+                Dialect::MySql => tandem_core::error::mysql_constraint(&message),
+                Dialect::Sqlite => message.split_once("constraint failed: ").map(|(_, c)| c.to_owned()),
+                Dialect::Postgres => None,
+            });
+            Error::Database(DbError {
+                dialect,
+                kind,
+                code,
+                message,
+                constraint,
+            })
+        }
+        sqlx::Error::Io(_) | sqlx::Error::Protocol(_) | sqlx::Error::Tls(_) | sqlx::Error::WorkerCrashed => {
+            Error::Database(DbError::connection_lost(dialect, e.to_string()))
+        }
+        sqlx::Error::PoolTimedOut => Error::PoolTimeout {
+            waited: std::time::Duration::ZERO,
+            max_size: 0,
+        },
+        other => Error::Database(DbError {
+            dialect,
+            kind: DbErrorKind::Other,
+            code: None,
+            message: other.to_string(),
+            constraint: None,
+        }),
+    }
+}

@@ -1,0 +1,197 @@
+//! One pooled sqlx connection of any engine, and the generic statement loop every operation goes through.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use futures_util::TryStreamExt;
+use sqlx::pool::PoolConnection;
+use sqlx::{AssertSqlSafe, Column, Either, Row as _};
+use tandem_core::plan::{Outcome, Step};
+use tandem_core::{DbError, Error, Result};
+use tandem_sql::{Dialect, Rendered, Row};
+
+use crate::backend::{Backend, error};
+
+/// What a statement did, besides its rows.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct Done {
+    pub affected: u64,
+    pub last_insert_id: Option<i64>,
+}
+
+/// Receives rows; returns `false` to stop reading. Async so that a stream's sink can wait for its
+/// consumer: that wait is the backpressure.
+pub(crate) trait Sink: Send {
+    fn push(&mut self, row: Row) -> impl Future<Output = Result<bool>> + Send;
+}
+
+/// Collects every row.
+pub(crate) struct Collect(pub Vec<Row>);
+impl Sink for Collect {
+    async fn push(&mut self, row: Row) -> Result<bool> {
+        self.0.push(row);
+        Ok(true)
+    }
+}
+
+/// Keeps the first row and stops.
+pub(crate) struct First(pub Option<Row>);
+impl Sink for First {
+    async fn push(&mut self, row: Row) -> Result<bool> {
+        self.0 = Some(row);
+        Ok(false)
+    }
+}
+
+/// Discards rows.
+pub(crate) struct Discard;
+impl Sink for Discard {
+    async fn push(&mut self, _: Row) -> Result<bool> {
+        Ok(true)
+    }
+}
+
+/// A connection checked out of one of the three pools.
+pub(crate) enum Conn {
+    Postgres(PoolConnection<sqlx::Postgres>),
+    MySql(PoolConnection<sqlx::MySql>),
+    Sqlite(PoolConnection<sqlx::Sqlite>),
+}
+
+async fn run_on<B: Backend, S: Sink>(conn: &mut PoolConnection<B>, r: &Rendered, sink: &mut S) -> Result<Done>
+where
+    for<'c> &'c mut B::Connection: sqlx::Executor<'c, Database = B>,
+    B::Arguments: sqlx::IntoArguments<B>,
+{
+    let mut q = sqlx::query::<B>(AssertSqlSafe(r.sql.clone()));
+    for v in &r.params {
+        q = B::bind(q, v)?;
+    }
+    let mut done = Done::default();
+    let mut names: Option<Arc<[String]>> = None;
+    let mut stream = sqlx::Executor::fetch_many(&mut **conn, q);
+    while let Some(item) = stream.try_next().await.map_err(|e| error(B::DIALECT, e))? {
+        match item {
+            Either::Left(result) => {
+                done.affected += B::affected(&result);
+                if let Some(id) = B::last_insert_id(&result) {
+                    done.last_insert_id = Some(id);
+                }
+            }
+            Either::Right(row) => {
+                let columns = names
+                    .get_or_insert_with(|| row.columns().iter().map(|c| c.name().to_owned()).collect::<Vec<_>>().into())
+                    .clone();
+                let mut values = Vec::with_capacity(columns.len());
+                for i in 0..columns.len() {
+                    values.push(B::decode(&row, i)?);
+                }
+                if !sink.push(Row::new(columns, values)).await? {
+                    return Ok(Done::default());
+                }
+            }
+        }
+    }
+    Ok(done)
+}
+
+async fn simple_on<B: Backend>(conn: &mut PoolConnection<B>, sql: &str) -> Result<()>
+where
+    for<'c> &'c mut B::Connection: sqlx::Executor<'c, Database = B>,
+{
+    sqlx::raw_sql(AssertSqlSafe(sql.to_owned()))
+        .execute(&mut **conn)
+        .await
+        .map(|_| ())
+        .map_err(|e| error(B::DIALECT, e))
+}
+
+impl Conn {
+    pub(crate) fn dialect(&self) -> Dialect {
+        match self {
+            Conn::Postgres(_) => Dialect::Postgres,
+            Conn::MySql(_) => Dialect::MySql,
+            Conn::Sqlite(_) => Dialect::Sqlite,
+        }
+    }
+
+    /// Runs one statement, feeding rows to `sink`.
+    pub(crate) async fn run<S: Sink>(&mut self, r: &Rendered, sink: &mut S) -> Result<Done> {
+        let result = match self {
+            Conn::Postgres(c) => run_on(c, r, sink).await,
+            Conn::MySql(c) => run_on(c, r, sink).await,
+            Conn::Sqlite(c) => run_on(c, r, sink).await,
+        };
+        self.note(result)
+    }
+
+    /// A statement without parameters or rows (BEGIN, COMMIT, SAVEPOINT, pragmas).
+    pub(crate) async fn simple(&mut self, sql: &str) -> Result<()> {
+        let result = match self {
+            Conn::Postgres(c) => simple_on(c, sql).await,
+            Conn::MySql(c) => simple_on(c, sql).await,
+            Conn::Sqlite(c) => simple_on(c, sql).await,
+        };
+        self.note(result)
+    }
+
+    /// PostgreSQL binary COPY of a payload encoded by `tandem-core`.
+    pub(crate) async fn copy_in(&mut self, step: &Step) -> Result<u64> {
+        let Step::Copy { schema, columns, rows } = step else {
+            return Err(Error::Usage("copy_in needs a COPY step".into()));
+        };
+        let Conn::Postgres(c) = self else {
+            return Err(Error::Usage("COPY is planned for PostgreSQL only".into()));
+        };
+        let payload = tandem_core::copy::encode_binary(schema, columns, rows)?;
+        let sql = tandem_core::copy::copy_statement(schema, columns);
+        let lost = |e| error(Dialect::Postgres, e);
+        let mut copy = c.copy_in_raw(&sql).await.map_err(lost)?;
+        copy.send(payload).await.map_err(lost)?;
+        let result = copy.finish().await.map_err(lost);
+        self.note(result)
+    }
+
+    /// Runs plan steps, collecting each outcome.
+    pub(crate) async fn run_steps(&mut self, steps: &[Step]) -> Result<Vec<Outcome>> {
+        let mut outcomes = Vec::with_capacity(steps.len());
+        for step in steps {
+            outcomes.push(match step {
+                Step::Sql(r) => {
+                    let mut rows = Collect(Vec::new());
+                    let done = self.run(r, &mut rows).await?;
+                    Outcome {
+                        rows: rows.0,
+                        affected: done.affected,
+                        last_insert_id: if tandem_core::repo::wants_last_insert_id(r) { done.last_insert_id } else { None },
+                    }
+                }
+                copy @ Step::Copy { .. } => Outcome {
+                    affected: self.copy_in(copy).await?,
+                    ..Outcome::default()
+                },
+            });
+        }
+        Ok(outcomes)
+    }
+
+    /// A connection that broke is closed instead of going back to the pool.
+    fn note<T>(&mut self, result: Result<T>) -> Result<T> {
+        if let Err(Error::Database(DbError {
+            kind: tandem_core::DbErrorKind::ConnectionLost,
+            ..
+        })) = &result
+        {
+            self.close_on_drop();
+        }
+        result
+    }
+
+    pub(crate) fn close_on_drop(&mut self) {
+        match self {
+            Conn::Postgres(c) => c.close_on_drop(),
+            Conn::MySql(c) => c.close_on_drop(),
+            Conn::Sqlite(c) => c.close_on_drop(),
+        }
+    }
+}

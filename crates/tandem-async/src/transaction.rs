@@ -1,0 +1,224 @@
+//! [`Transaction`]: one connection inside BEGIN … COMMIT, used from async closures. Commit on `Ok`, rollback
+//! on `Err`, on panic and when the future is dropped before it finishes; savepoints for nested calls.
+
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+
+use tandem_core::plan::{Outcome, Plan, Step};
+use tandem_core::{Error, Result, TxOptions, tx};
+use tandem_sql::{Dialect, FromRow, Render, Rendered};
+use tokio::sync::{Mutex, MutexGuard, oneshot};
+
+use crate::conn::{Collect, Conn, Discard, First};
+use crate::stream::RowStream;
+
+enum Slot {
+    Here(Conn),
+    /// A stream opened in the transaction holds the connection; it comes back when the stream ends.
+    Away(oneshot::Receiver<Conn>),
+    Gone,
+}
+
+/// An open transaction. Methods take `&self`, so an async closure can hand it to several repositories.
+pub struct Transaction {
+    slot: Mutex<Slot>,
+    dialect: Dialect,
+    depth: AtomicU32,
+    /// Set once COMMIT or ROLLBACK ran; a transaction dropped before that is rolled back in the background.
+    ended: AtomicBool,
+    opts: TxOptions,
+}
+
+impl Transaction {
+    pub(crate) async fn begin(mut conn: Conn, opts: &TxOptions) -> Result<Transaction> {
+        let dialect = conn.dialect();
+        for sql in tx::begin(dialect, opts) {
+            conn.simple(&sql).await?;
+        }
+        Ok(Transaction {
+            slot: Mutex::new(Slot::Here(conn)),
+            dialect,
+            depth: AtomicU32::new(0),
+            ended: AtomicBool::new(false),
+            opts: opts.clone(),
+        })
+    }
+
+    pub(crate) async fn end(&self, opts: &TxOptions, commit: bool) -> Result<()> {
+        let mut result = Ok(());
+        for sql in tx::end(self.dialect, opts, commit) {
+            if let Err(e) = self.simple(&sql).await {
+                result = Err(e);
+                break;
+            }
+        }
+        if result.is_err() && commit {
+            // A failed COMMIT can leave the transaction open (SQLite busy): end it before the connection is
+            // reused.
+            for sql in tx::end(self.dialect, opts, false) {
+                let _ = self.simple(&sql).await;
+            }
+        }
+        self.ended.store(true, Ordering::SeqCst);
+        result
+    }
+
+    async fn conn(&self) -> Result<MutexGuard<'_, Slot>> {
+        let mut slot = self.slot.lock().await;
+        if let Slot::Away(rx) = &mut *slot {
+            match rx.await {
+                Ok(conn) => *slot = Slot::Here(conn),
+                Err(_) => {
+                    *slot = Slot::Gone;
+                    return Err(Error::Usage("the transaction's connection was lost by its stream".into()));
+                }
+            }
+        }
+        Ok(slot)
+    }
+
+    async fn simple(&self, sql: &str) -> Result<()> {
+        let mut slot = self.conn().await?;
+        match &mut *slot {
+            Slot::Here(c) => c.simple(sql).await,
+            _ => Err(gone()),
+        }
+    }
+
+    /// The engine.
+    pub fn dialect(&self) -> Dialect {
+        self.dialect
+    }
+
+    /// Runs a statement; returns rows affected.
+    pub async fn execute(&self, stmt: &impl Render) -> Result<u64> {
+        let r = stmt.render(self.dialect)?;
+        let mut slot = self.conn().await?;
+        let Slot::Here(c) = &mut *slot else { return Err(gone()) };
+        Ok(c.run(&r, &mut Discard).await?.affected)
+    }
+
+    /// All rows, decoded.
+    pub async fn fetch_all<T: FromRow>(&self, stmt: &impl Render) -> Result<Vec<T>> {
+        let r = stmt.render(self.dialect)?;
+        let mut slot = self.conn().await?;
+        let Slot::Here(c) = &mut *slot else { return Err(gone()) };
+        let mut rows = Collect(Vec::new());
+        c.run(&r, &mut rows).await?;
+        rows.0.into_iter().map(|row| T::from_row(row).map_err(Error::from)).collect()
+    }
+
+    /// The first row, or [`Error::RowNotFound`].
+    pub async fn fetch_one<T: FromRow>(&self, stmt: &impl Render) -> Result<T> {
+        self.fetch_optional(stmt).await?.ok_or(Error::RowNotFound)
+    }
+
+    /// The first row, if any.
+    pub async fn fetch_optional<T: FromRow>(&self, stmt: &impl Render) -> Result<Option<T>> {
+        let r = stmt.render(self.dialect)?;
+        let mut slot = self.conn().await?;
+        let Slot::Here(c) = &mut *slot else { return Err(gone()) };
+        let mut first = First(None);
+        c.run(&r, &mut first).await?;
+        first.0.map(T::from_row).transpose().map_err(Error::from)
+    }
+
+    /// A stream of rows read inside this transaction. While it is being read, other calls on the transaction
+    /// wait for it to end (or be dropped).
+    pub async fn fetch<T: FromRow>(&self, stmt: &impl Render) -> Result<RowStream<T>> {
+        self.stream(stmt.render(self.dialect)?).await
+    }
+
+    pub(crate) async fn stream<T>(&self, r: Rendered) -> Result<RowStream<T>> {
+        let mut slot = self.conn().await?;
+        let Slot::Here(conn) = std::mem::replace(&mut *slot, Slot::Gone) else { return Err(gone()) };
+        let (home, back) = oneshot::channel();
+        *slot = Slot::Away(back);
+        Ok(RowStream::start(conn, r, Some(home)))
+    }
+
+    /// A nested transaction: a savepoint, released on `Ok`, rolled back to on `Err`; the outer transaction
+    /// goes on either way.
+    pub async fn transaction<T>(&self, mut f: impl AsyncFnMut(&Transaction) -> Result<T>) -> Result<T> {
+        let depth = self.depth.fetch_add(1, Ordering::SeqCst) + 1;
+        if let Err(e) = self.simple(&tx::savepoint(depth)).await {
+            self.depth.fetch_sub(1, Ordering::SeqCst);
+            return Err(e);
+        }
+        let result = f(self).await;
+        self.depth.fetch_sub(1, Ordering::SeqCst);
+        match result {
+            Ok(v) => {
+                self.simple(&tx::release_savepoint(depth)).await?;
+                Ok(v)
+            }
+            Err(e) => {
+                let _ = self.simple(&tx::rollback_to_savepoint(depth)).await;
+                let _ = self.simple(&tx::release_savepoint(depth)).await;
+                Err(e)
+            }
+        }
+    }
+
+    pub(crate) async fn run_steps(&self, steps: &[Step]) -> Result<Vec<Outcome>> {
+        let mut slot = self.conn().await?;
+        let Slot::Here(c) = &mut *slot else { return Err(gone()) };
+        c.run_steps(steps).await
+    }
+
+    /// Runs a plan inside this transaction (several steps under a savepoint).
+    pub async fn run<T>(&self, plan: Plan<T>) -> Result<T> {
+        let outcomes = if plan.needs_transaction() {
+            self.transaction(async |tx| tx.run_steps(&plan.steps).await).await?
+        } else {
+            self.run_steps(&plan.steps).await?
+        };
+        plan.finish(outcomes)
+    }
+
+    /// A repository of entity `E` inside this transaction.
+    pub fn repository<E: tandem_sql::Entity>(&self) -> crate::Repository<'_, E> {
+        crate::Repository::new(crate::repository::Exec::Tx(self))
+    }
+}
+
+fn gone() -> Error {
+    Error::Usage("the transaction has no connection".into())
+}
+
+impl Drop for Transaction {
+    /// Dropped before COMMIT or ROLLBACK (the future was cancelled, or the closure panicked): roll back in the
+    /// background, then let the connection go back to the pool; without a runtime, close the connection so
+    /// the server rolls back.
+    fn drop(&mut self) {
+        if self.ended.load(Ordering::SeqCst) {
+            return;
+        }
+        let slot = std::mem::replace(self.slot.get_mut(), Slot::Gone);
+        let dialect = self.dialect;
+        let opts = self.opts.clone();
+        match tokio::runtime::Handle::try_current() {
+            Ok(rt) => {
+                rt.spawn(async move {
+                    let conn = match slot {
+                        Slot::Here(c) => Some(c),
+                        Slot::Away(rx) => rx.await.ok(),
+                        Slot::Gone => None,
+                    };
+                    if let Some(mut conn) = conn {
+                        for sql in tx::end(dialect, &opts, false) {
+                            if conn.simple(&sql).await.is_err() {
+                                conn.close_on_drop();
+                                break;
+                            }
+                        }
+                    }
+                });
+            }
+            Err(_) => {
+                if let Slot::Here(mut c) = slot {
+                    c.close_on_drop();
+                }
+            }
+        }
+    }
+}
