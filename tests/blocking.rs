@@ -345,10 +345,7 @@ engine_test!(
 /// connection-lost, the transaction's rows are absent, and the same `Database` works on the next call.
 fn killed_mid_transaction(t: &TestDb) {
     let db = &t.db;
-    let admin = t
-        .admin
-        .as_ref()
-        .expect("server engines have an admin connection");
+    let admin = t.admin().expect("server engines have an admin connection");
     setup(db);
     let (who, kill): (&str, fn(i64) -> String) = match db.dialect() {
         Dialect::Postgres => ("SELECT CAST(pg_backend_pid() AS BIGINT)", |id| {

@@ -33,22 +33,24 @@ pub fn server_url(dialect: Dialect) -> (String, &'static str) {
     }
 }
 
-/// A database of its own for one test, removed on drop.
-pub struct TestDb {
-    /// The database under test.
-    pub db: Database,
+/// Where one test's database lives: options pointing at a fresh schema (or file), removed on drop.
+pub struct TestTarget {
+    /// Options for the test's own schema or file.
+    pub options: ConnectOptions,
     /// A connection to the server outside the test's schema (to kill backends, drop the schema).
     pub admin: Option<Database>,
-    /// The URL the test database was opened with.
-    pub url: String,
     cleanup: Option<String>,
     file: Option<std::path::PathBuf>,
 }
 
-impl Drop for TestDb {
+impl Drop for TestTarget {
     fn drop(&mut self) {
-        if let (Some(admin), Some(sql)) = (&self.admin, &self.cleanup) {
-            let _ = admin.execute(&raw(sql.clone(), vec![]));
+        if let Some(admin) = self.admin.take() {
+            // On a plain thread, which also drops the client: the blocking PostgreSQL client cannot run (or
+            // close) on an async test's runtime threads.
+            let sql = self.cleanup.take();
+            let _ =
+                std::thread::spawn(move || sql.map(|sql| admin.execute(&raw(sql, vec![])))).join();
         }
         if let Some(f) = &self.file {
             for suffix in ["", "-wal", "-shm"] {
@@ -58,20 +60,34 @@ impl Drop for TestDb {
     }
 }
 
-/// Opens a fresh database on `dialect` for test `name`; `None` (after saying why) when the server is
-/// unreachable outside CI.
-pub fn open(dialect: Dialect, name: &str, config: PoolConfig) -> Option<TestDb> {
+/// A blocking database of its own for one test.
+pub struct TestDb {
+    /// The database under test.
+    pub db: Database,
+    /// The schema it lives in; dropped after `db`.
+    pub target: TestTarget,
+}
+
+impl TestDb {
+    /// The admin connection of server engines.
+    pub fn admin(&self) -> Option<&Database> {
+        self.target.admin.as_ref()
+    }
+}
+
+/// A fresh schema (PostgreSQL), database (MariaDB) or file (SQLite) for test `name`; `None` (after saying
+/// why) when the server is unreachable outside CI.
+pub fn target(dialect: Dialect, name: &str) -> Option<TestTarget> {
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
     let unique = format!("t_{}_{}_{}", name, std::process::id(), n);
     match dialect {
         Dialect::Sqlite => {
             let file = std::env::temp_dir().join(format!("tandem-{unique}.db"));
-            let url = format!("sqlite://{}", file.display());
-            let db = Database::connect_with(&url, config).expect("SQLite opens");
-            Some(TestDb {
-                db,
+            let options =
+                ConnectOptions::parse(&format!("sqlite://{}", file.display())).expect("valid URL");
+            Some(TestTarget {
+                options,
                 admin: None,
-                url,
                 cleanup: None,
                 file: Some(file),
             })
@@ -114,22 +130,27 @@ pub fn open(dialect: Dialect, name: &str, config: PoolConfig) -> Option<TestDb> 
             admin
                 .execute(&raw(create, vec![]))
                 .expect("create the test schema");
-            let mut opts = ConnectOptions::parse(&base).expect("valid URL");
+            let mut options = ConnectOptions::parse(&base).expect("valid URL");
             if dialect == Dialect::Postgres {
-                opts.search_path = Some(unique.clone());
+                options.search_path = Some(unique.clone());
             } else {
-                opts.database = unique.clone();
+                options.database = unique.clone();
             }
-            let db = Database::open(opts, config).expect("open the test schema");
-            Some(TestDb {
-                db,
+            Some(TestTarget {
+                options,
                 admin: Some(admin),
-                url: base,
                 cleanup: Some(drop_sql),
                 file: None,
             })
         }
     }
+}
+
+/// A blocking database on a fresh target.
+pub fn open(dialect: Dialect, name: &str, config: PoolConfig) -> Option<TestDb> {
+    let target = target(dialect, name)?;
+    let db = Database::open(target.options.clone(), config).expect("open the test database");
+    Some(TestDb { db, target })
 }
 
 /// Declares one test per engine: `engine_test!(name, |t: &TestDb| { .. })` makes `name::sqlite`,

@@ -20,7 +20,10 @@ pub(crate) trait Backend: Database {
 }
 
 fn unsupported(d: Dialect, v: &Value) -> Error {
-    Error::Usage(format!("{d}: {} values are not supported by the async executor", v.kind_name()))
+    Error::Usage(format!(
+        "{d}: {} values are not supported by the async executor",
+        v.kind_name()
+    ))
 }
 
 fn decode_err(d: Dialect, ty: &str, e: sqlx::Error) -> Error {
@@ -106,7 +109,9 @@ impl Backend for sqlx::MySql {
     }
 
     fn decode(row: &Self::Row, i: usize) -> Result<Value> {
-        let raw = row.try_get_raw(i).map_err(|e| decode_err(Dialect::MySql, "?", e))?;
+        let raw = row
+            .try_get_raw(i)
+            .map_err(|e| decode_err(Dialect::MySql, "?", e))?;
         if raw.is_null() {
             return Ok(Value::Null(SqlType::Text));
         }
@@ -116,20 +121,34 @@ impl Backend for sqlx::MySql {
             "BOOLEAN" | "TINYINT" | "SMALLINT" | "MEDIUMINT" | "INT" | "BIGINT" => {
                 Value::I64(row.try_get_unchecked::<i64, _>(i).map_err(err)?)
             }
-            "TINYINT UNSIGNED" | "SMALLINT UNSIGNED" | "MEDIUMINT UNSIGNED" | "INT UNSIGNED" | "BIGINT UNSIGNED" => {
+            "TINYINT UNSIGNED" | "SMALLINT UNSIGNED" | "MEDIUMINT UNSIGNED" | "INT UNSIGNED"
+            | "BIGINT UNSIGNED" => {
                 let u = row.try_get_unchecked::<u64, _>(i).map_err(err)?;
-                Value::I64(i64::try_from(u).map_err(|_| Error::Usage(format!("unsigned value {u} does not fit in i64")))?)
+                Value::I64(
+                    i64::try_from(u).map_err(|_| {
+                        Error::Usage(format!("unsigned value {u} does not fit in i64"))
+                    })?,
+                )
             }
             "FLOAT" => Value::F32(row.try_get_unchecked::<f32, _>(i).map_err(err)?),
             "DOUBLE" => Value::F64(row.try_get_unchecked::<f64, _>(i).map_err(err)?),
+            // sqlx names a text column with a binary collation (tandem's tables use utf8mb4_bin) like a
+            // byte column: text that is valid UTF-8 is text, anything else stays bytes.
             "BINARY" | "VARBINARY" | "BLOB" | "TINYBLOB" | "MEDIUMBLOB" | "LONGBLOB" => {
-                Value::Bytes(row.try_get_unchecked::<Vec<u8>, _>(i).map_err(err)?)
+                let bytes = row.try_get_unchecked::<Vec<u8>, _>(i).map_err(err)?;
+                match String::from_utf8(bytes) {
+                    Ok(s) => Value::Text(s),
+                    Err(e) => Value::Bytes(e.into_bytes()),
+                }
             }
             "DECIMAL" => {
                 let s = row.try_get_unchecked::<String, _>(i).map_err(err)?;
                 match s.parse::<i64>() {
                     Ok(n) => Value::I64(n),
-                    Err(_) => Value::F64(s.parse().map_err(|_| Error::Usage(format!("DECIMAL {s:?} is not a number")))?),
+                    Err(_) => Value::F64(
+                        s.parse()
+                            .map_err(|_| Error::Usage(format!("DECIMAL {s:?} is not a number")))?,
+                    ),
                 }
             }
             _ => Value::Text(row.try_get_unchecked::<String, _>(i).map_err(err)?),
@@ -160,7 +179,9 @@ impl Backend for sqlx::Sqlite {
     }
 
     fn decode(row: &Self::Row, i: usize) -> Result<Value> {
-        let raw = row.try_get_raw(i).map_err(|e| decode_err(Dialect::Sqlite, "?", e))?;
+        let raw = row
+            .try_get_raw(i)
+            .map_err(|e| decode_err(Dialect::Sqlite, "?", e))?;
         if raw.is_null() {
             return Ok(Value::Null(SqlType::Text));
         }
@@ -169,7 +190,9 @@ impl Backend for sqlx::Sqlite {
         let class = class.name().to_owned();
         let err = |e| decode_err(Dialect::Sqlite, &class, e);
         Ok(match class.as_str() {
-            "INTEGER" | "BOOLEAN" | "INT8" | "BIGINT" => Value::I64(row.try_get_unchecked::<i64, _>(i).map_err(err)?),
+            "INTEGER" | "BOOLEAN" | "INT8" | "BIGINT" => {
+                Value::I64(row.try_get_unchecked::<i64, _>(i).map_err(err)?)
+            }
             "REAL" | "DOUBLE" => Value::F64(row.try_get_unchecked::<f64, _>(i).map_err(err)?),
             "BLOB" => Value::Bytes(row.try_get_unchecked::<Vec<u8>, _>(i).map_err(err)?),
             _ => Value::Text(row.try_get_unchecked::<String, _>(i).map_err(err)?),
@@ -196,20 +219,31 @@ pub(crate) fn error(dialect: Dialect, e: sqlx::Error) -> Error {
                     (tandem_core::error::classify_postgres(&code), Some(code))
                 }
                 Dialect::MySql => match db.try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>() {
-                    Some(m) => (tandem_core::error::classify_mysql(m.number()), Some(m.number().to_string())),
+                    Some(m) => (
+                        tandem_core::error::classify_mysql(m.number()),
+                        Some(m.number().to_string()),
+                    ),
                     None => (DbErrorKind::Other, None),
                 },
                 Dialect::Sqlite => {
                     let code = db.code().map(|c| c.into_owned()).unwrap_or_default();
-                    (tandem_core::error::classify_sqlite(code.parse().unwrap_or(0)), Some(code))
+                    (
+                        tandem_core::error::classify_sqlite(code.parse().unwrap_or(0)),
+                        Some(code),
+                    )
                 }
             };
             let message = db.message().to_owned();
-            let constraint = db.constraint().map(str::to_owned).or_else(|| match dialect {
-                Dialect::MySql => tandem_core::error::mysql_constraint(&message),
-                Dialect::Sqlite => message.split_once("constraint failed: ").map(|(_, c)| c.to_owned()),
-                Dialect::Postgres => None,
-            });
+            let constraint = db
+                .constraint()
+                .map(str::to_owned)
+                .or_else(|| match dialect {
+                    Dialect::MySql => tandem_core::error::mysql_constraint(&message),
+                    Dialect::Sqlite => message
+                        .split_once("constraint failed: ")
+                        .map(|(_, c)| c.to_owned()),
+                    Dialect::Postgres => None,
+                });
             Error::Database(DbError {
                 dialect,
                 kind,
@@ -218,7 +252,10 @@ pub(crate) fn error(dialect: Dialect, e: sqlx::Error) -> Error {
                 constraint,
             })
         }
-        sqlx::Error::Io(_) | sqlx::Error::Protocol(_) | sqlx::Error::Tls(_) | sqlx::Error::WorkerCrashed => {
+        sqlx::Error::Io(_)
+        | sqlx::Error::Protocol(_)
+        | sqlx::Error::Tls(_)
+        | sqlx::Error::WorkerCrashed => {
             Error::Database(DbError::connection_lost(dialect, e.to_string()))
         }
         sqlx::Error::PoolTimedOut => Error::PoolTimeout {

@@ -58,7 +58,11 @@ pub(crate) enum Conn {
     Sqlite(PoolConnection<sqlx::Sqlite>),
 }
 
-async fn run_on<B: Backend, S: Sink>(conn: &mut PoolConnection<B>, r: &Rendered, sink: &mut S) -> Result<Done>
+async fn run_on<B: Backend, S: Sink>(
+    conn: &mut PoolConnection<B>,
+    r: &Rendered,
+    sink: &mut S,
+) -> Result<Done>
 where
     for<'c> &'c mut B::Connection: sqlx::Executor<'c, Database = B>,
     B::Arguments: sqlx::IntoArguments<B>,
@@ -80,7 +84,13 @@ where
             }
             Either::Right(row) => {
                 let columns = names
-                    .get_or_insert_with(|| row.columns().iter().map(|c| c.name().to_owned()).collect::<Vec<_>>().into())
+                    .get_or_insert_with(|| {
+                        row.columns()
+                            .iter()
+                            .map(|c| c.name().to_owned())
+                            .collect::<Vec<_>>()
+                            .into()
+                    })
                     .clone();
                 let mut values = Vec::with_capacity(columns.len());
                 for i in 0..columns.len() {
@@ -137,7 +147,12 @@ impl Conn {
 
     /// PostgreSQL binary COPY of a payload encoded by `tandem-core`.
     pub(crate) async fn copy_in(&mut self, step: &Step) -> Result<u64> {
-        let Step::Copy { schema, columns, rows } = step else {
+        let Step::Copy {
+            schema,
+            columns,
+            rows,
+        } = step
+        else {
             return Err(Error::Usage("copy_in needs a COPY step".into()));
         };
         let Conn::Postgres(c) = self else {
@@ -163,7 +178,11 @@ impl Conn {
                     Outcome {
                         rows: rows.0,
                         affected: done.affected,
-                        last_insert_id: if tandem_core::repo::wants_last_insert_id(r) { done.last_insert_id } else { None },
+                        last_insert_id: if tandem_core::repo::wants_last_insert_id(r) {
+                            done.last_insert_id
+                        } else {
+                            None
+                        },
                     }
                 }
                 copy @ Step::Copy { .. } => Outcome {

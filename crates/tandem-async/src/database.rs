@@ -97,7 +97,12 @@ impl Database {
                 if let Some(sp) = &options.search_path {
                     o = o.options([("search_path", sp.as_str())]);
                 }
-                Pools::Postgres(pool_options(&config).connect_with(o).await.map_err(connect_err)?)
+                Pools::Postgres(
+                    pool_options(&config)
+                        .connect_with(o)
+                        .await
+                        .map_err(connect_err)?,
+                )
             }
             Dialect::MySql => {
                 let mut o = sqlx::mysql::MySqlConnectOptions::new()
@@ -110,7 +115,12 @@ impl Database {
                 if let Some(p) = &options.password {
                     o = o.password(p);
                 }
-                Pools::MySql(pool_options(&config).connect_with(o).await.map_err(connect_err)?)
+                Pools::MySql(
+                    pool_options(&config)
+                        .connect_with(o)
+                        .await
+                        .map_err(connect_err)?,
+                )
             }
             Dialect::Sqlite => {
                 let mut o = sqlx::sqlite::SqliteConnectOptions::new()
@@ -125,11 +135,20 @@ impl Database {
                         .busy_timeout(Duration::from_secs(5)),
                     None => o.in_memory(true),
                 };
-                Pools::Sqlite(pool_options(&config).connect_with(o).await.map_err(connect_err)?)
+                Pools::Sqlite(
+                    pool_options(&config)
+                        .connect_with(o)
+                        .await
+                        .map_err(connect_err)?,
+                )
             }
         };
         Ok(Database {
-            inner: Arc::new(Inner { pools, options, config }),
+            inner: Arc::new(Inner {
+                pools,
+                options,
+                config,
+            }),
         })
     }
 
@@ -179,7 +198,10 @@ impl Database {
         let r = stmt.render(self.dialect())?;
         let mut rows = Collect(Vec::new());
         self.acquire().await?.run(&r, &mut rows).await?;
-        rows.0.into_iter().map(|row| T::from_row(row).map_err(Error::from)).collect()
+        rows.0
+            .into_iter()
+            .map(|row| T::from_row(row).map_err(Error::from))
+            .collect()
     }
 
     /// The first row, or [`Error::RowNotFound`].
@@ -214,7 +236,11 @@ impl Database {
     }
 
     /// Runs `f` in a transaction with these options.
-    pub async fn transaction_with<T>(&self, opts: TxOptions, mut f: impl AsyncFnMut(&Transaction) -> Result<T>) -> Result<T> {
+    pub async fn transaction_with<T>(
+        &self,
+        opts: TxOptions,
+        mut f: impl AsyncFnMut(&Transaction) -> Result<T>,
+    ) -> Result<T> {
         let mut attempt = 1;
         loop {
             let conn = self.acquire().await?;
@@ -237,11 +263,34 @@ impl Database {
         }
     }
 
-    /// Runs a plan (a repository method), in one transaction when its steps belong together.
+    /// Opens a transaction to drive by hand: finish it with [`Transaction::commit`] or
+    /// [`Transaction::rollback`]; dropped unfinished, it is rolled back. No retry here: use
+    /// [`Database::transaction`] for that. This form's future is always `Send`, which a closure-taking one
+    /// cannot promise on stable Rust, so it is the one to use inside `tokio::spawn` and web handlers.
+    pub async fn begin(&self, opts: TxOptions) -> Result<Transaction> {
+        Transaction::begin(self.acquire().await?, &opts).await
+    }
+
+    /// Runs a plan (a repository method), in one transaction when its steps belong together. Written without
+    /// closures so that every repository future is `Send`.
     pub async fn run<T>(&self, plan: Plan<T>) -> Result<T> {
         if plan.needs_transaction() {
-            let outcomes = self.transaction(async |tx| tx.run_steps(&plan.steps).await).await?;
-            return plan.finish(outcomes);
+            let opts = TxOptions::default();
+            let mut attempt = 1;
+            loop {
+                let tx = self.begin(opts.clone()).await?;
+                let result = match tx.run_steps(&plan.steps).await {
+                    Ok(outcomes) => tx.end(&opts, true).await.map(|()| outcomes),
+                    Err(e) => {
+                        let _ = tx.end(&opts, false).await;
+                        Err(e)
+                    }
+                };
+                match result {
+                    Err(e) if opts.should_retry(&e, attempt) => attempt += 1,
+                    other => return plan.finish(other?),
+                }
+            }
         }
         let outcomes = self.acquire().await?.run_steps(&plan.steps).await?;
         plan.finish(outcomes)

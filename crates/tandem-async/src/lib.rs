@@ -25,7 +25,7 @@ pub use database::Database;
 pub use repository::Repository;
 pub use stream::{BATCH as STREAM_BATCH, BUFFERED as STREAM_BUFFERED, RowStream};
 pub use tandem_core::{
-    BatchOptions, BatchResult, BatchTransaction, ConnectOptions, CursorPage, DbError, DbErrorKind, Error, Find,
-    Isolation, Page, PoolConfig, Result, TxOptions,
+    BatchOptions, BatchResult, BatchTransaction, ConnectOptions, CursorPage, DbError, DbErrorKind,
+    Error, Find, Isolation, Page, PoolConfig, Result, TxOptions,
 };
 pub use transaction::Transaction;

@@ -63,17 +63,21 @@ impl<'a, E: Entity> Repository<'a, E> {
     /// The row with this key, if any.
     pub async fn find_by_id(&self, id: Key<E>) -> Result<Option<E>> {
         self.exec
-            .run(repo::find_by_id::<E>(self.exec.dialect(), id)?).await
+            .run(repo::find_by_id::<E>(self.exec.dialect(), id)?)
+            .await
     }
 
     /// The row with this key, or `Error::NotFound`.
     pub async fn get(&self, id: Key<E>) -> Result<E> {
-        self.exec.run(repo::get::<E>(self.exec.dialect(), id)?).await
+        self.exec
+            .run(repo::get::<E>(self.exec.dialect(), id)?)
+            .await
     }
 
     /// The rows `find` selects, streamed: read from the driver as the iterator is consumed.
     pub async fn find_all(&self, find: Find<Table<E>>) -> Result<RowStream<E>> {
-        self.stream(repo::find_all::<E>(self.exec.dialect(), find)?).await
+        self.stream(repo::find_all::<E>(self.exec.dialect(), find)?)
+            .await
     }
 
     /// The rows matching `find`'s filter, streamed (`find_all` under the seed's other name).
@@ -84,7 +88,8 @@ impl<'a, E: Entity> Repository<'a, E> {
     /// Page `page` (zero-based) of `size` rows, with the total.
     pub async fn find_page(&self, page: u64, size: u64, find: Find<Table<E>>) -> Result<Page<E>> {
         self.exec
-            .run(repo::find_page::<E>(self.exec.dialect(), page, size, find)?).await
+            .run(repo::find_page::<E>(self.exec.dialect(), page, size, find)?)
+            .await
     }
 
     /// Up to `size` rows after key `after`, in key order (keyset paging).
@@ -94,12 +99,14 @@ impl<'a, E: Entity> Repository<'a, E> {
         size: u64,
         find: Find<Table<E>>,
     ) -> Result<CursorPage<E, Key<E>>> {
-        self.exec.run(repo::find_cursor_page::<E>(
-            self.exec.dialect(),
-            after,
-            size,
-            find,
-        )?).await
+        self.exec
+            .run(repo::find_cursor_page::<E>(
+                self.exec.dialect(),
+                after,
+                size,
+                find,
+            )?)
+            .await
     }
 
     /// All rows.
@@ -109,55 +116,75 @@ impl<'a, E: Entity> Repository<'a, E> {
 
     /// Rows matching the filter.
     pub async fn count_by(&self, find: Find<Table<E>>) -> Result<u64> {
-        self.exec.run(repo::count::<E>(self.exec.dialect(), find)?).await
+        self.exec
+            .run(repo::count::<E>(self.exec.dialect(), find)?)
+            .await
     }
 
     /// Whether a row has this key.
     pub async fn exists_by_id(&self, id: Key<E>) -> Result<bool> {
         self.exec
-            .run(repo::exists_by_id::<E>(self.exec.dialect(), id)?).await
+            .run(repo::exists_by_id::<E>(self.exec.dialect(), id)?)
+            .await
     }
 
     /// Whether any row matches.
     pub async fn exists_by(&self, find: Find<Table<E>>) -> Result<bool> {
-        self.exec.run(repo::exists::<E>(self.exec.dialect(), find)?).await
+        self.exec
+            .run(repo::exists::<E>(self.exec.dialect(), find)?)
+            .await
     }
 
     /// Inserts one row; returns its key.
     pub async fn insert(&self, entity: &E) -> Result<Key<E>> {
         self.exec
-            .run(repo::insert::<E>(self.exec.dialect(), entity)?).await
+            .run(repo::insert::<E>(self.exec.dialect(), entity)?)
+            .await
     }
 
     /// Inserts rows in one transaction; returns their keys in order.
     pub async fn insert_all(&self, entities: &[E]) -> Result<Vec<Key<E>>> {
         self.exec
-            .run(repo::insert_all::<E>(self.exec.dialect(), entities)?).await
+            .run(repo::insert_all::<E>(self.exec.dialect(), entities)?)
+            .await
     }
 
     /// Inserts rows in chunks, as the options say.
-    pub async fn batch_insert(&self, entities: &[E], opts: &BatchOptions) -> Result<BatchResult<Key<E>>> {
-        self.exec.run(repo::batch_insert::<E>(
-            self.exec.dialect(),
-            entities,
-            opts,
-        )?).await
+    pub async fn batch_insert(
+        &self,
+        entities: &[E],
+        opts: &BatchOptions,
+    ) -> Result<BatchResult<Key<E>>> {
+        self.exec
+            .run(repo::batch_insert::<E>(
+                self.exec.dialect(),
+                entities,
+                opts,
+            )?)
+            .await
     }
 
     /// Inserts rows, updating the existing row where the `target` columns collide.
-    pub async fn batch_upsert<C: ColumnList<Table<E>>>(&self, entities: &[E], target: C) -> Result<u64> {
-        self.exec.run(repo::batch_upsert::<E>(
-            self.exec.dialect(),
-            entities,
-            target.names(),
-            Some(1_000),
-        )?).await
+    pub async fn batch_upsert<C: ColumnList<Table<E>>>(
+        &self,
+        entities: &[E],
+        target: C,
+    ) -> Result<u64> {
+        self.exec
+            .run(repo::batch_upsert::<E>(
+                self.exec.dialect(),
+                entities,
+                target.names(),
+                Some(1_000),
+            )?)
+            .await
     }
 
     /// Writes the entity's columns to the row with its key; returns rows affected.
     pub async fn update_by_id(&self, entity: &E) -> Result<u64> {
         self.exec
-            .run(repo::update_by_id::<E>(self.exec.dialect(), entity)?).await
+            .run(repo::update_by_id::<E>(self.exec.dialect(), entity)?)
+            .await
     }
 
     /// Runs the UPDATE `build` makes from `UPDATE table` (its SET and filter); returns rows affected.
@@ -167,13 +194,15 @@ impl<'a, E: Entity> Repository<'a, E> {
     ) -> Result<u64> {
         let update = build(tandem_sql::typed::update(<Table<E> as Default>::default()));
         self.exec
-            .run(repo::update_all(self.exec.dialect(), update)?).await
+            .run(repo::update_all(self.exec.dialect(), update)?)
+            .await
     }
 
     /// Deletes the row with this key; returns rows deleted.
     pub async fn delete_by_id(&self, id: Key<E>) -> Result<u64> {
         self.exec
-            .run(repo::delete_by_id::<E>(self.exec.dialect(), id)?).await
+            .run(repo::delete_by_id::<E>(self.exec.dialect(), id)?)
+            .await
     }
 
     /// Deletes every row.
@@ -183,12 +212,15 @@ impl<'a, E: Entity> Repository<'a, E> {
 
     /// Deletes the rows matching the filter.
     pub async fn delete_by(&self, find: Find<Table<E>>) -> Result<u64> {
-        self.exec.run(repo::delete::<E>(self.exec.dialect(), find)?).await
+        self.exec
+            .run(repo::delete::<E>(self.exec.dialect(), find)?)
+            .await
     }
 
     /// Deletes the rows with these keys.
     pub async fn delete_all_by_ids(&self, ids: &[Key<E>]) -> Result<u64> {
         self.exec
-            .run(repo::delete_all_by_ids::<E>(self.exec.dialect(), ids)?).await
+            .run(repo::delete_all_by_ids::<E>(self.exec.dialect(), ids)?)
+            .await
     }
 }

@@ -69,7 +69,9 @@ impl Transaction {
                 Ok(conn) => *slot = Slot::Here(conn),
                 Err(_) => {
                     *slot = Slot::Gone;
-                    return Err(Error::Usage("the transaction's connection was lost by its stream".into()));
+                    return Err(Error::Usage(
+                        "the transaction's connection was lost by its stream".into(),
+                    ));
                 }
             }
         }
@@ -93,7 +95,9 @@ impl Transaction {
     pub async fn execute(&self, stmt: &impl Render) -> Result<u64> {
         let r = stmt.render(self.dialect)?;
         let mut slot = self.conn().await?;
-        let Slot::Here(c) = &mut *slot else { return Err(gone()) };
+        let Slot::Here(c) = &mut *slot else {
+            return Err(gone());
+        };
         Ok(c.run(&r, &mut Discard).await?.affected)
     }
 
@@ -101,10 +105,15 @@ impl Transaction {
     pub async fn fetch_all<T: FromRow>(&self, stmt: &impl Render) -> Result<Vec<T>> {
         let r = stmt.render(self.dialect)?;
         let mut slot = self.conn().await?;
-        let Slot::Here(c) = &mut *slot else { return Err(gone()) };
+        let Slot::Here(c) = &mut *slot else {
+            return Err(gone());
+        };
         let mut rows = Collect(Vec::new());
         c.run(&r, &mut rows).await?;
-        rows.0.into_iter().map(|row| T::from_row(row).map_err(Error::from)).collect()
+        rows.0
+            .into_iter()
+            .map(|row| T::from_row(row).map_err(Error::from))
+            .collect()
     }
 
     /// The first row, or [`Error::RowNotFound`].
@@ -116,7 +125,9 @@ impl Transaction {
     pub async fn fetch_optional<T: FromRow>(&self, stmt: &impl Render) -> Result<Option<T>> {
         let r = stmt.render(self.dialect)?;
         let mut slot = self.conn().await?;
-        let Slot::Here(c) = &mut *slot else { return Err(gone()) };
+        let Slot::Here(c) = &mut *slot else {
+            return Err(gone());
+        };
         let mut first = First(None);
         c.run(&r, &mut first).await?;
         first.0.map(T::from_row).transpose().map_err(Error::from)
@@ -130,7 +141,9 @@ impl Transaction {
 
     pub(crate) async fn stream<T>(&self, r: Rendered) -> Result<RowStream<T>> {
         let mut slot = self.conn().await?;
-        let Slot::Here(conn) = std::mem::replace(&mut *slot, Slot::Gone) else { return Err(gone()) };
+        let Slot::Here(conn) = std::mem::replace(&mut *slot, Slot::Gone) else {
+            return Err(gone());
+        };
         let (home, back) = oneshot::channel();
         *slot = Slot::Away(back);
         Ok(RowStream::start(conn, r, Some(home)))
@@ -138,7 +151,10 @@ impl Transaction {
 
     /// A nested transaction: a savepoint, released on `Ok`, rolled back to on `Err`; the outer transaction
     /// goes on either way.
-    pub async fn transaction<T>(&self, mut f: impl AsyncFnMut(&Transaction) -> Result<T>) -> Result<T> {
+    pub async fn transaction<T>(
+        &self,
+        mut f: impl AsyncFnMut(&Transaction) -> Result<T>,
+    ) -> Result<T> {
         let depth = self.depth.fetch_add(1, Ordering::SeqCst) + 1;
         if let Err(e) = self.simple(&tx::savepoint(depth)).await {
             self.depth.fetch_sub(1, Ordering::SeqCst);
@@ -161,18 +177,49 @@ impl Transaction {
 
     pub(crate) async fn run_steps(&self, steps: &[Step]) -> Result<Vec<Outcome>> {
         let mut slot = self.conn().await?;
-        let Slot::Here(c) = &mut *slot else { return Err(gone()) };
+        let Slot::Here(c) = &mut *slot else {
+            return Err(gone());
+        };
         c.run_steps(steps).await
     }
 
-    /// Runs a plan inside this transaction (several steps under a savepoint).
+    /// Runs a plan inside this transaction (several steps under a savepoint). Written without closures so
+    /// that its future is `Send`.
     pub async fn run<T>(&self, plan: Plan<T>) -> Result<T> {
-        let outcomes = if plan.needs_transaction() {
-            self.transaction(async |tx| tx.run_steps(&plan.steps).await).await?
-        } else {
-            self.run_steps(&plan.steps).await?
-        };
-        plan.finish(outcomes)
+        if !plan.needs_transaction() {
+            let outcomes = self.run_steps(&plan.steps).await?;
+            return plan.finish(outcomes);
+        }
+        let depth = self.depth.fetch_add(1, Ordering::SeqCst) + 1;
+        let result = async {
+            self.simple(&tx::savepoint(depth)).await?;
+            match self.run_steps(&plan.steps).await {
+                Ok(outcomes) => {
+                    self.simple(&tx::release_savepoint(depth)).await?;
+                    Ok(outcomes)
+                }
+                Err(e) => {
+                    let _ = self.simple(&tx::rollback_to_savepoint(depth)).await;
+                    let _ = self.simple(&tx::release_savepoint(depth)).await;
+                    Err(e)
+                }
+            }
+        }
+        .await;
+        self.depth.fetch_sub(1, Ordering::SeqCst);
+        plan.finish(result?)
+    }
+
+    /// Commits the transaction (see [`crate::Database::begin`]).
+    pub async fn commit(self) -> Result<()> {
+        let opts = self.opts.clone();
+        self.end(&opts, true).await
+    }
+
+    /// Rolls the transaction back (see [`crate::Database::begin`]).
+    pub async fn rollback(self) -> Result<()> {
+        let opts = self.opts.clone();
+        self.end(&opts, false).await
     }
 
     /// A repository of entity `E` inside this transaction.

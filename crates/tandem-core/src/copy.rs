@@ -30,7 +30,11 @@ fn narrow<T: TryFrom<i64>>(column: &Ident, ty: SqlType, v: &Value, i: i64) -> Re
 }
 
 /// The whole COPY payload: header, one tuple per row typed by the schema, trailer.
-pub fn encode_binary(schema: &TableSchema, columns: &[Ident], rows: &[Vec<Value>]) -> Result<Vec<u8>> {
+pub fn encode_binary(
+    schema: &TableSchema,
+    columns: &[Ident],
+    rows: &[Vec<Value>],
+) -> Result<Vec<u8>> {
     let types: Vec<SqlType> = columns
         .iter()
         .map(|c| schema.column(c.as_str()).map(|d| d.ty))
@@ -72,10 +76,18 @@ pub fn encode_binary(schema: &TableSchema, columns: &[Ident], rows: &[Vec<Value>
                     out.extend_from_slice(&v.as_i64().unwrap_or_default().to_be_bytes());
                 }
                 (SqlType::Real, Value::F32(f)) => out.extend_from_slice(&f.to_bits().to_be_bytes()),
-                (SqlType::Real, Value::F64(f)) => out.extend_from_slice(&(*f as f32).to_bits().to_be_bytes()),
-                (SqlType::Double, Value::F64(f)) => out.extend_from_slice(&f.to_bits().to_be_bytes()),
-                (SqlType::Double, Value::F32(f)) => out.extend_from_slice(&f64::from(*f).to_bits().to_be_bytes()),
-                (SqlType::Text | SqlType::VarChar(_), Value::Text(s)) => out.extend_from_slice(s.as_bytes()),
+                (SqlType::Real, Value::F64(f)) => {
+                    out.extend_from_slice(&(*f as f32).to_bits().to_be_bytes())
+                }
+                (SqlType::Double, Value::F64(f)) => {
+                    out.extend_from_slice(&f.to_bits().to_be_bytes())
+                }
+                (SqlType::Double, Value::F32(f)) => {
+                    out.extend_from_slice(&f64::from(*f).to_bits().to_be_bytes())
+                }
+                (SqlType::Text | SqlType::VarChar(_), Value::Text(s)) => {
+                    out.extend_from_slice(s.as_bytes())
+                }
                 (SqlType::Blob, Value::Bytes(b)) => out.extend_from_slice(b),
                 _ => return Err(mismatch(col, ty, v)),
             }
@@ -102,12 +114,37 @@ mod tests {
         t.columns.push(ColumnDef::new(id("n"), SqlType::Int));
         t.columns.push(ColumnDef::new(id("s"), SqlType::Text));
         let cols = [id("n"), id("s")];
-        let bytes = encode_binary(&t, &cols, &[vec![Value::I64(7), Value::Null(SqlType::Text)]]).unwrap();
+        let bytes = encode_binary(
+            &t,
+            &cols,
+            &[vec![Value::I64(7), Value::Null(SqlType::Text)]],
+        )
+        .unwrap();
         let mut expected = b"PGCOPY\n\xff\r\n\0".to_vec();
-        expected.extend([0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 4, 0, 0, 0, 7, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff]);
+        expected.extend([
+            0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 4, 0, 0, 0, 7, 0xff, 0xff, 0xff, 0xff, 0xff,
+            0xff,
+        ]);
         assert_eq!(bytes, expected);
-        assert!(encode_binary(&t, &cols, &[vec![Value::Text("x".into()), Value::Null(SqlType::Text)]]).is_err());
-        assert!(encode_binary(&t, &cols, &[vec![Value::I64(1 << 40), Value::Null(SqlType::Text)]]).is_err());
-        assert_eq!(copy_statement(&t, &cols), r#"COPY "t" ("n", "s") FROM STDIN (FORMAT binary)"#);
+        assert!(
+            encode_binary(
+                &t,
+                &cols,
+                &[vec![Value::Text("x".into()), Value::Null(SqlType::Text)]]
+            )
+            .is_err()
+        );
+        assert!(
+            encode_binary(
+                &t,
+                &cols,
+                &[vec![Value::I64(1 << 40), Value::Null(SqlType::Text)]]
+            )
+            .is_err()
+        );
+        assert_eq!(
+            copy_statement(&t, &cols),
+            r#"COPY "t" ("n", "s") FROM STDIN (FORMAT binary)"#
+        );
     }
 }

@@ -317,6 +317,11 @@ impl SqlValue for String {
     fn from_value(value: Value) -> Result<Self, ValueError> {
         match value {
             Value::Text(s) => Ok(s),
+            // Drivers that cannot tell text from bytes (MySQL's binary collations) hand over bytes.
+            Value::Bytes(b) => String::from_utf8(b).map_err(|e| ValueError::Parse {
+                text: String::from_utf8_lossy(e.as_bytes()).into_owned(),
+                target: "String (the bytes are not UTF-8)",
+            }),
             ref v => Err(wrong("String", v)),
         }
     }
@@ -331,6 +336,7 @@ impl SqlValue for Vec<u8> {
     fn from_value(value: Value) -> Result<Self, ValueError> {
         match value {
             Value::Bytes(b) => Ok(b),
+            Value::Text(s) => Ok(s.into_bytes()),
             ref v => Err(wrong("Vec<u8>", v)),
         }
     }

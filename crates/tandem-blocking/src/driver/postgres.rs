@@ -171,7 +171,12 @@ pub(crate) fn run(c: &mut PgConn, r: &Rendered, sink: &mut Sink<'_>) -> Result<D
 /// `COPY … FROM STDIN (FORMAT binary)` of a payload encoded by `tandem-core` (the async side sends the same).
 pub(crate) fn copy_in(c: &mut PgConn, step: &Step) -> Result<u64> {
     use std::io::Write;
-    let Step::Copy { schema, columns, rows } = step else {
+    let Step::Copy {
+        schema,
+        columns,
+        rows,
+    } = step
+    else {
         return Err(Error::Usage("copy_in needs a COPY step".into()));
     };
     let payload = tandem_core::copy::encode_binary(schema, columns, rows)?;

@@ -1,0 +1,794 @@
+//! The async executor and repository against SQLite, PostgreSQL and MariaDB: the blocking side's test list
+//! on sqlx, plus cancellation — dropped streams, dropped query futures and dropped transactions.
+
+#[path = "support/db.rs"]
+mod db;
+mod support;
+
+use std::time::Duration;
+
+use futures_util::{StreamExt, TryStreamExt};
+use support::{Order, User, orders, users};
+use tandem_async::{
+    BatchOptions, BatchTransaction, Database, DbErrorKind, Error, Find, Isolation, PoolConfig,
+    TxOptions,
+};
+use tandem_sql::prelude::*;
+use tandem_sql::{Dialect, raw};
+
+/// An async database on a fresh target.
+struct ADb {
+    db: Database,
+    target: db::TestTarget,
+}
+
+async fn adb(dialect: Dialect, name: &str, config: PoolConfig) -> Option<ADb> {
+    let name = name.to_owned();
+    // The blocking admin client cannot run on the runtime's threads.
+    let target = tokio::task::spawn_blocking(move || db::target(dialect, &name))
+        .await
+        .unwrap()?;
+    let db = Database::open(target.options.clone(), config)
+        .await
+        .expect("open the test database");
+    Some(ADb { db, target })
+}
+
+macro_rules! async_engine_test {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        mod $name {
+            use super::*;
+            async fn run(dialect: Dialect) {
+                if let Some(t) = adb(dialect, stringify!($name), PoolConfig::default()).await {
+                    super::$name(&t).await;
+                }
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn sqlite() {
+                run(Dialect::Sqlite).await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn postgres() {
+                run(Dialect::Postgres).await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn mysql() {
+                run(Dialect::MySql).await
+            }
+        }
+    };
+}
+
+fn user(name: &str, age: i32) -> User {
+    User {
+        id: 0,
+        name: name.into(),
+        age,
+        email: None,
+    }
+}
+
+async fn setup(db: &Database) {
+    db.create_table(&users::table.create_table()).await.unwrap();
+    db.create_table(&orders::table.create_table())
+        .await
+        .unwrap();
+}
+
+async fn names(db: &Database) -> Vec<String> {
+    db.fetch_all::<(String,)>(&users::table.select(users::name).order_by(users::id.asc()))
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|(n,)| n)
+        .collect()
+}
+
+async fn crud(t: &ADb) {
+    let db = &t.db;
+    setup(db).await;
+    let repo = db.repository::<User>();
+    let id = repo.insert(&user("ada", 36)).await.unwrap();
+    let id2 = repo
+        .insert(&User {
+            email: Some("b@x".into()),
+            ..user("bob", 17)
+        })
+        .await
+        .unwrap();
+    assert_eq!(id2, id + 1);
+    let ada = repo.get(id).await.unwrap();
+    assert_eq!(
+        ada,
+        User {
+            id,
+            ..user("ada", 36)
+        }
+    );
+    assert_eq!(repo.find_by_id(id + 100).await.unwrap(), None);
+    assert!(matches!(
+        repo.get(id + 100).await,
+        Err(Error::NotFound { .. })
+    ));
+    assert!(repo.exists_by_id(id).await.unwrap());
+    assert!(!repo.exists_by_id(id + 100).await.unwrap());
+    assert_eq!(repo.count().await.unwrap(), 2);
+    assert_eq!(
+        repo.update_by_id(&User {
+            age: 37,
+            ..ada.clone()
+        })
+        .await
+        .unwrap(),
+        1
+    );
+    assert_eq!(repo.get(id).await.unwrap().age, 37);
+    assert_eq!(repo.delete_by_id(id).await.unwrap(), 1);
+    assert_eq!(repo.delete_by_id(id).await.unwrap(), 0);
+    assert_eq!(repo.count().await.unwrap(), 1);
+    assert_eq!(repo.get(id2).await.unwrap().email.as_deref(), Some("b@x"));
+}
+async_engine_test!(
+    /// insert, get, find_by_id, exists, count, update_by_id, delete_by_id, and NotFound.
+    crud
+);
+
+async fn finders_and_pages(t: &ADb) {
+    let db = &t.db;
+    setup(db).await;
+    let repo = db.repository::<User>();
+    let people: Vec<User> = (0..25).map(|i| user(&format!("u{i:02}"), i % 5)).collect();
+    let ids = repo.insert_all(&people).await.unwrap();
+    assert_eq!(ids.len(), 25);
+    assert!(
+        ids.windows(2).all(|w| w[1] == w[0] + 1),
+        "ids in insertion order: {ids:?}"
+    );
+    let young: Vec<User> = repo
+        .find_all(
+            Find::all()
+                .filter(users::age.lt(2))
+                .order_by(users::name.desc())
+                .limit(4)
+                .offset(1),
+        )
+        .await
+        .unwrap()
+        .try_collect()
+        .await
+        .unwrap();
+    let young_names: Vec<&str> = young.iter().map(|u| u.name.as_str()).collect();
+    assert_eq!(young_names, ["u20", "u16", "u15", "u11"]);
+    let by = repo
+        .find_by(Find::all().filter(users::age.eq(3)))
+        .await
+        .unwrap()
+        .count()
+        .await;
+    assert_eq!(by, 5);
+    assert_eq!(
+        repo.count_by(Find::all().filter(users::age.ge(3)))
+            .await
+            .unwrap(),
+        10
+    );
+    assert!(
+        repo.exists_by(Find::all().filter(users::name.eq("u07")))
+            .await
+            .unwrap()
+    );
+    assert!(
+        !repo
+            .exists_by(Find::all().filter(users::name.eq("nobody")))
+            .await
+            .unwrap()
+    );
+    let page = repo.find_page(2, 10, Find::all()).await.unwrap();
+    assert_eq!(
+        (page.page, page.size, page.total, page.total_pages()),
+        (2, 10, 25, 3)
+    );
+    assert_eq!(page.items.len(), 5);
+    assert_eq!(page.items[0].name, "u20");
+    let mut after = None;
+    let mut seen = Vec::new();
+    loop {
+        let p = repo.find_cursor_page(after, 7, Find::all()).await.unwrap();
+        seen.extend(p.items.iter().map(|u| u.id));
+        match p.next {
+            Some(k) => after = Some(k),
+            None => break,
+        }
+    }
+    assert_eq!(seen, ids);
+}
+async_engine_test!(
+    /// find_all streams with filter, order, limit and offset; find_by, count_by, exists_by; pages and cursors.
+    finders_and_pages
+);
+
+async fn batches_and_bulk_changes(t: &ADb) {
+    let db = &t.db;
+    setup(db).await;
+    let repo = db.repository::<User>();
+    let first: Vec<User> = (0..2_500).map(|i| user(&format!("n{i}"), i)).collect();
+    let r = repo
+        .batch_insert(
+            &first,
+            &BatchOptions {
+                return_ids: true,
+                ..BatchOptions::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!((r.inserted, r.ids.len()), (2_500, 2_500));
+    assert!(r.ids.windows(2).all(|w| w[1] == w[0] + 1));
+    let again: Vec<User> = (2_400..2_600).map(|i| user(&format!("n{i}"), -1)).collect();
+    let dup = repo
+        .batch_insert(&again, &BatchOptions::default())
+        .await
+        .unwrap_err();
+    assert_eq!(dup.kind(), Some(DbErrorKind::UniqueViolation), "{dup}");
+    assert_eq!(repo.count().await.unwrap(), 2_500);
+    let ignored = repo
+        .batch_insert(
+            &again,
+            &BatchOptions {
+                ignore_duplicates: true,
+                ..BatchOptions::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(ignored.inserted, 100);
+    assert_eq!(repo.count().await.unwrap(), 2_600);
+    let whole = BatchOptions {
+        transaction: BatchTransaction::PerCall,
+        ..BatchOptions::default()
+    };
+    let more: Vec<User> = (0..3).map(|i| user(&format!("m{i}"), 1)).collect();
+    assert_eq!(repo.batch_insert(&more, &whole).await.unwrap().inserted, 3);
+    assert_eq!(
+        repo.batch_upsert(&[user("n0", 500), user("fresh", 501)], users::name)
+            .await
+            .unwrap(),
+        2
+    );
+    let (age,): (i32,) = db
+        .fetch_one(&users::table.select(users::age).filter(users::name.eq("n0")))
+        .await
+        .unwrap();
+    assert_eq!(age, 500);
+    assert_eq!(repo.count().await.unwrap(), 2_604);
+    let changed = repo
+        .update_all(|u| {
+            u.set(users::age, users::age + 1000)
+                .filter(users::age.between(10, 19))
+        })
+        .await
+        .unwrap();
+    assert_eq!(changed, 10);
+    assert_eq!(repo.delete_all_by_ids(&r.ids[..100]).await.unwrap(), 100);
+    assert_eq!(
+        repo.delete_by(Find::all().filter(users::age.ge(1000)))
+            .await
+            .unwrap(),
+        1_500
+    );
+    assert_eq!(repo.delete_all().await.unwrap(), 2_604 - 100 - 1_500);
+}
+async_engine_test!(
+    /// batch_insert per chunk and per call, ignore duplicates, returned ids, upsert, update_all and deletes.
+    batches_and_bulk_changes
+);
+
+async fn batch_beyond_parameter_limit(t: &ADb) {
+    let db = &t.db;
+    setup(db).await;
+    let rows: Vec<Order> = (0..70_000)
+        .map(|i| Order {
+            id: 0,
+            user_id: i,
+            code: format!("c{i}"),
+            total: 1.0,
+            shipped: false,
+        })
+        .collect();
+    let opts = BatchOptions {
+        chunk_rows: None,
+        allow_copy: false,
+        ..BatchOptions::default()
+    };
+    assert_eq!(
+        db.repository::<Order>()
+            .batch_insert(&rows, &opts)
+            .await
+            .unwrap()
+            .inserted,
+        70_000
+    );
+    let (n, distinct): (i64, i64) = db
+        .fetch_one(&orders::table.select((count_star(), count_distinct(orders::user_id))))
+        .await
+        .unwrap();
+    assert_eq!((n, distinct), (70_000, 70_000));
+}
+async_engine_test!(
+    /// More rows than one statement may bind are split and stored exactly once.
+    batch_beyond_parameter_limit
+);
+
+async fn transaction_rules(t: &ADb) {
+    let db = &t.db;
+    setup(db).await;
+    db.transaction(async |tx| {
+        tx.repository::<User>()
+            .insert(&user("kept", 1))
+            .await
+            .map(|_| ())
+    })
+    .await
+    .unwrap();
+    let err = db
+        .transaction(async |tx| {
+            tx.repository::<User>().insert(&user("gone", 2)).await?;
+            Err::<(), _>(Error::Usage("no".into()))
+        })
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Usage(_)));
+    let panicked = futures_util::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(
+        db.transaction(async |tx| {
+            tx.repository::<User>().insert(&user("panic", 3)).await?;
+            if tx.dialect() == tx.dialect() {
+                panic!("boom");
+            }
+            Ok(())
+        }),
+    ))
+    .await;
+    assert!(panicked.is_err(), "the panic propagated");
+    wait_for(|| async { names(db).await == ["kept"] }).await;
+    db.transaction(async |tx| {
+        tx.repository::<User>().insert(&user("outer", 4)).await?;
+        let inner = tx
+            .transaction(async |tx| {
+                tx.repository::<User>().insert(&user("inner", 5)).await?;
+                Err::<(), _>(Error::Usage("undo the savepoint".into()))
+            })
+            .await;
+        assert!(inner.is_err());
+        tx.transaction(async |tx| tx.repository::<User>().insert(&user("inner-ok", 6)).await)
+            .await?;
+        Ok(())
+    })
+    .await
+    .unwrap();
+    assert_eq!(names(db).await, ["kept", "outer", "inner-ok"]);
+}
+async_engine_test!(
+    /// Commit on Ok; rollback on Err and on panic leaves no row; a rolled-back savepoint keeps the outer work.
+    transaction_rules
+);
+
+/// Waits (up to 5 s) for a background rollback to land.
+async fn wait_for<F: std::future::Future<Output = bool>>(mut check: impl FnMut() -> F) {
+    for _ in 0..100 {
+        if check().await {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("condition not reached within 5 s");
+}
+
+async fn transaction_options_and_retry(t: &ADb) {
+    let db = &t.db;
+    setup(db).await;
+    let ro = TxOptions::default()
+        .isolation(Isolation::Serializable)
+        .read_only();
+    let err = db
+        .transaction_with(ro.clone(), async |tx| {
+            tx.repository::<User>().insert(&user("x", 1)).await
+        })
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, Error::Database(_)),
+        "a write in a read-only transaction fails: {err}"
+    );
+    assert_eq!(
+        db.transaction_with(ro, async |tx| tx.repository::<User>().count().await)
+            .await
+            .unwrap(),
+        0
+    );
+    let dialect = db.dialect();
+    let deadlock = move || {
+        Error::Database(tandem_async::DbError {
+            dialect,
+            kind: DbErrorKind::Deadlock,
+            code: None,
+            message: "simulated".into(),
+            constraint: None,
+        })
+    };
+    let mut attempts = 0;
+    let out = db
+        .transaction(async |tx| {
+            attempts += 1;
+            tx.repository::<User>()
+                .insert(&user(&format!("try{attempts}"), attempts))
+                .await?;
+            if attempts < 3 {
+                Err(deadlock())
+            } else {
+                Ok(attempts)
+            }
+        })
+        .await
+        .unwrap();
+    assert_eq!(out, 3);
+    assert_eq!(names(db).await, ["try3"]);
+    let mut tries = 0;
+    let err = db
+        .transaction_with(TxOptions::default().max_attempts(2), async |_| {
+            tries += 1;
+            Err::<(), _>(deadlock())
+        })
+        .await
+        .unwrap_err();
+    assert_eq!((tries, err.kind()), (2, Some(DbErrorKind::Deadlock)));
+}
+async_engine_test!(
+    /// Isolation and read-only reach the engine; a retriable error reruns the whole transaction, bounded.
+    transaction_options_and_retry
+);
+
+async fn bad_input(t: &ADb) {
+    let db = &t.db;
+    setup(db).await;
+    let repo = db.repository::<User>();
+    assert!(matches!(
+        repo.batch_insert(&[], &BatchOptions::default()).await,
+        Err(Error::Sql(tandem_sql::Error::EmptyBatch { .. }))
+    ));
+    repo.insert(&user("same", 1)).await.unwrap();
+    let dup = repo.insert(&user("same", 2)).await.unwrap_err();
+    assert_eq!(dup.kind(), Some(DbErrorKind::UniqueViolation), "{dup}");
+    let Error::Database(e) = &dup else {
+        unreachable!("checked above")
+    };
+    let expected_constraint = if db.dialect() == Dialect::Sqlite {
+        "users.name"
+    } else {
+        "users_name_key"
+    };
+    assert_eq!(e.constraint.as_deref(), Some(expected_constraint), "{e}");
+    let long = repo.insert(&user(&"x".repeat(101), 1)).await.unwrap_err();
+    let expected = if db.dialect() == Dialect::Sqlite {
+        DbErrorKind::CheckViolation
+    } else {
+        DbErrorKind::DataTooLong
+    };
+    assert_eq!(long.kind(), Some(expected), "{long}");
+    let text = "한국어 ✓ émoji 🦀 'quote' \"dq\" back\\slash";
+    let id = repo.insert(&user(text, 1)).await.unwrap();
+    assert_eq!(repo.get(id).await.unwrap().name, text);
+    let nul = repo.insert(&user("nul\0byte", 1)).await;
+    match db.dialect() {
+        Dialect::Postgres => assert_eq!(nul.unwrap_err().kind(), Some(DbErrorKind::InvalidValue)),
+        _ => assert_eq!(repo.get(nul.unwrap()).await.unwrap().name, "nul\0byte"),
+    }
+    let wrong: Result<Vec<(String, String)>, _> = db
+        .fetch_all(&users::table.select((users::name, users::email)))
+        .await;
+    assert!(
+        matches!(wrong, Err(Error::Sql(tandem_sql::Error::Decode { ref column, .. })) if column == "email"),
+        "{wrong:?}"
+    );
+    let short: Result<Vec<(i64, i64)>, _> = db.fetch_all(&users::table.select(users::id)).await;
+    assert!(matches!(
+        short,
+        Err(Error::Sql(tandem_sql::Error::MissingColumn { .. }))
+    ));
+    assert!(matches!(
+        db.execute(&raw("SELEKT nonsense", vec![])).await,
+        Err(Error::Database(_))
+    ));
+    let stored = if db.dialect() == Dialect::Postgres {
+        2
+    } else {
+        3
+    };
+    assert_eq!(repo.count().await.unwrap(), stored);
+}
+async_engine_test!(
+    /// Empty batches, duplicates, too-long strings, NUL bytes and non-ASCII text: typed errors or round trips.
+    bad_input
+);
+
+/// A slow query on each engine.
+fn slow_query(d: Dialect) -> tandem_sql::RawSql {
+    match d {
+        Dialect::Postgres => raw("SELECT CAST(1 AS BIGINT) FROM pg_sleep(2)", vec![]),
+        Dialect::MySql => raw("SELECT CAST(SLEEP(2) AS SIGNED)", vec![]),
+        Dialect::Sqlite => raw(
+            "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 30000000) SELECT count(*) FROM c",
+            vec![],
+        ),
+    }
+}
+
+async fn cancellation(t: &ADb) {
+    // One connection, so every check below reuses the connection the cancelled work had.
+    let db = Database::open(
+        t.target.options.clone(),
+        PoolConfig {
+            max_size: 1,
+            acquire_timeout: Duration::from_secs(10),
+            ..PoolConfig::default()
+        },
+    )
+    .await
+    .unwrap();
+    setup(&db).await;
+    let repo = db.repository::<User>();
+    let rows: Vec<User> = (0..3_000).map(|i| user(&format!("s{i}"), i)).collect();
+    repo.batch_insert(&rows, &BatchOptions::default())
+        .await
+        .unwrap();
+
+    // A stream dropped halfway.
+    let mut stream = repo
+        .find_all(Find::all().order_by(users::id.asc()))
+        .await
+        .unwrap();
+    let first: Vec<User> = (&mut stream).take(10).try_collect().await.unwrap();
+    assert_eq!(first[9].name, "s9");
+    drop(stream);
+    assert_eq!(repo.count().await.unwrap(), 3_000);
+
+    // A query future dropped while the server works on it.
+    let slow = tokio::time::timeout(
+        Duration::from_millis(200),
+        db.fetch_all::<(i64,)>(&slow_query(db.dialect())),
+    )
+    .await;
+    assert!(slow.is_err(), "the query was cancelled by the timeout");
+    assert_eq!(
+        repo.count().await.unwrap(),
+        3_000,
+        "the connection answers the next query correctly"
+    );
+    let (max,): (i64,) = db
+        .fetch_one(&users::table.select(max(users::id)))
+        .await
+        .unwrap();
+    assert_eq!(max, 3_000);
+
+    // A transaction future dropped before it finishes is rolled back.
+    let tx = tokio::time::timeout(
+        Duration::from_millis(300),
+        db.transaction(async |tx| {
+            tx.repository::<User>().insert(&user("never", 1)).await?;
+            tokio::time::sleep(Duration::from_secs(5)).await;
+            Ok(())
+        }),
+    )
+    .await;
+    assert!(tx.is_err());
+    wait_for(|| async { repo.count().await.is_ok_and(|n| n == 3_000) }).await;
+    assert!(
+        !repo
+            .exists_by(Find::all().filter(users::name.eq("never")))
+            .await
+            .unwrap()
+    );
+    repo.insert(&user("after", 1)).await.unwrap();
+}
+async_engine_test!(
+    /// Dropping a stream halfway, a query future mid-query, or a transaction future leaves the connection
+    /// usable and the transaction rolled back.
+    cancellation
+);
+
+async fn streams_in_transactions(t: &ADb) {
+    let db = &t.db;
+    setup(db).await;
+    let rows: Vec<User> = (0..3_000).map(|i| user(&format!("s{i}"), i)).collect();
+    db.repository::<User>()
+        .batch_insert(&rows, &BatchOptions::default())
+        .await
+        .unwrap();
+    let n = db
+        .transaction(async |tx| {
+            let r = tx.repository::<User>();
+            let s = r.find_all(Find::all()).await?;
+            let n = s.try_fold(0u64, |n, _| async move { Ok(n + 1) }).await?;
+            assert_eq!(
+                r.count().await?,
+                3_000,
+                "the connection came back from the stream"
+            );
+            Ok(n)
+        })
+        .await
+        .unwrap();
+    assert_eq!(n, 3_000);
+}
+async_engine_test!(
+    /// A stream read inside a transaction gives the connection back to it.
+    streams_in_transactions
+);
+
+/// Kills the backend of an open transaction: connection-lost error, no rows left, next call works.
+async fn killed_mid_transaction(t: &ADb) {
+    let db = &t.db;
+    let admin = t
+        .target
+        .admin
+        .clone()
+        .expect("server engines have an admin connection");
+    setup(db).await;
+    let (who, kill): (&str, fn(i64) -> String) = match db.dialect() {
+        Dialect::Postgres => ("SELECT CAST(pg_backend_pid() AS BIGINT)", |id| {
+            format!("SELECT pg_terminate_backend({id})")
+        }),
+        _ => ("SELECT CAST(CONNECTION_ID() AS SIGNED)", |id| {
+            format!("KILL {id}")
+        }),
+    };
+    let err = db
+        .transaction_with(TxOptions::default().max_attempts(1), async |tx| {
+            tx.repository::<User>().insert(&user("doomed", 1)).await?;
+            let (id,): (i64,) = tx.fetch_one(&raw(who, vec![])).await?;
+            let admin = admin.clone();
+            let sql = kill(id);
+            tokio::task::spawn_blocking(move || admin.execute(&raw(sql, vec![])))
+                .await
+                .unwrap()
+                .unwrap();
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            tx.repository::<User>()
+                .insert(&user("doomed-too", 2))
+                .await?;
+            Ok(())
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), Some(DbErrorKind::ConnectionLost), "{err}");
+    assert_eq!(db.repository::<User>().count().await.unwrap(), 0);
+    db.repository::<User>()
+        .insert(&user("after", 3))
+        .await
+        .unwrap();
+    assert_eq!(names(db).await, ["after"]);
+}
+
+/// `pg_terminate_backend` mid-transaction.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_mid_transaction_postgres() {
+    if let Some(t) = adb(Dialect::Postgres, "akilled", PoolConfig::default()).await {
+        killed_mid_transaction(&t).await;
+    }
+}
+
+/// MariaDB `KILL` mid-transaction.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_mid_transaction_mysql() {
+    if let Some(t) = adb(Dialect::MySql, "akilled", PoolConfig::default()).await {
+        killed_mid_transaction(&t).await;
+    }
+}
+
+/// On PostgreSQL a one-transaction batch goes through binary COPY and stores exactly the rows given.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn copy_path_postgres() {
+    let Some(t) = adb(Dialect::Postgres, "acopy", PoolConfig::default()).await else {
+        return;
+    };
+    setup(&t.db).await;
+    let repo = t.db.repository::<Order>();
+    let rows: Vec<Order> = (0..5_000)
+        .map(|i| Order {
+            id: 0,
+            user_id: i,
+            code: format!("c{i}"),
+            total: f64::from(i as i32) / 4.0,
+            shipped: i % 2 == 0,
+        })
+        .collect();
+    let opts = BatchOptions {
+        transaction: BatchTransaction::PerCall,
+        ..BatchOptions::default()
+    };
+    assert_eq!(
+        repo.batch_insert(&rows, &opts).await.unwrap().inserted,
+        5_000
+    );
+    let back: Vec<Order> = repo
+        .find_all(Find::all().order_by(orders::id.asc()))
+        .await
+        .unwrap()
+        .try_collect()
+        .await
+        .unwrap();
+    for (got, want) in back.iter().zip(&rows) {
+        assert_eq!(
+            (got.user_id, &got.code, got.total, got.shipped),
+            (want.user_id, &want.code, want.total, want.shipped)
+        );
+    }
+    assert_eq!(back.len(), 5_000);
+}
+
+/// An unreachable server is a typed connection error at connect time, without the password.
+#[tokio::test]
+async fn unreachable_server() {
+    let err = Database::connect_with(
+        "postgres://u:secret@127.0.0.1:1/none",
+        PoolConfig {
+            acquire_timeout: Duration::from_millis(300),
+            ..PoolConfig::default()
+        },
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(err.kind(), Some(DbErrorKind::ConnectionLost), "{err}");
+    assert!(!err.to_string().contains("secret"));
+    assert!(matches!(
+        Database::connect("oracle://x").await,
+        Err(Error::InvalidUrl { .. })
+    ));
+}
+
+/// Repository calls and transaction futures can be spawned on tokio (they are `Send`), as web handlers need.
+#[tokio::test]
+async fn futures_are_send() {
+    let t = adb(Dialect::Sqlite, "send", PoolConfig::default())
+        .await
+        .unwrap();
+    setup(&t.db).await;
+    let db = t.db.clone();
+    let id = tokio::spawn(async move { db.repository::<User>().insert(&user("spawned", 1)).await })
+        .await
+        .unwrap()
+        .unwrap();
+    let db = t.db.clone();
+    let n = tokio::spawn(async move {
+        db.fetch_all::<(i64,)>(&users::table.select(users::id))
+            .await
+    })
+    .await
+    .unwrap()
+    .unwrap();
+    assert_eq!(n, [(id,)]);
+    // The hand-driven transaction, for spawned code.
+    let db = t.db.clone();
+    tokio::spawn(async move {
+        let tx = db.begin(TxOptions::default()).await?;
+        tx.repository::<User>()
+            .insert(&user("in-spawned-tx", 2))
+            .await?;
+        tx.commit().await
+    })
+    .await
+    .unwrap()
+    .unwrap();
+    let db = t.db.clone();
+    tokio::spawn(async move {
+        let tx = db.begin(TxOptions::default()).await?;
+        tx.repository::<User>()
+            .insert(&user("rolled-back", 3))
+            .await?;
+        tx.rollback().await
+    })
+    .await
+    .unwrap()
+    .unwrap();
+    assert_eq!(names(&t.db).await, ["spawned", "in-spawned-tx"]);
+}
