@@ -184,6 +184,100 @@ fn seed_raw(
     Ok(took)
 }
 
+fn seed_async(
+    rt: &tokio::runtime::Runtime,
+    adb: &tandem_async::Database,
+    db: &Database,
+    rows: &[Source],
+) -> Result<Duration, String> {
+    reset(db).map_err(|e| e.to_string())?;
+    let opts = BatchOptions {
+        chunk_rows: Some(CHUNK),
+        ..BatchOptions::default()
+    };
+    let started = Instant::now();
+    let inserted = rt
+        .block_on(adb.repository::<Source>().batch_insert(rows, &opts))
+        .map_err(|e| e.to_string())?
+        .inserted;
+    let took = started.elapsed();
+    if inserted != rows.len() as u64 {
+        return Err(format!(
+            "async batch_insert reported {inserted} rows, expected {}",
+            rows.len()
+        ));
+    }
+    verify(db, rows.len())?;
+    Ok(took)
+}
+
+fn seed_sqlx(
+    rt: &tokio::runtime::Runtime,
+    dialect: Dialect,
+    url: &str,
+    db: &Database,
+    rows: &[Source],
+) -> Result<Duration, String> {
+    reset(db).map_err(|e| e.to_string())?;
+    let opts = tandem_core::ConnectOptions::parse(url).map_err(|e| e.to_string())?;
+    let e = |e: sqlx::Error| e.to_string();
+    let took = rt.block_on(async {
+        match dialect {
+            Dialect::Sqlite => {
+                let o = sqlx::sqlite::SqliteConnectOptions::new()
+                    .filename(opts.path.as_deref().unwrap_or(":memory:"))
+                    .journal_mode(sqlx::sqlite::SqliteJournalMode::Wal)
+                    .synchronous(sqlx::sqlite::SqliteSynchronous::Normal);
+                let pool = sqlx::sqlite::SqlitePoolOptions::new()
+                    .max_connections(1)
+                    .connect_with(o)
+                    .await
+                    .map_err(e)?;
+                let started = Instant::now();
+                raw::sqlx_seed(&pool, rows, CHUNK, false).await.map_err(e)?;
+                Ok::<_, String>(started.elapsed())
+            }
+            Dialect::Postgres => {
+                let o = sqlx::postgres::PgConnectOptions::new()
+                    .host(&opts.host)
+                    .port(opts.port)
+                    .username(&opts.user)
+                    .database(&opts.database)
+                    .ssl_mode(sqlx::postgres::PgSslMode::Disable);
+                let pool = sqlx::postgres::PgPoolOptions::new()
+                    .max_connections(1)
+                    .connect_with(o)
+                    .await
+                    .map_err(e)?;
+                let started = Instant::now();
+                raw::sqlx_seed(&pool, rows, CHUNK, true).await.map_err(e)?;
+                Ok(started.elapsed())
+            }
+            Dialect::MySql => {
+                let mut o = sqlx::mysql::MySqlConnectOptions::new()
+                    .host(&opts.host)
+                    .port(opts.port)
+                    .username(&opts.user)
+                    .database(&opts.database)
+                    .ssl_mode(sqlx::mysql::MySqlSslMode::Disabled);
+                if let Some(p) = &opts.password {
+                    o = o.password(p);
+                }
+                let pool = sqlx::mysql::MySqlPoolOptions::new()
+                    .max_connections(1)
+                    .connect_with(o)
+                    .await
+                    .map_err(e)?;
+                let started = Instant::now();
+                raw::sqlx_seed(&pool, rows, CHUNK, false).await.map_err(e)?;
+                Ok(started.elapsed())
+            }
+        }
+    })?;
+    verify(db, rows.len())?;
+    Ok(took)
+}
+
 fn main() {
     let args = match parse_args() {
         Ok(a) => a,
@@ -206,33 +300,67 @@ fn run(args: &Args) -> Result<(), String> {
         "seed: {} rows in {CHUNK}-row chunks, one transaction per chunk; median of {} (after 1 warm-up)\n",
         args.rows, args.iterations
     );
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
     println!(
-        "{:<10} {:>12} {:>12} {:>12} {:>14} {:>8}",
-        "db", "tandem s", "raw s", "tandem ops/s", "tandem rows/s", "vs raw"
+        "{:<10} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9} {:>10} {:>10}",
+        "db",
+        "blocking s",
+        "raw s",
+        "async s",
+        "sqlx s",
+        "blk/raw",
+        "asy/sqlx",
+        "asy/blk",
+        "blk ops/s"
     );
     for &dialect in &args.dbs {
         let url = url(dialect, &args.out);
         let db = Database::connect_with(&url, PoolConfig::default())
             .map_err(|e| format!("{dialect} at {url}: {e}"))?;
         let _ = db.execute(&raw("SELECT 1", vec![]));
+        let adb = rt
+            .block_on(tandem_async::Database::connect_with(
+                &url,
+                PoolConfig::default(),
+            ))
+            .map_err(|e| format!("{dialect} at {url}: {e}"))?;
         let tandem = measure(args.iterations, || seed_tandem(&db, &rows))?;
         let baseline = measure(args.iterations, || seed_raw(dialect, &url, &db, &rows))?;
+        let asynchronous = measure(args.iterations, || seed_async(&rt, &adb, &db, &rows))?;
+        let sqlx_raw = measure(args.iterations, || {
+            seed_sqlx(&rt, dialect, &url, &db, &rows)
+        })?;
         let secs = |d: Duration| d.as_secs_f64();
         let ratio = secs(baseline.median) / secs(tandem.median);
+        let async_vs_sqlx = secs(sqlx_raw.median) / secs(asynchronous.median);
+        let async_vs_blocking = secs(tandem.median) / secs(asynchronous.median);
         println!(
-            "{:<10} {:>12.4} {:>12.4} {:>12.3} {:>14.0} {:>7.1}%",
+            "{:<10} {:>10.4} {:>10.4} {:>10.4} {:>10.4} {:>8.1}% {:>8.1}% {:>9.1}% {:>10.2}",
             dialect.name(),
             secs(tandem.median),
             secs(baseline.median),
+            secs(asynchronous.median),
+            secs(sqlx_raw.median),
+            100.0 * ratio,
+            100.0 * async_vs_sqlx,
+            100.0 * async_vs_blocking,
             1.0 / secs(tandem.median),
-            args.rows as f64 / secs(tandem.median),
-            100.0 * ratio
         );
+        let m = |x: &Measured| {
+            format!(
+                "{{\"median\":{},\"min\":{},\"max\":{}}}",
+                secs(x.median),
+                secs(x.min),
+                secs(x.max)
+            )
+        };
         json.push(format!(
-            "{{\"scenario\":\"seed\",\"db\":\"{}\",\"rows\":{},\"chunk\":{CHUNK},\"iterations\":{},\"tandem_blocking_s\":{{\"median\":{},\"min\":{},\"max\":{}}},\"raw_driver_s\":{{\"median\":{},\"min\":{},\"max\":{}}},\"tandem_vs_raw\":{ratio:.4},\"verified\":true}}",
-            dialect.name(), args.rows, args.iterations,
-            secs(tandem.median), secs(tandem.min), secs(tandem.max),
-            secs(baseline.median), secs(baseline.min), secs(baseline.max),
+            "{{\"scenario\":\"seed\",\"db\":\"{}\",\"rows\":{},\"chunk\":{CHUNK},\"iterations\":{},\"tandem_blocking_s\":{},\"raw_driver_s\":{},\"tandem_async_s\":{},\"raw_sqlx_s\":{},\"blocking_vs_raw\":{ratio:.4},\"async_vs_sqlx\":{async_vs_sqlx:.4},\"async_vs_blocking\":{async_vs_blocking:.4},\"verified\":true}}",
+            dialect.name(), args.rows, args.iterations, m(&tandem), m(&baseline), m(&asynchronous), m(&sqlx_raw),
         ));
         if dialect == Dialect::Postgres {
             // Why COPY is chosen only for one-transaction batches: per chunk it is no faster.

@@ -84,3 +84,28 @@ pub fn mysql(conn: &mut mysql::Conn, rows: &[Source], chunk: usize) -> Result<()
     }
     Ok(())
 }
+
+/// sqlx: the same statements, arguments bound one by one, on a pooled connection, each its own transaction.
+pub async fn sqlx_seed<DB>(
+    pool: &sqlx::Pool<DB>,
+    rows: &[Source],
+    chunk: usize,
+    pg: bool,
+) -> Result<(), sqlx::Error>
+where
+    DB: sqlx::Database,
+    for<'c> &'c mut DB::Connection: sqlx::Executor<'c, Database = DB>,
+    DB::Arguments: sqlx::IntoArguments<DB>,
+    String: for<'q> sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+    i32: for<'q> sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+{
+    let mut conn = pool.acquire().await?;
+    for part in rows.chunks(chunk) {
+        let mut q = sqlx::query::<DB>(sqlx::AssertSqlSafe(insert_sql(part.len(), pg)));
+        for s in part {
+            q = q.bind(s.name.clone()).bind(s.value);
+        }
+        q.execute(&mut *conn).await?;
+    }
+    Ok(())
+}
