@@ -23,11 +23,21 @@ struct ADb {
 }
 
 async fn adb(dialect: Dialect, name: &str, config: PoolConfig) -> Option<ADb> {
+    adb_with(dialect, tandem_core::SqliteDriver::default(), name, config).await
+}
+
+async fn adb_with(
+    dialect: Dialect,
+    driver: tandem_core::SqliteDriver,
+    name: &str,
+    config: PoolConfig,
+) -> Option<ADb> {
     let name = name.to_owned();
     // The blocking admin client cannot run on the runtime's threads.
-    let target = tokio::task::spawn_blocking(move || db::target(dialect, &name))
+    let mut target = tokio::task::spawn_blocking(move || db::target(dialect, &name))
         .await
         .unwrap()?;
+    target.options.sqlite_driver = driver;
     let db = Database::open(target.options.clone(), config)
         .await
         .expect("open the test database");
@@ -39,14 +49,23 @@ macro_rules! async_engine_test {
         $(#[$doc])*
         mod $name {
             use super::*;
-            async fn run(dialect: Dialect) {
-                if let Some(t) = adb(dialect, stringify!($name), PoolConfig::default()).await {
+            async fn run_with(dialect: Dialect, driver: tandem_core::SqliteDriver) {
+                if let Some(t) = adb_with(dialect, driver, stringify!($name), PoolConfig::default()).await {
                     super::$name(&t).await;
                 }
             }
+            async fn run(dialect: Dialect) {
+                run_with(dialect, tandem_core::SqliteDriver::default()).await
+            }
+            /// SQLite through rusqlite on blocking threads (the default).
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn sqlite() {
                 run(Dialect::Sqlite).await
+            }
+            /// SQLite through sqlx's driver.
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn sqlite_sqlx() {
+                run_with(Dialect::Sqlite, tandem_core::SqliteDriver::Sqlx).await
             }
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn postgres() {

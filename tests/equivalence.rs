@@ -111,7 +111,7 @@ fn user(n: u8, age: i32) -> User {
         id: 0,
         name: name(n),
         age,
-        email: if n % 3 == 0 {
+        email: if n.is_multiple_of(3) {
             None
         } else {
             Some(format!("{}@x", name(n)))
@@ -247,10 +247,16 @@ async fn run_async(db: &tandem_async::Database, op: &Op) -> String {
 }
 
 fn equivalence(dialect: Dialect) {
-    let (Some(b_target), Some(a_target)) = (db::target(dialect, "eqb"), db::target(dialect, "eqa"))
+    equivalence_with(dialect, tandem_core::SqliteDriver::default());
+}
+
+fn equivalence_with(dialect: Dialect, driver: tandem_core::SqliteDriver) {
+    let (Some(b_target), Some(mut a_target)) =
+        (db::target(dialect, "eqb"), db::target(dialect, "eqa"))
     else {
         return;
     };
+    a_target.options.sqlite_driver = driver;
     let blocking = tandem_blocking::Database::open(
         b_target.options.clone(),
         tandem_core::PoolConfig::default(),
@@ -296,6 +302,12 @@ fn equivalence(dialect: Dialect) {
 #[test]
 fn equivalent_on_sqlite() {
     equivalence(Dialect::Sqlite);
+}
+
+/// SQLite with the async executor on sqlx's driver: still the same results as rusqlite.
+#[test]
+fn equivalent_on_sqlite_with_sqlx() {
+    equivalence_with(Dialect::Sqlite, tandem_core::SqliteDriver::Sqlx);
 }
 
 /// PostgreSQL: both executors agree step by step.

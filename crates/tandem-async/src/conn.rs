@@ -6,6 +6,7 @@ use std::sync::Arc;
 use futures_util::TryStreamExt;
 use sqlx::pool::PoolConnection;
 use sqlx::{AssertSqlSafe, Column, Either, Row as _};
+use tandem_blocking::engine::PooledConnection;
 use tandem_core::plan::{Outcome, Step};
 use tandem_core::{DbError, Error, Result};
 use tandem_sql::{Dialect, Rendered, Row};
@@ -23,6 +24,11 @@ pub(crate) struct Done {
 /// consumer: that wait is the backpressure.
 pub(crate) trait Sink: Send {
     fn push(&mut self, row: Row) -> impl Future<Output = Result<bool>> + Send;
+    /// How many rows a driver that cannot call back into async code should hand over (rusqlite on a blocking
+    /// thread): all of them, or only the first.
+    fn keep(&self) -> usize {
+        usize::MAX
+    }
 }
 
 /// Collects every row.
@@ -41,6 +47,9 @@ impl Sink for First {
         self.0 = Some(row);
         Ok(false)
     }
+    fn keep(&self) -> usize {
+        1
+    }
 }
 
 /// Discards rows.
@@ -49,13 +58,43 @@ impl Sink for Discard {
     async fn push(&mut self, _: Row) -> Result<bool> {
         Ok(true)
     }
+    fn keep(&self) -> usize {
+        0
+    }
 }
 
-/// A connection checked out of one of the three pools.
+/// A connection checked out of one of the pools.
 pub(crate) enum Conn {
     Postgres(PoolConnection<sqlx::Postgres>),
     MySql(PoolConnection<sqlx::MySql>),
     Sqlite(PoolConnection<sqlx::Sqlite>),
+    /// A rusqlite connection, driven on tokio's blocking threads; `None` while a cancelled call still has it.
+    Rusqlite(Option<PooledConnection>),
+}
+
+/// Runs `f` on the connection on a blocking thread and brings the connection back. If the caller's future is
+/// dropped meanwhile, the thread ends any transaction the connection was in (the caller abandoned it) before
+/// the connection goes back to the pool.
+pub(crate) async fn hop<R: Send + 'static>(
+    slot: &mut Option<PooledConnection>,
+    f: impl FnOnce(&mut PooledConnection) -> Result<R> + Send + 'static,
+) -> Result<R> {
+    let mut conn = slot
+        .take()
+        .ok_or_else(|| Error::Usage("the connection was lost by a cancelled call".into()))?;
+    let (back, rx) = tokio::sync::oneshot::channel();
+    tokio::task::spawn_blocking(move || {
+        let result = f(&mut conn);
+        if let Err((mut conn, _)) = back.send((conn, result)) {
+            let _ = conn.simple("ROLLBACK");
+            let _ = conn.simple("PRAGMA query_only = OFF");
+        }
+    });
+    let (conn, result) = rx
+        .await
+        .map_err(|_| Error::Usage("a blocking SQLite call panicked".into()))?;
+    *slot = Some(conn);
+    result
 }
 
 async fn run_on<B: Backend, S: Sink>(
@@ -121,7 +160,7 @@ impl Conn {
         match self {
             Conn::Postgres(_) => Dialect::Postgres,
             Conn::MySql(_) => Dialect::MySql,
-            Conn::Sqlite(_) => Dialect::Sqlite,
+            Conn::Sqlite(_) | Conn::Rusqlite(_) => Dialect::Sqlite,
         }
     }
 
@@ -131,6 +170,35 @@ impl Conn {
             Conn::Postgres(c) => run_on(c, r, sink).await,
             Conn::MySql(c) => run_on(c, r, sink).await,
             Conn::Sqlite(c) => run_on(c, r, sink).await,
+            Conn::Rusqlite(slot) => {
+                let keep = sink.keep();
+                let r = r.clone();
+                let got = hop(slot, move |c| {
+                    let mut rows = Vec::new();
+                    let done = c.run(&r, &mut |row| {
+                        if rows.len() < keep {
+                            rows.push(row);
+                        }
+                        Ok(keep == usize::MAX || rows.len() < keep || keep == 0)
+                    })?;
+                    Ok((rows, done))
+                })
+                .await;
+                match got {
+                    Ok((rows, done)) => {
+                        for row in rows {
+                            if !sink.push(row).await? {
+                                break;
+                            }
+                        }
+                        Ok(Done {
+                            affected: done.affected,
+                            last_insert_id: done.last_insert_id,
+                        })
+                    }
+                    Err(e) => Err(e),
+                }
+            }
         };
         self.note(result)
     }
@@ -141,6 +209,10 @@ impl Conn {
             Conn::Postgres(c) => simple_on(c, sql).await,
             Conn::MySql(c) => simple_on(c, sql).await,
             Conn::Sqlite(c) => simple_on(c, sql).await,
+            Conn::Rusqlite(slot) => {
+                let sql = sql.to_owned();
+                hop(slot, move |c| c.simple(&sql)).await
+            }
         };
         self.note(result)
     }
@@ -168,7 +240,16 @@ impl Conn {
     }
 
     /// Runs plan steps, collecting each outcome.
-    pub(crate) async fn run_steps(&mut self, steps: &[Step]) -> Result<Vec<Outcome>> {
+    pub(crate) async fn run_steps(
+        &mut self,
+        steps: &std::sync::Arc<[Step]>,
+    ) -> Result<Vec<Outcome>> {
+        if let Conn::Rusqlite(slot) = self {
+            // The whole plan in one hop to the blocking thread.
+            let steps = steps.clone();
+            return hop(slot, move |c| c.run_steps(&steps)).await;
+        }
+        let steps: &[Step] = steps;
         let mut outcomes = Vec::with_capacity(steps.len());
         for step in steps {
             outcomes.push(match step {
@@ -211,6 +292,8 @@ impl Conn {
             Conn::Postgres(c) => c.close_on_drop(),
             Conn::MySql(c) => c.close_on_drop(),
             Conn::Sqlite(c) => c.close_on_drop(),
+            // The blocking connection marks itself broken and is dropped by its pool.
+            Conn::Rusqlite(_) => {}
         }
     }
 }

@@ -19,6 +19,8 @@ enum Pools {
     Postgres(sqlx::PgPool),
     MySql(sqlx::MySqlPool),
     Sqlite(sqlx::SqlitePool),
+    /// SQLite through rusqlite (the default; see [`tandem_core::SqliteDriver`]).
+    Rusqlite(tandem_blocking::Database),
 }
 
 /// A database: a bounded sqlx pool to one SQLite file (or memory), PostgreSQL or MySQL database. Cheap to
@@ -122,6 +124,13 @@ impl Database {
                         .map_err(connect_err)?,
                 )
             }
+            Dialect::Sqlite if options.sqlite_driver == tandem_core::SqliteDriver::Rusqlite => {
+                let (o, c) = (options.clone(), config.clone());
+                let db = tokio::task::spawn_blocking(move || tandem_blocking::Database::open(o, c))
+                    .await
+                    .map_err(|e| Error::Usage(format!("opening SQLite: {e}")))??;
+                Pools::Rusqlite(db)
+            }
             Dialect::Sqlite => {
                 let mut o = sqlx::sqlite::SqliteConnectOptions::new()
                     .foreign_keys(true)
@@ -168,6 +177,7 @@ impl Database {
             Pools::Postgres(p) => (p.size(), p.num_idle() as u32),
             Pools::MySql(p) => (p.size(), p.num_idle() as u32),
             Pools::Sqlite(p) => (p.size(), p.num_idle() as u32),
+            Pools::Rusqlite(db) => db.pool_state(),
         }
     }
 
@@ -184,6 +194,13 @@ impl Database {
             Pools::Postgres(p) => Conn::Postgres(p.acquire().await.map_err(timeout)?),
             Pools::MySql(p) => Conn::MySql(p.acquire().await.map_err(timeout)?),
             Pools::Sqlite(p) => Conn::Sqlite(p.acquire().await.map_err(timeout)?),
+            Pools::Rusqlite(db) => {
+                let db = db.clone();
+                let conn = tokio::task::spawn_blocking(move || db.checkout())
+                    .await
+                    .map_err(|e| Error::Usage(format!("acquiring a SQLite connection: {e}")))??;
+                Conn::Rusqlite(Some(conn))
+            }
         })
     }
 

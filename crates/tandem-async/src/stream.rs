@@ -52,6 +52,40 @@ impl<T> RowStream<T> {
     /// Starts the producer; the connection comes back through `home` when the statement ends.
     pub(crate) fn start(mut conn: Conn, r: Rendered, home: Option<oneshot::Sender<Conn>>) -> Self {
         let (tx, rx) = mpsc::channel(BUFFERED);
+        if let Conn::Rusqlite(slot) = &mut conn {
+            // rusqlite steps on a blocking thread; `blocking_send` waits for the consumer there.
+            let mut c = slot.take();
+            tokio::task::spawn_blocking(move || {
+                if let Some(c) = c.as_mut() {
+                    let mut batch = Vec::with_capacity(BATCH);
+                    let result = c.run(&r, &mut |row| {
+                        batch.push(row);
+                        if batch.len() == BATCH {
+                            let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH));
+                            return Ok(tx.blocking_send(Ok(full)).is_ok());
+                        }
+                        Ok(true)
+                    });
+                    match result {
+                        Ok(_) if !batch.is_empty() => {
+                            let _ = tx.blocking_send(Ok(batch));
+                        }
+                        Ok(_) => {}
+                        Err(e) => {
+                            let _ = tx.blocking_send(Err(e));
+                        }
+                    }
+                }
+                if let Some(home) = home {
+                    let _ = home.send(Conn::Rusqlite(c));
+                }
+            });
+            return RowStream {
+                rx,
+                current: Vec::new().into_iter(),
+                _rows: PhantomData,
+            };
+        }
         tokio::spawn(async move {
             let mut sink = ChannelSink {
                 batch: Vec::with_capacity(BATCH),

@@ -12,7 +12,7 @@ use crate::conn::{Collect, Conn, Discard, First};
 use crate::stream::RowStream;
 
 enum Slot {
-    Here(Conn),
+    Here(Box<Conn>),
     /// A stream opened in the transaction holds the connection; it comes back when the stream ends.
     Away(oneshot::Receiver<Conn>),
     Gone,
@@ -35,7 +35,7 @@ impl Transaction {
             conn.simple(&sql).await?;
         }
         Ok(Transaction {
-            slot: Mutex::new(Slot::Here(conn)),
+            slot: Mutex::new(Slot::Here(Box::new(conn))),
             dialect,
             depth: AtomicU32::new(0),
             ended: AtomicBool::new(false),
@@ -66,7 +66,7 @@ impl Transaction {
         let mut slot = self.slot.lock().await;
         if let Slot::Away(rx) = &mut *slot {
             match rx.await {
-                Ok(conn) => *slot = Slot::Here(conn),
+                Ok(conn) => *slot = Slot::Here(Box::new(conn)),
                 Err(_) => {
                     *slot = Slot::Gone;
                     return Err(Error::Usage(
@@ -146,7 +146,7 @@ impl Transaction {
         };
         let (home, back) = oneshot::channel();
         *slot = Slot::Away(back);
-        Ok(RowStream::start(conn, r, Some(home)))
+        Ok(RowStream::start(*conn, r, Some(home)))
     }
 
     /// A nested transaction: a savepoint, released on `Ok`, rolled back to on `Err`; the outer transaction
@@ -175,7 +175,7 @@ impl Transaction {
         }
     }
 
-    pub(crate) async fn run_steps(&self, steps: &[Step]) -> Result<Vec<Outcome>> {
+    pub(crate) async fn run_steps(&self, steps: &std::sync::Arc<[Step]>) -> Result<Vec<Outcome>> {
         let mut slot = self.conn().await?;
         let Slot::Here(c) = &mut *slot else {
             return Err(gone());
@@ -247,7 +247,7 @@ impl Drop for Transaction {
             Ok(rt) => {
                 rt.spawn(async move {
                     let conn = match slot {
-                        Slot::Here(c) => Some(c),
+                        Slot::Here(c) => Some(*c),
                         Slot::Away(rx) => rx.await.ok(),
                         Slot::Gone => None,
                     };

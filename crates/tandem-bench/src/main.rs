@@ -362,6 +362,29 @@ fn run(args: &Args) -> Result<(), String> {
             "{{\"scenario\":\"seed\",\"db\":\"{}\",\"rows\":{},\"chunk\":{CHUNK},\"iterations\":{},\"tandem_blocking_s\":{},\"raw_driver_s\":{},\"tandem_async_s\":{},\"raw_sqlx_s\":{},\"blocking_vs_raw\":{ratio:.4},\"async_vs_sqlx\":{async_vs_sqlx:.4},\"async_vs_blocking\":{async_vs_blocking:.4},\"verified\":true}}",
             dialect.name(), args.rows, args.iterations, m(&tandem), m(&baseline), m(&asynchronous), m(&sqlx_raw),
         ));
+        if dialect == Dialect::Sqlite {
+            // The async executor's other SQLite path, for comparison with the rusqlite one above.
+            let mut o = tandem_core::ConnectOptions::parse(&url).map_err(|e| e.to_string())?;
+            o.sqlite_driver = tandem_core::SqliteDriver::Sqlx;
+            let via_sqlx = rt
+                .block_on(tandem_async::Database::open(o, PoolConfig::default()))
+                .map_err(|e| e.to_string())?;
+            let on_sqlx = measure(args.iterations, || seed_async(&rt, &via_sqlx, &db, &rows))?;
+            println!(
+                "{:<10} async on sqlx's SQLite driver: {:.4} s ({:.1}% of blocking); on rusqlite: {:.4} s ({:.1}%)",
+                "sqlite",
+                secs(on_sqlx.median),
+                100.0 * secs(tandem.median) / secs(on_sqlx.median),
+                secs(asynchronous.median),
+                100.0 * async_vs_blocking
+            );
+            json.push(format!(
+                "{{\"scenario\":\"seed-async-sqlite-drivers\",\"db\":\"sqlite\",\"rows\":{},\"async_rusqlite_s\":{},\"async_sqlx_s\":{},\"verified\":true}}",
+                args.rows,
+                secs(asynchronous.median),
+                secs(on_sqlx.median)
+            ));
+        }
         if dialect == Dialect::Postgres {
             // Why COPY is chosen only for one-transaction batches: per chunk it is no faster.
             let whole = |allow_copy| BatchOptions {

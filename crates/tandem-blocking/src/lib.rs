@@ -20,6 +20,7 @@
 
 mod database;
 mod driver;
+pub mod engine;
 mod pool;
 pub(crate) mod repository;
 mod stream;

@@ -20,7 +20,7 @@ pub mod repo;
 pub mod tx;
 
 pub use error::{DbError, DbErrorKind, Error, Result};
-pub use options::{ConnectOptions, PoolConfig};
+pub use options::{ConnectOptions, PoolConfig, SqliteDriver};
 pub use plan::{Atomicity, Outcome, Plan, Step};
 pub use repo::{BatchOptions, BatchResult, BatchTransaction, CursorPage, Find, Page};
 pub use tx::{Isolation, TxOptions};

@@ -48,8 +48,9 @@ type Finish<T> = Box<dyn FnOnce(Vec<Outcome>) -> Result<T> + Send>;
 
 /// Steps and the function that turns their outcomes into the result.
 pub struct Plan<T> {
-    /// The steps, in order; executors may run them again when a transaction is retried.
-    pub steps: Vec<Step>,
+    /// The steps, in order; executors may run them again when a transaction is retried. Shared, so an
+    /// executor can hand them to another thread without copying every bound value.
+    pub steps: std::sync::Arc<[Step]>,
     /// How they commit.
     pub atomicity: Atomicity,
     finish: Finish<T>,
@@ -63,7 +64,7 @@ impl<T> Plan<T> {
         finish: impl FnOnce(Vec<Outcome>) -> Result<T> + Send + 'static,
     ) -> Self {
         Plan {
-            steps,
+            steps: steps.into(),
             atomicity,
             finish: Box::new(finish),
         }

@@ -247,7 +247,7 @@ pub fn find_by_id<E: Entity>(dialect: Dialect, key: E::Key) -> Result<Plan<Optio
 pub fn get<E: Entity>(dialect: Dialect, key: E::Key) -> Result<Plan<E>> {
     let shown = format!("{:?}", key.clone().into_value());
     let inner = find_by_id::<E>(dialect, key)?;
-    let steps = inner.steps.clone();
+    let steps = inner.steps.to_vec();
     Ok(Plan::new(steps, Atomicity::Together, move |outcomes| {
         inner.finish(outcomes)?.ok_or_else(|| Error::NotFound {
             table: <E::Table as Table>::NAME.to_string(),
@@ -532,7 +532,7 @@ pub fn insert_all<E: Entity>(dialect: Dialect, rows: &[E]) -> Result<Plan<Vec<E:
         ..BatchOptions::default()
     };
     let plan = batch_insert::<E>(dialect, rows, &opts)?;
-    let steps = plan.steps.clone();
+    let steps = plan.steps.to_vec();
     Ok(Plan::new(steps, Atomicity::Together, move |o| {
         Ok(plan.finish(o)?.ids)
     }))

@@ -1,0 +1,53 @@
+//! One pooled blocking connection, for code that drives it itself: the async executor runs SQLite through
+//! these on tokio's blocking threads (rusqlite is much faster than sqlx's SQLite driver on batch work).
+
+use tandem_core::Result;
+use tandem_core::plan::{Outcome, Step};
+use tandem_sql::{Dialect, Rendered, Row};
+
+use crate::database::{Database, Pooled, run_steps};
+
+/// A connection checked out of a blocking [`Database`]; it goes back to the pool when dropped.
+pub struct PooledConnection(Pooled);
+
+/// What a statement did, besides its rows.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Done {
+    /// Rows affected.
+    pub affected: u64,
+    /// The last insert id, where the engine reports one.
+    pub last_insert_id: Option<i64>,
+}
+
+impl PooledConnection {
+    /// The engine.
+    pub fn dialect(&self) -> Dialect {
+        self.0.dialect()
+    }
+
+    /// Runs one statement, handing each row to `sink` (which returns `false` to stop reading).
+    pub fn run(&mut self, r: &Rendered, sink: &mut dyn FnMut(Row) -> Result<bool>) -> Result<Done> {
+        let d = self.0.run(r, sink)?;
+        Ok(Done {
+            affected: d.affected,
+            last_insert_id: d.last_insert_id,
+        })
+    }
+
+    /// A statement without parameters or rows.
+    pub fn simple(&mut self, sql: &str) -> Result<()> {
+        self.0.simple(sql)
+    }
+
+    /// Runs plan steps, collecting each outcome.
+    pub fn run_steps(&mut self, steps: &[Step]) -> Result<Vec<Outcome>> {
+        run_steps(&mut self.0, steps)
+    }
+}
+
+impl Database {
+    /// Checks a connection out of the pool, to drive by hand.
+    pub fn checkout(&self) -> Result<PooledConnection> {
+        Ok(PooledConnection(self.acquire()?))
+    }
+}
