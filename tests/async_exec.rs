@@ -811,3 +811,74 @@ async fn futures_are_send() {
     .unwrap();
     assert_eq!(names(&t.db).await, ["spawned", "in-spawned-tx"]);
 }
+
+/// Two transactions that really conflict, run concurrently on one task: one fails with a retriable error
+/// (PostgreSQL deadlock or serialization failure, MariaDB deadlock) and the retry rule reruns it.
+async fn real_conflict_is_retried(t: &ADb) {
+    let db = &t.db;
+    setup(db).await;
+    let repo = db.repository::<User>();
+    repo.insert(&user("a", 0)).await.unwrap();
+    repo.insert(&user("b", 0)).await.unwrap();
+    let barrier = tokio::sync::Barrier::new(2);
+    let attempts = std::sync::atomic::AtomicU32::new(0);
+    let worker = |first: &'static str, second: &'static str| {
+        let (barrier, attempts) = (&barrier, &attempts);
+        async move {
+            let mut mine = 0;
+            db.transaction_with(
+                TxOptions::default()
+                    .isolation(Isolation::Serializable)
+                    .max_attempts(5),
+                async |tx| {
+                    mine += 1;
+                    attempts.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    let r = tx.repository::<User>();
+                    r.update_all(|u| {
+                        u.set(users::age, users::age + 1)
+                            .filter(users::name.eq(first))
+                    })
+                    .await?;
+                    if mine == 1 {
+                        barrier.wait().await;
+                    }
+                    r.update_all(|u| {
+                        u.set(users::age, users::age + 1)
+                            .filter(users::name.eq(second))
+                    })
+                    .await?;
+                    Ok(())
+                },
+            )
+            .await
+        }
+    };
+    let (one, two) = tokio::join!(worker("a", "b"), worker("b", "a"));
+    one.unwrap();
+    two.unwrap();
+    let ages: Vec<(i32,)> = db
+        .fetch_all(&users::table.select(users::age).order_by(users::name.asc()))
+        .await
+        .unwrap();
+    assert_eq!(ages, [(2,), (2,)], "both transactions committed once each");
+    assert!(
+        attempts.load(std::sync::atomic::Ordering::SeqCst) >= 3,
+        "one transaction was retried"
+    );
+}
+
+/// PostgreSQL: a real conflict is retried.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn real_conflict_is_retried_postgres() {
+    if let Some(t) = adb(Dialect::Postgres, "aconflict", PoolConfig::default()).await {
+        real_conflict_is_retried(&t).await;
+    }
+}
+
+/// MariaDB: a real deadlock is retried.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn real_conflict_is_retried_mysql() {
+    if let Some(t) = adb(Dialect::MySql, "aconflict", PoolConfig::default()).await {
+        real_conflict_is_retried(&t).await;
+    }
+}
