@@ -133,6 +133,8 @@ pub fn target(dialect: Dialect, name: &str) -> Option<TestTarget> {
             let mut options = ConnectOptions::parse(&base).expect("valid URL");
             if dialect == Dialect::Postgres {
                 options.search_path = Some(unique.clone());
+                // So a test can find (and kill) exactly its own backends in pg_stat_activity.
+                options.application_name = Some(unique.clone());
             } else {
                 options.database = unique.clone();
             }

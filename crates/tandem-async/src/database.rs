@@ -96,6 +96,9 @@ impl Database {
                 if let Some(p) = &options.password {
                     o = o.password(p);
                 }
+                if let Some(name) = &options.application_name {
+                    o = o.application_name(name);
+                }
                 if let Some(sp) = &options.search_path {
                     o = o.options([("search_path", sp.as_str())]);
                 }

@@ -29,6 +29,8 @@ pub struct ConnectOptions {
     pub path: Option<String>,
     /// PostgreSQL: the `search_path` to set on every connection (a per-test schema, for instance).
     pub search_path: Option<String>,
+    /// PostgreSQL: the `application_name` the server shows for these connections (`pg_stat_activity`).
+    pub application_name: Option<String>,
     /// SQLite: which driver the async executor uses (`?driver=rusqlite|sqlx`); the blocking executor always
     /// uses rusqlite.
     pub sqlite_driver: SqliteDriver,
@@ -88,6 +90,7 @@ impl ConnectOptions {
                 database: String::new(),
                 path,
                 search_path: None,
+                application_name: None,
                 sqlite_driver,
                 display: redact(url),
             });
@@ -124,11 +127,15 @@ impl ConnectOptions {
             return Err(bad("no host"));
         }
         let mut search_path = None;
+        let mut application_name = None;
         for pair in query.split('&').filter(|p| !p.is_empty()) {
             let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
             match k {
                 "search_path" | "schema" if dialect == Dialect::Postgres => {
                     search_path = Some(decode(v))
+                }
+                "application_name" if dialect == Dialect::Postgres => {
+                    application_name = Some(decode(v))
                 }
                 // TLS settings are for the async driver's URL; tandem connects without TLS either way.
                 "sslmode" | "ssl-mode" | "ssl_mode" => {}
@@ -153,6 +160,7 @@ impl ConnectOptions {
             database: decode(database),
             path: None,
             search_path,
+            application_name,
             sqlite_driver: SqliteDriver::default(),
             display: redact(url),
         })
@@ -273,6 +281,8 @@ mod tests {
             )
         );
         assert_eq!(pg.search_path.as_deref(), Some("t1"));
+        let named = ConnectOptions::parse("postgres://h/db?application_name=worker%201").unwrap();
+        assert_eq!(named.application_name.as_deref(), Some("worker 1"));
         assert!(!pg.display.contains("p%40ss"), "{}", pg.display);
         let my = ConnectOptions::parse("mysql://root@127.0.0.1/test").unwrap();
         assert_eq!(

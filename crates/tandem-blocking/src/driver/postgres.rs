@@ -32,6 +32,9 @@ pub(crate) fn open(opts: &ConnectOptions) -> Result<PgConn> {
     if let Some(p) = &opts.password {
         config.password(p);
     }
+    if let Some(name) = &opts.application_name {
+        config.application_name(name);
+    }
     if let Some(sp) = &opts.search_path {
         config.options(&format!("-c search_path={sp}"));
     }

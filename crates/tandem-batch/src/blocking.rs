@@ -1,0 +1,262 @@
+//! The blocking runner: partitions on OS threads, each chunk one transaction with its checkpoint.
+
+use std::sync::atomic::AtomicU64;
+use std::time::Instant;
+
+use tandem_blocking::{BatchOptions, BatchTransaction, Database, Find};
+use tandem_sql::FromRow;
+use tandem_sql::prelude::*;
+
+use crate::job::{
+    BatchJob, JobError, JobReport, PartitionReport, bounds_statement, check_counts,
+    checkpoint_statement, end_job_statement, end_step_statement, new_steps, page_statement,
+    partitions, process_page,
+};
+use crate::model::{
+    JobExecution, StepExecution, batch_job_execution as jx, batch_step_execution as sx, now_ms,
+    status,
+};
+
+/// Creates the job repository tables if they are missing.
+pub fn prepare(db: &Database) -> tandem_core::Result<()> {
+    db.create_table(&jx::table.create_table())?;
+    db.create_table(&sx::table.create_table())
+}
+
+/// Runs (or resumes) `job` on `db`.
+pub fn run<S, T>(db: &Database, job: &BatchJob<S, T>) -> Result<JobReport, JobError>
+where
+    S: Entity + FromRow + Send,
+    T: Entity + Sync,
+{
+    let started = Instant::now();
+    prepare(db)?;
+    let params = job.params_text();
+    let jobs = db.repository::<JobExecution>();
+    let last: Option<JobExecution> = jobs
+        .find_all(
+            Find::all()
+                .filter(
+                    jx::job_name
+                        .eq(job.name.as_str())
+                        .and(jx::job_params.eq(params.as_str())),
+                )
+                .order_by(jx::id.desc())
+                .limit(1),
+        )?
+        .next()
+        .transpose()?;
+    if let Some(l) = &last {
+        if l.status == status::COMPLETED {
+            return Err(JobError::AlreadyCompleted {
+                name: job.name.clone(),
+                params,
+                execution: l.id,
+            });
+        }
+        if l.status == status::STARTED {
+            // Its process stopped without a word (killed): record that before resuming.
+            db.execute(&end_job_statement(
+                l.id,
+                status::FAILED,
+                (
+                    l.read_count as u64,
+                    l.write_count as u64,
+                    l.skip_count as u64,
+                ),
+                Some("abandoned: the run stopped without finishing".into()),
+            ))?;
+        }
+    }
+    let previous_steps = match &last {
+        Some(l) => Some(
+            db.repository::<StepExecution>()
+                .find_all(
+                    Find::all()
+                        .filter(sx::job_execution_id.eq(l.id))
+                        .order_by(sx::id.asc()),
+                )?
+                .collect::<Result<Vec<_>, _>>()?,
+        ),
+        None => None,
+    };
+    let (lo, hi, source_rows): (Option<i64>, Option<i64>, i64) =
+        db.fetch_one(&bounds_statement::<S>())?;
+    let execution = jobs.insert(&JobExecution {
+        id: 0,
+        job_name: job.name.clone(),
+        job_params: params,
+        status: status::STARTED.into(),
+        started_at: now_ms(),
+        ended_at: None,
+        read_count: 0,
+        write_count: 0,
+        skip_count: 0,
+        error_text: None,
+    })?;
+    let ranges = match (lo, hi) {
+        (Some(lo), Some(hi)) => partitions(lo, hi, job.parallelism),
+        _ => Vec::new(),
+    };
+    let resumed = previous_steps.as_ref().is_some_and(|s| !s.is_empty());
+    let mut steps = new_steps(execution, previous_steps, ranges);
+    if !steps.is_empty() {
+        let ids = db.repository::<StepExecution>().insert_all(&steps)?;
+        for (s, id) in steps.iter_mut().zip(ids) {
+            s.id = id;
+        }
+    }
+    let failed_rows = AtomicU64::new(0);
+    let results: Vec<Result<PartitionReport, JobError>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = steps
+            .iter()
+            .map(|step| {
+                let failed_rows = &failed_rows;
+                scope.spawn(move || run_step(db, job, step, failed_rows))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join().unwrap_or_else(|_| {
+                    Err(JobError::Inconsistent("a partition thread panicked".into()))
+                })
+            })
+            .collect()
+    });
+    let mut report = JobReport {
+        execution_id: execution,
+        partitions: Vec::new(),
+        read: 0,
+        written: 0,
+        skipped: 0,
+        chunks: 0,
+        duration: started.elapsed(),
+        resumed,
+    };
+    let mut first_error = None;
+    for r in results {
+        match r {
+            Ok(p) => {
+                report.read += p.read;
+                report.written += p.written;
+                report.skipped += p.skipped;
+                report.chunks += p.chunks;
+                report.partitions.push(p);
+            }
+            Err(e) => {
+                first_error.get_or_insert(e);
+            }
+        }
+    }
+    let outcome = match first_error {
+        Some(e) => Err(e),
+        None => check_counts(source_rows.max(0) as u64, &report),
+    };
+    report.duration = started.elapsed();
+    let totals = (report.read, report.written, report.skipped);
+    match outcome {
+        Ok(()) => {
+            db.execute(&end_job_statement(
+                execution,
+                status::COMPLETED,
+                totals,
+                None,
+            ))?;
+            Ok(report)
+        }
+        Err(e) => {
+            // Best effort: the database may be what failed.
+            let _ = db.execute(&end_job_statement(
+                execution,
+                status::FAILED,
+                totals,
+                Some(e.to_string()),
+            ));
+            Err(e)
+        }
+    }
+}
+
+fn run_step<S, T>(
+    db: &Database,
+    job: &BatchJob<S, T>,
+    step: &StepExecution,
+    failed_rows: &AtomicU64,
+) -> Result<PartitionReport, JobError>
+where
+    S: Entity + FromRow + Send,
+    T: Entity + Sync,
+{
+    let started = Instant::now();
+    let mut report = PartitionReport {
+        name: step.step_name.clone(),
+        range: (step.partition_lo, step.partition_hi),
+        read: step.read_count as u64,
+        written: step.write_count as u64,
+        skipped: step.skip_count as u64,
+        chunks: step.chunk_count as u64,
+        duration: Default::default(),
+    };
+    if step.status == status::COMPLETED {
+        return Ok(report);
+    }
+    let result = (|| -> Result<(), JobError> {
+        let mut after = step
+            .checkpoint
+            .unwrap_or(step.partition_lo.saturating_sub(1));
+        let opts = BatchOptions {
+            chunk_rows: Some(job.chunk_size),
+            ignore_duplicates: job.ignore_duplicates,
+            transaction: BatchTransaction::PerCall,
+            ..BatchOptions::default()
+        };
+        loop {
+            let page: Vec<S> = db.fetch_all(&page_statement::<S>(
+                after,
+                step.partition_hi,
+                job.page_size,
+            ))?;
+            if page.is_empty() {
+                return Ok(());
+            }
+            for chunk in process_page(job, page, failed_rows)? {
+                let (written, duplicates) = db.transaction(|tx| {
+                    let written = if chunk.rows.is_empty() {
+                        0
+                    } else {
+                        tx.repository::<T>()
+                            .batch_insert(&chunk.rows, &opts)?
+                            .inserted
+                    };
+                    let duplicates = chunk.rows.len() as u64 - written;
+                    tx.execute(&checkpoint_statement(step.id, &chunk, written, duplicates))?;
+                    Ok((written, duplicates))
+                })?;
+                after = chunk.last_key;
+                report.read += chunk.read;
+                report.written += written;
+                report.skipped += chunk.skipped + duplicates;
+                report.chunks += 1;
+                if let Some(d) = job.chunk_delay {
+                    std::thread::sleep(d);
+                }
+            }
+        }
+    })();
+    report.duration = started.elapsed();
+    match result {
+        Ok(()) => {
+            db.execute(&end_step_statement(step.id, status::COMPLETED, None))?;
+            Ok(report)
+        }
+        Err(e) => {
+            let _ = db.execute(&end_step_statement(
+                step.id,
+                status::FAILED,
+                Some(e.to_string()),
+            ));
+            Err(e)
+        }
+    }
+}

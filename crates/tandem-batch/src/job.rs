@@ -1,0 +1,473 @@
+//! A job: source and target entities, a processor, sizes, parallelism and policies — and what is shared by
+//! both runners without I/O: partitioning, the reader's keyset query, the statements that keep the job
+//! repository, and the report with its consistency check.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tandem_sql::ast::{BinaryOp, Expr, Order, OrderBy};
+use tandem_sql::typed::{Entity, Table};
+use tandem_sql::{Render, SqlValue};
+
+use crate::model::{StepExecution, status};
+
+/// What the processor decided for one source row.
+#[derive(Debug)]
+pub enum Processed<T> {
+    /// Write this target row.
+    Write(T),
+    /// Leave the row out on purpose (counted as skipped).
+    Skip,
+}
+
+/// A processor error: the job fails with the row's key in the error, unless the skip policy skips it.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{0}")]
+pub struct ProcessError(pub String);
+
+type ProcessorFn<S, T> = dyn Fn(S) -> Result<Processed<T>, ProcessError> + Send + Sync;
+
+/// What to do when the processor returns an error.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum SkipPolicy {
+    /// Fail the job, naming the row's key (the default).
+    #[default]
+    Fail,
+    /// Skip up to this many failing rows over the job, counting them; the next one fails the job.
+    SkipUpTo(u64),
+}
+
+/// A batch job from source entity `S` to target entity `T`.
+pub struct BatchJob<S, T> {
+    /// The job's name.
+    pub name: String,
+    /// Parameters; with the name they identify the job across restarts.
+    pub params: Vec<(String, String)>,
+    /// Rows per keyset page. Default 500.
+    pub page_size: u64,
+    /// Rows per written chunk (one transaction each, with its checkpoint). Default 500.
+    pub chunk_size: usize,
+    /// Partitions run at once. Default 1.
+    pub parallelism: usize,
+    /// Skip target rows that collide with a unique key instead of failing (counted as skipped).
+    pub ignore_duplicates: bool,
+    /// Processor errors.
+    pub skip_policy: SkipPolicy,
+    /// Pause after each committed chunk (tests use it to stop a job midway). Default none.
+    pub chunk_delay: Option<Duration>,
+    pub(crate) processor: Arc<ProcessorFn<S, T>>,
+}
+
+impl<S, T> Clone for BatchJob<S, T> {
+    fn clone(&self) -> Self {
+        BatchJob {
+            name: self.name.clone(),
+            params: self.params.clone(),
+            page_size: self.page_size,
+            chunk_size: self.chunk_size,
+            parallelism: self.parallelism,
+            ignore_duplicates: self.ignore_duplicates,
+            skip_policy: self.skip_policy,
+            chunk_delay: self.chunk_delay,
+            processor: self.processor.clone(),
+        }
+    }
+}
+
+impl<S: Entity, T: Entity> BatchJob<S, T> {
+    /// A job named `name` with this processor and the default sizes.
+    pub fn new(
+        name: impl Into<String>,
+        processor: impl Fn(S) -> Result<Processed<T>, ProcessError> + Send + Sync + 'static,
+    ) -> Self {
+        BatchJob {
+            name: name.into(),
+            params: Vec::new(),
+            page_size: 500,
+            chunk_size: 500,
+            parallelism: 1,
+            ignore_duplicates: false,
+            skip_policy: SkipPolicy::Fail,
+            chunk_delay: None,
+            processor: Arc::new(processor),
+        }
+    }
+
+    /// Adds a parameter.
+    pub fn param(mut self, key: impl Into<String>, value: impl ToString) -> Self {
+        self.params.push((key.into(), value.to_string()));
+        self
+    }
+
+    /// Sets the partition count.
+    pub fn parallelism(mut self, n: usize) -> Self {
+        self.parallelism = n.max(1);
+        self
+    }
+
+    /// Sets page and chunk sizes.
+    pub fn sizes(mut self, page_size: u64, chunk_size: usize) -> Self {
+        self.page_size = page_size.max(1);
+        self.chunk_size = chunk_size.max(1);
+        self
+    }
+
+    /// Ignores duplicate target rows.
+    pub fn ignore_duplicates(mut self) -> Self {
+        self.ignore_duplicates = true;
+        self
+    }
+
+    /// Sets the skip policy.
+    pub fn skip_policy(mut self, policy: SkipPolicy) -> Self {
+        self.skip_policy = policy;
+        self
+    }
+
+    /// The parameters as stored: sorted `key=value` pairs joined by `&`.
+    pub fn params_text(&self) -> String {
+        let mut p: Vec<String> = self
+            .params
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        p.sort();
+        p.join("&")
+    }
+}
+
+/// Why a job failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum JobError {
+    /// A database error (the run is marked FAILED when the database still answers).
+    #[error(transparent)]
+    Database(#[from] tandem_core::Error),
+    /// The processor failed for the row with this key.
+    #[error("processor failed for source key {key}: {message}")]
+    Processor {
+        /// The source row's key.
+        key: i64,
+        /// The processor's message.
+        message: String,
+    },
+    /// The counts do not add up: rows were lost or written twice.
+    #[error("counts do not add up: {0}")]
+    Inconsistent(String),
+    /// The last run with this name and parameters already completed.
+    #[error("job {name:?} with parameters {params:?} already completed (execution {execution})")]
+    AlreadyCompleted {
+        /// Job name.
+        name: String,
+        /// Job parameters.
+        params: String,
+        /// The completed execution.
+        execution: i64,
+    },
+    /// The source key is not an integer, so it cannot be paged and partitioned.
+    #[error("the source key of {table} is not an integer")]
+    KeyNotInteger {
+        /// The source table.
+        table: String,
+    },
+}
+
+/// One partition's figures.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PartitionReport {
+    /// `partition-<n>`.
+    pub name: String,
+    /// Key range.
+    pub range: (i64, i64),
+    /// Rows read (whole job, earlier runs included).
+    pub read: u64,
+    /// Rows written.
+    pub written: u64,
+    /// Rows skipped.
+    pub skipped: u64,
+    /// Chunks committed.
+    pub chunks: u64,
+    /// Time this run spent on the partition.
+    pub duration: Duration,
+}
+
+/// What a run did.
+#[derive(Clone, Debug, PartialEq)]
+pub struct JobReport {
+    /// The run's execution id.
+    pub execution_id: i64,
+    /// Per partition.
+    pub partitions: Vec<PartitionReport>,
+    /// Totals over the job (earlier runs included).
+    pub read: u64,
+    /// Rows written in total.
+    pub written: u64,
+    /// Rows skipped in total.
+    pub skipped: u64,
+    /// Chunks in total.
+    pub chunks: u64,
+    /// This run's wall time.
+    pub duration: Duration,
+    /// Whether this run resumed an earlier, unfinished one.
+    pub resumed: bool,
+}
+
+/// `[lo, hi]` cut into `n` contiguous ranges (fewer when the range is smaller than `n`).
+pub fn partitions(lo: i64, hi: i64, n: usize) -> Vec<(i64, i64)> {
+    if hi < lo {
+        return Vec::new();
+    }
+    let span = (hi - lo) as u128 + 1;
+    let n = (n.max(1) as u128).min(span);
+    (0..n)
+        .map(|i| {
+            let start = lo + (span * i / n) as i64;
+            let end = lo + (span * (i + 1) / n) as i64 - 1;
+            (start, end)
+        })
+        .collect()
+}
+
+pub(crate) fn key_col<S: Entity>() -> Expr {
+    Expr::qualified(<S::Table as Table>::NAME, S::KEY)
+}
+
+/// `SELECT MIN(key), MAX(key), COUNT(*) FROM source`.
+pub(crate) fn bounds_statement<S: Entity>() -> tandem_sql::ast::Select {
+    use tandem_sql::ast::{Function, SelectItem};
+    let mut s = tandem_sql::ast::Select::from(<S::Table as Table>::NAME);
+    let item = |e| SelectItem::Expr {
+        expr: e,
+        alias: None,
+    };
+    s.items = vec![
+        item(Expr::Cast {
+            expr: Box::new(Expr::call(Function::Min, vec![key_col::<S>()])),
+            ty: tandem_sql::SqlType::BigInt,
+        }),
+        item(Expr::Cast {
+            expr: Box::new(Expr::call(Function::Max, vec![key_col::<S>()])),
+            ty: tandem_sql::SqlType::BigInt,
+        }),
+        item(Expr::CountStar),
+    ];
+    s
+}
+
+/// The keyset page after `after` within `[.., hi]`.
+pub(crate) fn page_statement<S: Entity>(after: i64, hi: i64, size: u64) -> tandem_sql::ast::Select {
+    let mut s = tandem_core::repo::entity_select::<S>();
+    s.and_where(key_col::<S>().binary(BinaryOp::Gt, Expr::value(after)));
+    s.and_where(key_col::<S>().binary(BinaryOp::LtEq, Expr::value(hi)));
+    s.order_by = vec![OrderBy {
+        expr: key_col::<S>(),
+        order: Order::Asc,
+    }];
+    s.limit = Some(size);
+    s
+}
+
+/// The key of a source row as an i64.
+pub(crate) fn key_i64<S: Entity>(row: &S) -> Result<i64, JobError> {
+    row.key()
+        .into_value()
+        .as_i64()
+        .ok_or_else(|| JobError::KeyNotInteger {
+            table: <S::Table as Table>::NAME.to_string(),
+        })
+}
+
+/// What processing one page produced, in chunks ready to write.
+pub(crate) struct ProcessedChunk<T> {
+    pub rows: Vec<T>,
+    /// The last source key the chunk covers (its checkpoint).
+    pub last_key: i64,
+    pub read: u64,
+    pub skipped: u64,
+}
+
+/// Runs the processor over a page, cutting the output into chunks; applies the skip policy.
+pub(crate) fn process_page<S: Entity, T: Entity>(
+    job: &BatchJob<S, T>,
+    page: Vec<S>,
+    failed_so_far: &std::sync::atomic::AtomicU64,
+) -> Result<Vec<ProcessedChunk<T>>, JobError> {
+    let mut chunks = Vec::new();
+    let mut current = ProcessedChunk {
+        rows: Vec::new(),
+        last_key: 0,
+        read: 0,
+        skipped: 0,
+    };
+    for row in page {
+        let key = key_i64::<S>(&row)?;
+        current.read += 1;
+        current.last_key = key;
+        match (job.processor)(row) {
+            Ok(Processed::Write(t)) => current.rows.push(t),
+            Ok(Processed::Skip) => current.skipped += 1,
+            Err(e) => match job.skip_policy {
+                SkipPolicy::SkipUpTo(limit)
+                    if failed_so_far.fetch_add(1, std::sync::atomic::Ordering::SeqCst) < limit =>
+                {
+                    current.skipped += 1;
+                    tracing::warn!(key, error = %e, "processor failed; row skipped");
+                }
+                _ => return Err(JobError::Processor { key, message: e.0 }),
+            },
+        }
+        if current.rows.len() == job.chunk_size {
+            let last = current.last_key;
+            chunks.push(std::mem::replace(
+                &mut current,
+                ProcessedChunk {
+                    rows: Vec::new(),
+                    last_key: last,
+                    read: 0,
+                    skipped: 0,
+                },
+            ));
+        }
+    }
+    if current.read > 0 {
+        chunks.push(current);
+    }
+    Ok(chunks)
+}
+
+/// The UPDATE that records a committed chunk on its step (run in the chunk's transaction).
+pub(crate) fn checkpoint_statement(
+    step_id: i64,
+    chunk: &ProcessedChunk<impl Sized>,
+    written: u64,
+    duplicates: u64,
+) -> impl Render {
+    use crate::model::batch_step_execution as s;
+    use tandem_sql::prelude::*;
+    s::table
+        .update()
+        .set(s::checkpoint, Some(chunk.last_key))
+        .set(s::read_count, s::read_count + chunk.read as i64)
+        .set(s::write_count, s::write_count + written as i64)
+        .set(
+            s::skip_count,
+            s::skip_count + (chunk.skipped + duplicates) as i64,
+        )
+        .set(s::chunk_count, s::chunk_count + 1i64)
+        .filter(s::id.eq(step_id))
+}
+
+/// The UPDATE that ends a step.
+pub(crate) fn end_step_statement(step_id: i64, st: &str, error: Option<String>) -> impl Render {
+    use crate::model::batch_step_execution as s;
+    use tandem_sql::prelude::*;
+    s::table
+        .update()
+        .set(s::status, st.to_owned())
+        .set(s::ended_at, Some(crate::model::now_ms()))
+        .set(s::error_text, error)
+        .filter(s::id.eq(step_id))
+}
+
+/// The UPDATE that ends a run, with its totals.
+pub(crate) fn end_job_statement(
+    execution: i64,
+    st: &str,
+    totals: (u64, u64, u64),
+    error: Option<String>,
+) -> impl Render {
+    use crate::model::batch_job_execution as j;
+    use tandem_sql::prelude::*;
+    j::table
+        .update()
+        .set(j::status, st.to_owned())
+        .set(j::ended_at, Some(crate::model::now_ms()))
+        .set(j::read_count, totals.0 as i64)
+        .set(j::write_count, totals.1 as i64)
+        .set(j::skip_count, totals.2 as i64)
+        .set(j::error_text, error)
+        .filter(j::id.eq(execution))
+}
+
+/// The steps of a new run: fresh partitions, or the unfinished run's steps carried over (same ranges,
+/// checkpoints and counts) so the job resumes where it stopped.
+pub(crate) fn new_steps(
+    execution: i64,
+    previous: Option<Vec<StepExecution>>,
+    ranges: Vec<(i64, i64)>,
+) -> Vec<StepExecution> {
+    let now = crate::model::now_ms();
+    match previous {
+        Some(steps) if !steps.is_empty() => steps
+            .into_iter()
+            .map(|s| StepExecution {
+                id: 0,
+                job_execution_id: execution,
+                status: if s.status == status::COMPLETED {
+                    status::COMPLETED.into()
+                } else {
+                    status::STARTED.into()
+                },
+                started_at: now,
+                ended_at: None,
+                error_text: None,
+                ..s
+            })
+            .collect(),
+        _ => ranges
+            .into_iter()
+            .enumerate()
+            .map(|(i, (lo, hi))| StepExecution {
+                id: 0,
+                job_execution_id: execution,
+                step_name: format!("partition-{i}"),
+                partition_lo: lo,
+                partition_hi: hi,
+                status: status::STARTED.into(),
+                checkpoint: None,
+                read_count: 0,
+                write_count: 0,
+                skip_count: 0,
+                chunk_count: 0,
+                started_at: now,
+                ended_at: None,
+                error_text: None,
+            })
+            .collect(),
+    }
+}
+
+/// Checks that every source row in the job's range was read once and is written or skipped.
+pub(crate) fn check_counts(source_rows: u64, report: &JobReport) -> Result<(), JobError> {
+    if report.read != source_rows {
+        return Err(JobError::Inconsistent(format!(
+            "read {} rows but the source holds {source_rows}",
+            report.read
+        )));
+    }
+    if report.written + report.skipped != report.read {
+        return Err(JobError::Inconsistent(format!(
+            "read {} rows but wrote {} and skipped {}",
+            report.read, report.written, report.skipped
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Ranges cover `[lo, hi]` exactly once, in order, and never exceed the key count.
+    #[test]
+    fn partition_ranges() {
+        assert_eq!(partitions(1, 10, 4), [(1, 2), (3, 5), (6, 7), (8, 10)]);
+        assert_eq!(partitions(5, 6, 8), [(5, 5), (6, 6)]);
+        assert_eq!(partitions(3, 3, 1), [(3, 3)]);
+        assert!(partitions(5, 4, 2).is_empty());
+        let p = partitions(-100, i64::MAX / 2, 7);
+        assert_eq!(p.first().unwrap().0, -100);
+        assert_eq!(p.last().unwrap().1, i64::MAX / 2);
+        assert!(p.windows(2).all(|w| w[1].0 == w[0].1 + 1));
+    }
+}

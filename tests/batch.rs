@@ -1,0 +1,494 @@
+//! The batch job on SQLite, PostgreSQL and MariaDB with both runners: exact output at parallelism 1, 4 and 8,
+//! restarts after a failing processor, a killed connection and a killed process, and bad input.
+
+#[path = "support/db.rs"]
+mod db;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use tandem_batch::essay::{self, Source, Target, benchmark_source, benchmark_target};
+use tandem_batch::model::{JobExecution, batch_job_execution, batch_step_execution, status};
+use tandem_batch::{BatchJob, JobError, ProcessError, Processed, SkipPolicy};
+use tandem_blocking::{BatchOptions, Database, PoolConfig};
+use tandem_sql::prelude::*;
+use tandem_sql::{Dialect, raw};
+
+const ROWS: usize = 10_000;
+
+/// Fresh source (rows `1..=n`, ids `1..=n`), target and job tables.
+fn reset(db: &Database, n: usize) {
+    for t in [
+        benchmark_target::table.drop_table(),
+        benchmark_source::table.drop_table(),
+    ] {
+        db.execute(&t).unwrap();
+    }
+    db.execute(&batch_job_execution::table.drop_table())
+        .unwrap();
+    db.execute(&batch_step_execution::table.drop_table())
+        .unwrap();
+    db.create_table(&benchmark_source::table.create_table())
+        .unwrap();
+    db.create_table(&benchmark_target::table.create_table())
+        .unwrap();
+    if n > 0 {
+        db.repository::<Source>()
+            .batch_insert(&essay::seed_rows(n), &BatchOptions::default())
+            .unwrap();
+    }
+}
+
+/// The target holds exactly the transformed source rows, each once.
+fn assert_target(db: &Database, expected: &[(String, i32)]) {
+    let mut got: Vec<(String, i32)> = db
+        .fetch_all(&benchmark_target::table.select((
+            benchmark_target::source_name,
+            benchmark_target::transformed_value,
+        )))
+        .unwrap();
+    got.sort();
+    let mut want = expected.to_vec();
+    want.sort();
+    assert_eq!(got.len(), want.len(), "target row count");
+    assert_eq!(got, want);
+}
+
+fn expected(ids: impl Iterator<Item = usize>) -> Vec<(String, i32)> {
+    ids.map(|i| (format!("ITEM-{i}"), 2 * i as i32)).collect()
+}
+
+fn executions(db: &Database) -> Vec<String> {
+    db.fetch_all::<JobExecution>(
+        &batch_job_execution::table
+            .select_all()
+            .order_by(batch_job_execution::id.asc()),
+    )
+    .unwrap()
+    .into_iter()
+    .map(|e| e.status)
+    .collect()
+}
+
+fn runners(dialect: Dialect) {
+    let Some(t) = db::open(
+        dialect,
+        "job",
+        PoolConfig {
+            max_size: 12,
+            ..PoolConfig::default()
+        },
+    ) else {
+        return;
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let adb = rt
+        .block_on(tandem_async::Database::open(
+            t.target.options.clone(),
+            PoolConfig {
+                max_size: 12,
+                ..PoolConfig::default()
+            },
+        ))
+        .unwrap();
+    for parallelism in [1, 4, 8] {
+        reset(&t.db, ROWS);
+        let report = tandem_batch::blocking::run(&t.db, &essay::job(parallelism)).unwrap();
+        assert_eq!(
+            (report.read, report.written, report.skipped),
+            (ROWS as u64, ROWS as u64, 0)
+        );
+        assert_eq!(report.partitions.len(), parallelism);
+        assert_eq!(
+            report.chunks,
+            report.partitions.iter().map(|p| p.chunks).sum::<u64>()
+        );
+        assert_target(&t.db, &expected(1..=ROWS));
+        assert_eq!(executions(&t.db), [status::COMPLETED]);
+        assert!(matches!(
+            tandem_batch::blocking::run(&t.db, &essay::job(parallelism)),
+            Err(JobError::AlreadyCompleted { .. })
+        ));
+
+        reset(&t.db, ROWS);
+        let report = rt
+            .block_on(tandem_batch::asynchronous::run(
+                &adb,
+                &essay::job(parallelism),
+            ))
+            .unwrap();
+        assert_eq!(
+            (report.read, report.written, report.skipped),
+            (ROWS as u64, ROWS as u64, 0)
+        );
+        assert_eq!(report.partitions.len(), parallelism);
+        assert_target(&t.db, &expected(1..=ROWS));
+    }
+    drop(adb);
+}
+
+/// SQLite: both runners, parallelism 1, 4 and 8, exactly 10,000 right rows.
+#[test]
+fn essay_job_sqlite() {
+    runners(Dialect::Sqlite);
+}
+
+/// PostgreSQL: both runners, parallelism 1, 4 and 8.
+#[test]
+fn essay_job_postgres() {
+    runners(Dialect::Postgres);
+}
+
+/// MariaDB: both runners, parallelism 1, 4 and 8.
+#[test]
+fn essay_job_mysql() {
+    runners(Dialect::MySql);
+}
+
+/// A processor that fails once at `key` (the writer never gets that chunk), then works.
+fn flaky(key: i64, armed: Arc<AtomicBool>) -> BatchJob<Source, Target> {
+    BatchJob::new("flaky", move |s: Source| {
+        if s.id == key && armed.swap(false, Ordering::SeqCst) {
+            return Err(ProcessError("injected failure".into()));
+        }
+        essay::transform(s)
+    })
+    .parallelism(4)
+    .sizes(200, 100)
+}
+
+fn restart_after_failure(dialect: Dialect) {
+    let Some(t) = db::open(dialect, "restart", PoolConfig::default()) else {
+        return;
+    };
+    // Blocking runner.
+    reset(&t.db, ROWS);
+    let armed = Arc::new(AtomicBool::new(true));
+    let err = tandem_batch::blocking::run(&t.db, &flaky(6_543, armed.clone())).unwrap_err();
+    assert!(
+        matches!(err, JobError::Processor { key: 6_543, .. }),
+        "{err}"
+    );
+    let partial: (i64,) =
+        t.db.fetch_one(&benchmark_target::table.select(count_star()))
+            .unwrap();
+    assert!(
+        partial.0 > 0 && (partial.0 as usize) < ROWS,
+        "some chunks were committed before the failure: {}",
+        partial.0
+    );
+    let report = tandem_batch::blocking::run(&t.db, &flaky(6_543, armed)).unwrap();
+    assert!(report.resumed);
+    assert_eq!((report.read, report.written), (ROWS as u64, ROWS as u64));
+    assert_target(&t.db, &expected(1..=ROWS));
+    assert_eq!(executions(&t.db), [status::FAILED, status::COMPLETED]);
+
+    // Async runner.
+    reset(&t.db, ROWS);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let adb = rt
+        .block_on(tandem_async::Database::open(
+            t.target.options.clone(),
+            PoolConfig::default(),
+        ))
+        .unwrap();
+    let armed = Arc::new(AtomicBool::new(true));
+    let err = rt
+        .block_on(tandem_batch::asynchronous::run(
+            &adb,
+            &flaky(2_345, armed.clone()),
+        ))
+        .unwrap_err();
+    assert!(
+        matches!(err, JobError::Processor { key: 2_345, .. }),
+        "{err}"
+    );
+    let report = rt
+        .block_on(tandem_batch::asynchronous::run(&adb, &flaky(2_345, armed)))
+        .unwrap();
+    assert!(report.resumed);
+    assert_target(&t.db, &expected(1..=ROWS));
+    assert_eq!(executions(&t.db), [status::FAILED, status::COMPLETED]);
+}
+
+/// A run stopped by an error resumes after its last committed chunk and writes every row once (SQLite).
+#[test]
+fn restart_after_failure_sqlite() {
+    restart_after_failure(Dialect::Sqlite);
+}
+
+/// The same on PostgreSQL.
+#[test]
+fn restart_after_failure_postgres() {
+    restart_after_failure(Dialect::Postgres);
+}
+
+/// The same on MariaDB.
+#[test]
+fn restart_after_failure_mysql() {
+    restart_after_failure(Dialect::MySql);
+}
+
+/// Kills every connection of the test database while the job runs (in its chunks' transactions), then reruns.
+fn killed_connections(dialect: Dialect, use_async: bool) {
+    let Some(t) = db::open(
+        dialect,
+        if use_async { "akill" } else { "kill" },
+        PoolConfig::default(),
+    ) else {
+        return;
+    };
+    reset(&t.db, ROWS);
+    let admin = t.admin().unwrap().clone();
+    let mut job = essay::job(4).sizes(250, 250);
+    job.chunk_delay = Some(Duration::from_millis(40));
+    let killer = {
+        let (admin, opts) = (admin.clone(), t.target.options.clone());
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(150));
+            let sql = match dialect {
+                Dialect::Postgres => format!(
+                    "SELECT CAST(COUNT(pg_terminate_backend(pid)) AS BIGINT) FROM pg_stat_activity WHERE application_name = '{}'",
+                    opts.application_name.as_deref().unwrap_or_default()
+                ),
+                _ => format!(
+                    "SELECT CAST(ID AS SIGNED) FROM information_schema.PROCESSLIST WHERE DB = '{}' AND ID <> CONNECTION_ID()",
+                    opts.database
+                ),
+            };
+            if dialect == Dialect::Postgres {
+                let (n,): (i64,) = admin.fetch_one(&raw(sql, vec![])).unwrap();
+                assert!(n > 0, "the job's backends were found");
+            } else {
+                let ids: Vec<(i64,)> = admin.fetch_all(&raw(sql, vec![])).unwrap();
+                for (id,) in ids {
+                    let _ = admin.execute(&raw(format!("KILL {id}"), vec![]));
+                }
+            }
+        })
+    };
+    let first = if use_async {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let adb = tandem_async::Database::open(t.target.options.clone(), PoolConfig::default())
+                .await
+                .unwrap();
+            tandem_batch::asynchronous::run(&adb, &job)
+                .await
+                .map(|_| ())
+        })
+    } else {
+        tandem_batch::blocking::run(&t.db, &job).map(|_| ())
+    };
+    killer.join().unwrap();
+    let err = first.expect_err("the job lost its connections");
+    assert!(
+        matches!(err, JobError::Database(ref e) if e.kind() == Some(tandem_core::DbErrorKind::ConnectionLost)),
+        "{err}"
+    );
+    // Rerun on a fresh pool (the killed one may still hold dead idle connections).
+    let db = Database::open(t.target.options.clone(), PoolConfig::default()).unwrap();
+    job.chunk_delay = None;
+    let report = tandem_batch::blocking::run(&db, &job).unwrap();
+    assert!(report.resumed);
+    assert_target(&db, &expected(1..=ROWS));
+    let statuses = executions(&db);
+    assert_eq!(statuses.last().map(String::as_str), Some(status::COMPLETED));
+    assert!(
+        statuses[..statuses.len() - 1]
+            .iter()
+            .all(|s| s == status::FAILED),
+        "{statuses:?}"
+    );
+}
+
+/// PostgreSQL: `pg_terminate_backend` of the job's connections; the rerun completes exactly once.
+#[test]
+fn killed_connections_postgres() {
+    killed_connections(Dialect::Postgres, false);
+}
+
+/// PostgreSQL, async runner.
+#[test]
+fn killed_connections_postgres_async() {
+    killed_connections(Dialect::Postgres, true);
+}
+
+/// MariaDB: `KILL` of the job's connections; the rerun completes exactly once.
+#[test]
+fn killed_connections_mysql() {
+    killed_connections(Dialect::MySql, false);
+}
+
+/// MariaDB, async runner.
+#[test]
+fn killed_connections_mysql_async() {
+    killed_connections(Dialect::MySql, true);
+}
+
+/// The example job as a child process, SIGKILLed midway, then run again: every row exactly once, and the job
+/// repository shows the abandoned run as failed and the rerun as completed.
+#[test]
+fn killed_process_resumes() {
+    for use_async in [false, true] {
+        let t = db::open(Dialect::Sqlite, "process", PoolConfig::default()).unwrap();
+        reset(&t.db, ROWS);
+        let url = format!("sqlite://{}", t.target.options.path.as_deref().unwrap());
+        let mut args = vec![url.clone(), "4".into(), "20".into()];
+        if use_async {
+            args.push("--async".into());
+        }
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_essay-job"))
+            .args(&args)
+            .spawn()
+            .unwrap();
+        let chunks = |db: &Database| -> i64 {
+            db.fetch_optional::<(Option<i64>,)>(
+                &batch_step_execution::table.select(sum(batch_step_execution::chunk_count)),
+            )
+            .ok()
+            .flatten()
+            .and_then(|(n,)| n)
+            .unwrap_or(0)
+        };
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while chunks(&t.db) < 6 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the job made no progress"
+            );
+            assert!(
+                child.try_wait().unwrap().is_none(),
+                "the job ended before it could be killed"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        child.kill().unwrap(); // SIGKILL
+        child.wait().unwrap();
+        let written: (i64,) =
+            t.db.fetch_one(&benchmark_target::table.select(count_star()))
+                .unwrap();
+        assert!((written.0 as usize) < ROWS, "killed before the end");
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_essay-job"))
+            .args(&args[..1])
+            .arg("4")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(String::from_utf8_lossy(&out.stdout).contains("(resumed)"));
+        assert_target(&t.db, &expected(1..=ROWS));
+        assert_eq!(executions(&t.db), [status::FAILED, status::COMPLETED]);
+    }
+}
+
+/// An empty source completes with nothing to do; keys with gaps are all read once.
+#[test]
+fn empty_source_and_gaps() {
+    let t = db::open(Dialect::Sqlite, "gaps", PoolConfig::default()).unwrap();
+    reset(&t.db, 0);
+    let r = tandem_batch::blocking::run(&t.db, &essay::job(4)).unwrap();
+    assert_eq!((r.read, r.written, r.partitions.len()), (0, 0, 0));
+    reset(&t.db, 3_000);
+    t.db.execute(
+        &benchmark_source::table
+            .delete()
+            .filter((benchmark_source::id % 3i64).eq(0i64)),
+    )
+    .unwrap();
+    t.db.execute(
+        &benchmark_source::table
+            .delete()
+            .filter(benchmark_source::id.between(1_000i64, 1_999i64)),
+    )
+    .unwrap();
+    let r = tandem_batch::blocking::run(&t.db, &essay::job(8)).unwrap();
+    let kept: Vec<usize> = (1..=3_000)
+        .filter(|i| i % 3 != 0 && !(1_000..=1_999).contains(i))
+        .collect();
+    assert_eq!(r.read as usize, kept.len());
+    assert_target(&t.db, &expected(kept.into_iter()));
+}
+
+/// A processor error fails the job naming the row's key; with a skip policy the row is skipped and counted.
+#[test]
+fn processor_errors_and_skips() {
+    let t = db::open(Dialect::Sqlite, "skips", PoolConfig::default()).unwrap();
+    let bad = |s: Source| -> Result<Processed<Target>, ProcessError> {
+        if s.id == 777 {
+            Err(ProcessError("cannot transform".into()))
+        } else {
+            essay::transform(s)
+        }
+    };
+    reset(&t.db, 2_000);
+    let err = tandem_batch::blocking::run(&t.db, &BatchJob::new("bad", bad)).unwrap_err();
+    assert!(matches!(err, JobError::Processor { key: 777, .. }));
+    assert!(err.to_string().contains("777"));
+    reset(&t.db, 2_000);
+    let r = tandem_batch::blocking::run(
+        &t.db,
+        &BatchJob::new("bad", bad)
+            .skip_policy(SkipPolicy::SkipUpTo(1))
+            .parallelism(3),
+    )
+    .unwrap();
+    assert_eq!((r.read, r.written, r.skipped), (2_000, 1_999, 1));
+    assert_target(&t.db, &expected((1..=2_000).filter(|i| *i != 777)));
+    let job: JobExecution =
+        t.db.fetch_one(&batch_job_execution::table.select_all())
+            .unwrap();
+    assert_eq!(
+        (
+            job.status.as_str(),
+            job.read_count,
+            job.write_count,
+            job.skip_count
+        ),
+        (status::COMPLETED, 2_000, 1_999, 1)
+    );
+    // Skipping more than the policy allows fails the job.
+    let two_bad = |s: Source| -> Result<Processed<Target>, ProcessError> {
+        if s.id == 5 || s.id == 9 {
+            Err(ProcessError("no".into()))
+        } else {
+            essay::transform(s)
+        }
+    };
+    reset(&t.db, 100);
+    assert!(matches!(
+        tandem_batch::blocking::run(
+            &t.db,
+            &BatchJob::new("two", two_bad).skip_policy(SkipPolicy::SkipUpTo(1))
+        ),
+        Err(JobError::Processor { key: 9, .. })
+    ));
+    // Ignored duplicates are counted as skipped, so the counts still add up.
+    reset(&t.db, 100);
+    let dup = |s: Source| -> Result<Processed<Target>, ProcessError> {
+        Ok(Processed::Write(Target {
+            id: 0,
+            source_name: format!("N{}", s.id % 10),
+            transformed_value: s.value,
+        }))
+    };
+    let r = tandem_batch::blocking::run(&t.db, &BatchJob::new("dups", dup).ignore_duplicates())
+        .unwrap();
+    assert_eq!((r.read, r.written, r.skipped), (100, 10, 90));
+}
