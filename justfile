@@ -38,6 +38,10 @@ bench:
 seed:
     cargo run --release -p tandem-bench -- seed --db sqlite,postgres,mysql
 
+# The essay's batch job on every engine: both runners at parallelism 1, 4 and 8 against INSERT … SELECT.
+e2e:
+    cargo run --release -p tandem-bench -- e2e --db sqlite,postgres,mysql --parallelism 1,4,8
+
 # The full check: tests, lints, the wasm build, docs and the tour.
 ci: test lint wasm doc
     cargo run --example tour > /dev/null

@@ -209,6 +209,8 @@ where
             chunk_rows: Some(job.chunk_size),
             ignore_duplicates: job.ignore_duplicates,
             transaction: BatchTransaction::PerCall,
+            // Multi-row INSERT: for 500-row chunks COPY gains nothing (and costs sqlx a round trip).
+            allow_copy: false,
             ..BatchOptions::default()
         };
         loop {

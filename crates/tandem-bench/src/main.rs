@@ -8,20 +8,22 @@
 //!
 //! `cargo run --release -p tandem-bench -- seed [--db sqlite,postgres,mysql] [--rows 100000] [--iterations 5]`
 
+mod e2e;
 mod raw;
-mod schema;
 
 use std::time::{Duration, Instant};
 
-use schema::{Source, benchmark_source, seed_rows};
+use tandem_batch::essay::{Source, benchmark_source, seed_rows};
 use tandem_blocking::{BatchOptions, Database, PoolConfig};
 use tandem_sql::prelude::*;
 use tandem_sql::{Dialect, raw};
 
 /// Rows per statement and per transaction, as in the essay.
-const CHUNK: usize = 1_000;
+pub(crate) const CHUNK: usize = 1_000;
 
 struct Args {
+    scenario: String,
+    parallelism: Vec<usize>,
     dbs: Vec<Dialect>,
     rows: usize,
     iterations: usize,
@@ -30,6 +32,8 @@ struct Args {
 
 fn parse_args() -> Result<Args, String> {
     let mut args = Args {
+        scenario: "seed".into(),
+        parallelism: vec![8],
         dbs: vec![Dialect::Sqlite],
         rows: 100_000,
         iterations: 5,
@@ -39,7 +43,13 @@ fn parse_args() -> Result<Args, String> {
     while let Some(a) = it.next() {
         let mut value = || it.next().ok_or(format!("{a} needs a value"));
         match a.as_str() {
-            "seed" => {}
+            "seed" | "e2e" => args.scenario = a.clone(),
+            "--parallelism" => {
+                args.parallelism = value()?
+                    .split(',')
+                    .map(|p| p.parse().map_err(|e| format!("--parallelism: {e}")))
+                    .collect::<Result<_, _>>()?;
+            }
             "--db" => {
                 args.dbs = value()?
                     .split(',')
@@ -57,7 +67,7 @@ fn parse_args() -> Result<Args, String> {
     Ok(args)
 }
 
-fn url(dialect: Dialect, dir: &std::path::Path) -> String {
+pub(crate) fn url(dialect: Dialect, dir: &std::path::Path) -> String {
     match dialect {
         Dialect::Sqlite => format!("sqlite://{}", dir.join("seed.db").display()),
         Dialect::Postgres => std::env::var("TANDEM_POSTGRES_URL")
@@ -68,7 +78,7 @@ fn url(dialect: Dialect, dir: &std::path::Path) -> String {
 }
 
 /// Recreates the table and checks that it holds exactly rows `1..=n`.
-fn reset(db: &Database) -> tandem_blocking::Result<()> {
+pub(crate) fn reset(db: &Database) -> tandem_blocking::Result<()> {
     db.execute(&benchmark_source::table.drop_table())?;
     db.create_table(&benchmark_source::table.create_table())
 }
@@ -92,13 +102,13 @@ fn verify(db: &Database, n: usize) -> Result<(), String> {
     Ok(())
 }
 
-struct Measured {
-    median: Duration,
-    min: Duration,
-    max: Duration,
+pub(crate) struct Measured {
+    pub(crate) median: Duration,
+    pub(crate) min: Duration,
+    pub(crate) max: Duration,
 }
 
-fn measure(
+pub(crate) fn measure(
     iterations: usize,
     mut op: impl FnMut() -> Result<Duration, String>,
 ) -> Result<Measured, String> {
@@ -294,6 +304,9 @@ fn main() {
 
 fn run(args: &Args) -> Result<(), String> {
     std::fs::create_dir_all(&args.out).map_err(|e| e.to_string())?;
+    if args.scenario == "e2e" {
+        return e2e::run(args);
+    }
     let rows = seed_rows(args.rows);
     let mut json = Vec::new();
     println!(

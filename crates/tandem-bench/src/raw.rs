@@ -3,7 +3,7 @@
 
 use postgres::types::ToSql;
 
-use crate::schema::Source;
+use tandem_batch::essay::Source;
 
 fn insert_sql(rows: usize, pg: bool) -> String {
     let mut sql = String::from("INSERT INTO benchmark_source (name, value) VALUES ");
