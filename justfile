@@ -6,7 +6,11 @@ set shell := ["bash", "-euo", "pipefail", "-c"]
 default:
     @just --list
 
-# The main job: until the benchmark lands, a tour printing SQL and parameters for every dialect.
+# The main job: a short benchmark matrix on embedded SQLite, every op verified.
+main:
+    cargo run --release -p tandem-bench
+
+# A tour printing SQL and parameters of a few queries for every dialect.
 tour:
     cargo run --example tour
 
@@ -30,18 +34,23 @@ wasm:
 doc:
     RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps
 
-# criterion micro benchmarks (render, bind).
+# The full benchmark matrix on all three engines (PostgreSQL and MariaDB must be running).
 bench:
+    cargo run --release -p tandem-bench -- matrix --db sqlite,postgres,mysql
+
+# criterion micro benchmarks (render, bind, decode).
+micro:
     cargo bench --bench render
 
 # The essay's seed workload on every engine: blocking repository vs raw driver, verified.
 seed:
-    cargo run --release -p tandem-bench -- seed --db sqlite,postgres,mysql
+    cargo run --release -p tandem-bench -- seed --db sqlite,postgres,mysql --data-size 100000
 
 # The essay's batch job on every engine: both runners at parallelism 1, 4 and 8 against INSERT … SELECT.
 e2e:
-    cargo run --release -p tandem-bench -- e2e --db sqlite,postgres,mysql --parallelism 1,4,8
+    cargo run --release -p tandem-bench -- e2e --db sqlite,postgres,mysql --data-size 100000 --parallelism 1,4,8
 
-# The full check: tests, lints, the wasm build, docs and the tour.
+# The full check: tests, lints, the wasm build, docs, the tour and the main job.
 ci: test lint wasm doc
     cargo run --example tour > /dev/null
+    cargo run --release -p tandem-bench

@@ -109,3 +109,51 @@ where
     }
     Ok(())
 }
+
+/// SQLite's bulk path: one prepared single-row INSERT, stepped for every row, in one transaction.
+pub fn sqlite_one_statement(conn: &rusqlite::Connection, rows: &[Source]) -> rusqlite::Result<()> {
+    conn.execute_batch("BEGIN")?;
+    {
+        let mut stmt =
+            conn.prepare("INSERT INTO benchmark_source (name, value) VALUES (?1, ?2)")?;
+        for s in rows {
+            stmt.execute(rusqlite::params![s.name, s.value])?;
+        }
+    }
+    conn.execute_batch("COMMIT")
+}
+
+/// PostgreSQL's bulk path: binary COPY of every row in one transaction.
+pub fn postgres_copy(
+    client: &mut postgres::Client,
+    rows: &[Source],
+) -> Result<(), postgres::Error> {
+    use postgres::binary_copy::BinaryCopyInWriter;
+    use postgres::types::Type;
+    let mut tx = client.transaction()?;
+    let sink = tx.copy_in("COPY benchmark_source (name, value) FROM STDIN (FORMAT binary)")?;
+    let mut writer = BinaryCopyInWriter::new(sink, &[Type::VARCHAR, Type::INT4]);
+    for s in rows {
+        writer.write(&[&s.name, &s.value])?;
+    }
+    writer.finish()?;
+    tx.commit()
+}
+
+/// MySQL's bulk path: `LOAD DATA LOCAL INFILE` of every row, streamed from memory.
+pub fn mysql_load_data(conn: &mut mysql::Conn, rows: &[Source]) -> Result<(), mysql::Error> {
+    use mysql::prelude::Queryable;
+    use std::io::Write;
+    let mut data = Vec::with_capacity(rows.len() * 20);
+    for s in rows {
+        let _ = writeln!(data, "{}\t{}", s.name, s.value);
+    }
+    let data = std::sync::Arc::new(data);
+    conn.set_local_infile_handler(Some(mysql::LocalInfileHandler::new(move |_, out| {
+        out.write_all(&data)?;
+        Ok(())
+    })));
+    conn.query_drop(
+        "LOAD DATA LOCAL INFILE 'tandem-seed' INTO TABLE benchmark_source (name, value)",
+    )
+}

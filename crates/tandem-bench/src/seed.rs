@@ -1,0 +1,291 @@
+//! `seed`: insert `data_size` rows `("item-$i", i)` into `benchmark_source` in 1,000-row chunks, one
+//! transaction per chunk, through both repositories, by hand on the raw drivers (rusqlite / postgres / mysql,
+//! and sqlx for the async side), and at the engine's bulk limit (PostgreSQL binary COPY, MySQL
+//! `LOAD DATA LOCAL INFILE`, SQLite one prepared statement in one transaction). The table is recreated before
+//! every op and checked after it.
+
+use std::time::{Duration, Instant};
+
+use tandem_batch::essay::{Source, benchmark_source, seed_rows};
+use tandem_blocking::{BatchOptions, Database, PoolConfig};
+use tandem_sql::prelude::*;
+use tandem_sql::{Dialect, raw};
+
+use crate::report::{Record, measure};
+use crate::{Ctx, Executor, raw as rawdrv, url};
+
+/// Rows per statement and per transaction, as in the essay.
+pub const CHUNK: usize = 1_000;
+
+/// The engine's version string.
+pub fn engine_version(dialect: Dialect, url: &str) -> Result<String, String> {
+    let db = Database::connect_with(
+        url,
+        PoolConfig {
+            max_size: 1,
+            ..PoolConfig::default()
+        },
+    )
+    .map_err(|e| e.to_string())?;
+    let sql = match dialect {
+        Dialect::Sqlite => "SELECT 'SQLite ' || sqlite_version()",
+        _ => "SELECT version()",
+    };
+    db.fetch_one::<(String,)>(&raw(sql, vec![]))
+        .map(|(v,)| v)
+        .map_err(|e| e.to_string())
+}
+
+/// Recreates `benchmark_source`.
+pub fn reset(db: &Database) -> Result<(), String> {
+    db.execute(&benchmark_source::table.drop_table())
+        .map_err(|e| e.to_string())?;
+    db.create_table(&benchmark_source::table.create_table())
+        .map_err(|e| e.to_string())
+}
+
+/// Checks that the table holds exactly rows `1..=n`: count, distinct names and the sum of values.
+pub fn verify(db: &Database, n: usize) -> Result<(), String> {
+    let (count, distinct, total): (i64, i64, i64) = db
+        .fetch_one(&benchmark_source::table.select((
+            count_star(),
+            count_distinct(benchmark_source::name),
+            coalesce(sum(benchmark_source::value), 0i64),
+        )))
+        .map_err(|e| e.to_string())?;
+    let n = n as i64;
+    let expected = (n, n, n * (n + 1) / 2);
+    if (count, distinct, total) != expected {
+        return Err(format!(
+            "seed verification failed: (count, distinct names, sum) = {:?}, expected {expected:?}",
+            (count, distinct, total)
+        ));
+    }
+    Ok(())
+}
+
+fn timed(
+    db: &Database,
+    n: usize,
+    op: impl FnOnce() -> Result<(), String>,
+) -> Result<Duration, String> {
+    reset(db)?;
+    let started = Instant::now();
+    op()?;
+    let took = started.elapsed();
+    verify(db, n)?;
+    Ok(took)
+}
+
+fn per_chunk() -> BatchOptions {
+    BatchOptions {
+        chunk_rows: Some(CHUNK),
+        ..BatchOptions::default()
+    }
+}
+
+/// Runs the scenario for every engine, data size and pool size.
+pub fn run(ctx: &mut Ctx, dbs: &[Dialect], sizes: &[usize], pools: &[u32]) -> Result<(), String> {
+    for &dialect in dbs {
+        let url = url(dialect, &ctx.out);
+        for &pool in pools {
+            let config = PoolConfig {
+                max_size: pool,
+                ..PoolConfig::default()
+            };
+            let db = Database::connect_with(&url, config.clone())
+                .map_err(|e| format!("{dialect} at {url}: {e}"))?;
+            let adb = ctx
+                .rt
+                .block_on(tandem_async::Database::connect_with(&url, config))
+                .map_err(|e| format!("{dialect} at {url}: {e}"))?;
+            for &n in sizes {
+                let rows = seed_rows(n);
+                let mut record = |variant: &str, time| {
+                    ctx.results.records.push(Record {
+                        scenario: "seed",
+                        db: dialect.name().into(),
+                        variant: variant.into(),
+                        rows: n as u64,
+                        pool,
+                        parallelism: 0,
+                        time,
+                        extra: None,
+                    })
+                };
+                let it = ctx.iterations;
+                if ctx.executors.contains(&Executor::Blocking) {
+                    let m = measure(it, || {
+                        timed(&db, n, || {
+                            let r = db
+                                .repository::<Source>()
+                                .batch_insert(&rows, &per_chunk())
+                                .map_err(|e| e.to_string())?;
+                            check_inserted(r.inserted, n)
+                        })
+                    })?;
+                    record("tandem-blocking", m);
+                    let m = measure(it, || timed(&db, n, || raw_driver(dialect, &url, &rows)))?;
+                    record("raw-driver", m);
+                }
+                if ctx.executors.contains(&Executor::Async) {
+                    let rt = &ctx.rt;
+                    let m = measure(it, || {
+                        timed(&db, n, || {
+                            let r = rt
+                                .block_on(
+                                    adb.repository::<Source>().batch_insert(&rows, &per_chunk()),
+                                )
+                                .map_err(|e| e.to_string())?;
+                            check_inserted(r.inserted, n)
+                        })
+                    })?;
+                    record("tandem-async", m);
+                    let m = measure(it, || timed(&db, n, || raw_sqlx(rt, dialect, &url, &rows)))?;
+                    record("raw-sqlx", m);
+                }
+                let m = measure(it, || timed(&db, n, || bulk_limit(dialect, &url, &rows)))?;
+                record("bulk-limit", m);
+            }
+            db.execute(&benchmark_source::table.drop_table())
+                .map_err(|e| e.to_string())?;
+        }
+    }
+    Ok(())
+}
+
+fn check_inserted(inserted: u64, n: usize) -> Result<(), String> {
+    if inserted != n as u64 {
+        return Err(format!(
+            "batch_insert reported {inserted} rows, expected {n}"
+        ));
+    }
+    Ok(())
+}
+
+fn pg_client(opts: &tandem_core::ConnectOptions) -> Result<postgres::Client, String> {
+    let mut c = postgres::Config::new();
+    c.host(&opts.host)
+        .port(opts.port)
+        .user(&opts.user)
+        .dbname(&opts.database);
+    if let Some(p) = &opts.password {
+        c.password(p);
+    }
+    c.connect(postgres::NoTls).map_err(|e| e.to_string())
+}
+
+fn mysql_conn(opts: &tandem_core::ConnectOptions) -> Result<mysql::Conn, String> {
+    let builder = mysql::OptsBuilder::new()
+        .ip_or_hostname(Some(opts.host.clone()))
+        .tcp_port(opts.port)
+        .user(Some(opts.user.clone()))
+        .pass(opts.password.clone())
+        .db_name(Some(opts.database.clone()))
+        .prefer_socket(false);
+    mysql::Conn::new(builder).map_err(|e| e.to_string())
+}
+
+fn sqlite_conn(opts: &tandem_core::ConnectOptions) -> Result<rusqlite::Connection, String> {
+    let conn = rusqlite::Connection::open(opts.path.as_deref().unwrap_or(":memory:"))
+        .map_err(|e| e.to_string())?;
+    conn.execute_batch(
+        "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = 5000;",
+    )
+    .map_err(|e| e.to_string())?;
+    Ok(conn)
+}
+
+/// The same work by hand: multi-row INSERTs of `CHUNK` rows, each statement its own transaction. Only the
+/// statements are timed (connecting is not).
+fn raw_driver(dialect: Dialect, url: &str, rows: &[Source]) -> Result<(), String> {
+    let opts = tandem_core::ConnectOptions::parse(url).map_err(|e| e.to_string())?;
+    match dialect {
+        Dialect::Sqlite => {
+            rawdrv::sqlite(&sqlite_conn(&opts)?, rows, CHUNK).map_err(|e| e.to_string())
+        }
+        Dialect::Postgres => {
+            rawdrv::postgres(&mut pg_client(&opts)?, rows, CHUNK).map_err(|e| e.to_string())
+        }
+        Dialect::MySql => {
+            rawdrv::mysql(&mut mysql_conn(&opts)?, rows, CHUNK).map_err(|e| e.to_string())
+        }
+    }
+}
+
+fn raw_sqlx(
+    rt: &tokio::runtime::Runtime,
+    dialect: Dialect,
+    url: &str,
+    rows: &[Source],
+) -> Result<(), String> {
+    let opts = tandem_core::ConnectOptions::parse(url).map_err(|e| e.to_string())?;
+    let e = |e: sqlx::Error| e.to_string();
+    rt.block_on(async {
+        match dialect {
+            Dialect::Sqlite => {
+                let o = sqlx::sqlite::SqliteConnectOptions::new()
+                    .filename(opts.path.as_deref().unwrap_or(":memory:"))
+                    .journal_mode(sqlx::sqlite::SqliteJournalMode::Wal)
+                    .synchronous(sqlx::sqlite::SqliteSynchronous::Normal);
+                let pool = sqlx::sqlite::SqlitePoolOptions::new()
+                    .max_connections(1)
+                    .connect_with(o)
+                    .await
+                    .map_err(e)?;
+                rawdrv::sqlx_seed(&pool, rows, CHUNK, false)
+                    .await
+                    .map_err(e)
+            }
+            Dialect::Postgres => {
+                let o = sqlx::postgres::PgConnectOptions::new()
+                    .host(&opts.host)
+                    .port(opts.port)
+                    .username(&opts.user)
+                    .database(&opts.database)
+                    .ssl_mode(sqlx::postgres::PgSslMode::Disable);
+                let pool = sqlx::postgres::PgPoolOptions::new()
+                    .max_connections(1)
+                    .connect_with(o)
+                    .await
+                    .map_err(e)?;
+                rawdrv::sqlx_seed(&pool, rows, CHUNK, true).await.map_err(e)
+            }
+            Dialect::MySql => {
+                let mut o = sqlx::mysql::MySqlConnectOptions::new()
+                    .host(&opts.host)
+                    .port(opts.port)
+                    .username(&opts.user)
+                    .database(&opts.database)
+                    .ssl_mode(sqlx::mysql::MySqlSslMode::Disabled);
+                if let Some(p) = &opts.password {
+                    o = o.password(p);
+                }
+                let pool = sqlx::mysql::MySqlPoolOptions::new()
+                    .max_connections(1)
+                    .connect_with(o)
+                    .await
+                    .map_err(e)?;
+                rawdrv::sqlx_seed(&pool, rows, CHUNK, false)
+                    .await
+                    .map_err(e)
+            }
+        }
+    })
+}
+
+/// The engine's bulk path, all rows in one go: the floor for this workload.
+fn bulk_limit(dialect: Dialect, url: &str, rows: &[Source]) -> Result<(), String> {
+    let opts = tandem_core::ConnectOptions::parse(url).map_err(|e| e.to_string())?;
+    match dialect {
+        Dialect::Sqlite => {
+            rawdrv::sqlite_one_statement(&sqlite_conn(&opts)?, rows).map_err(|e| e.to_string())
+        }
+        Dialect::Postgres => {
+            rawdrv::postgres_copy(&mut pg_client(&opts)?, rows).map_err(|e| e.to_string())
+        }
+        Dialect::MySql => {
+            rawdrv::mysql_load_data(&mut mysql_conn(&opts)?, rows).map_err(|e| e.to_string())
+        }
+    }
+}
