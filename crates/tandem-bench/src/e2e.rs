@@ -83,6 +83,11 @@ pub fn run(
                 })?;
                 for &p in parallelism {
                     let mut record = |variant: &str, time| {
+                        {
+                            ctx.progress.inc(1);
+                            ctx.progress
+                                .set_message(format!("{} {}", dialect.name(), variant));
+                        }
                         ctx.results.records.push(Record {
                             scenario: "e2e",
                             db: dialect.name().into(),

@@ -6,6 +6,7 @@
 //! verified (row counts and a checksum); a mismatch aborts the run. Results go to `target/tandem-bench/`
 //! as `results.json` and `results.csv`, with the machine they were measured on.
 
+mod chart;
 mod e2e;
 mod point;
 mod raw;
@@ -140,6 +141,8 @@ pub struct Ctx {
     pub out: PathBuf,
     /// Everything measured so far.
     pub results: Results,
+    /// The progress line while cells run.
+    pub progress: indicatif::ProgressBar,
 }
 
 impl Ctx {
@@ -180,7 +183,16 @@ fn run(cli: Cli) -> Result<(), String> {
         executors: cli.common.executor.clone(),
         out: cli.common.out.clone(),
         results: Results::default(),
+        progress: indicatif::ProgressBar::new_spinner(),
     };
+    ctx.progress.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{spinner} {elapsed_precise} {pos} cells measured · {msg}",
+        )
+        .map_err(|e| e.to_string())?,
+    );
+    ctx.progress
+        .enable_steady_tick(std::time::Duration::from_millis(120));
     let dbs: Vec<Dialect> = cli.common.db.iter().map(|d| d.dialect()).collect();
     ctx.results.machine.push((
         "cpus".into(),
@@ -221,9 +233,17 @@ fn run(cli: Cli) -> Result<(), String> {
             point::run(&mut ctx, &dbs, 1, 4)?;
         }
     }
+    ctx.progress.finish_and_clear();
     ctx.results.print();
     let (json, csv) = ctx.results.write(&ctx.out).map_err(|e| e.to_string())?;
-    println!("\nresults: {} and {}", json.display(), csv.display());
+    let chart = ctx.out.join("results.svg");
+    std::fs::write(&chart, chart::svg(&ctx.results)).map_err(|e| e.to_string())?;
+    println!(
+        "\nresults: {}, {} and {}",
+        json.display(),
+        csv.display(),
+        chart.display()
+    );
     for (k, v) in &ctx.results.machine {
         println!("  {k}: {v}");
     }

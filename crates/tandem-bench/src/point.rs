@@ -46,6 +46,11 @@ pub fn run(ctx: &mut Ctx, dbs: &[Dialect], seconds: u64, workers: usize) -> Resu
             .batch_insert(&seed_rows(ROWS as usize), &BatchOptions::default())
             .map_err(|e| e.to_string())?;
         let push = |ctx: &mut Ctx, variant: &str, took: Duration, ops: u64| {
+            {
+                ctx.progress.inc(1);
+                ctx.progress
+                    .set_message(format!("{} {}", dialect.name(), variant));
+            }
             ctx.results.records.push(Record {
                 scenario: "point",
                 db: dialect.name().into(),

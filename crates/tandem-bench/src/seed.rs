@@ -102,6 +102,11 @@ pub fn run(ctx: &mut Ctx, dbs: &[Dialect], sizes: &[usize], pools: &[u32]) -> Re
             for &n in sizes {
                 let rows = seed_rows(n);
                 let mut record = |variant: &str, time| {
+                    {
+                        ctx.progress.inc(1);
+                        ctx.progress
+                            .set_message(format!("{} {}", dialect.name(), variant));
+                    }
                     ctx.results.records.push(Record {
                         scenario: "seed",
                         db: dialect.name().into(),

@@ -42,6 +42,11 @@ pub fn run(ctx: &mut Ctx, dbs: &[Dialect], rows: usize) -> Result<(), String> {
                 .map_err(|e| e.to_string())?;
         }
         let push = |ctx: &mut Ctx, variant: &str, took: Duration, growth: i64| {
+            {
+                ctx.progress.inc(1);
+                ctx.progress
+                    .set_message(format!("{} {}", dialect.name(), variant));
+            }
             ctx.results.records.push(Record {
                 scenario: "stream",
                 db: dialect.name().into(),
