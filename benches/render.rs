@@ -11,26 +11,13 @@ use std::hint::black_box;
 use std::sync::Arc;
 
 use criterion::{Criterion, criterion_group, criterion_main};
+use tandem_batch::essay::{Source, benchmark_source};
 use tandem_sql::ast::Insert;
 use tandem_sql::prelude::*;
 use tandem_sql::{Ident, Row, Value};
 
 /// Rows per chunk, as in the essay's seed benchmark.
 const CHUNK: usize = 1_000;
-
-/// The essay's source table.
-#[derive(Table, Debug, Clone)]
-#[table(name = "benchmark_source")]
-pub struct Source {
-    /// Generated key.
-    #[column(primary_key, auto_increment)]
-    pub id: i64,
-    /// `item-$i`.
-    #[column(varchar = 255)]
-    pub name: String,
-    /// `i`.
-    pub value: i32,
-}
 
 fn chunk_rows() -> Vec<Vec<Value>> {
     (0..CHUNK)

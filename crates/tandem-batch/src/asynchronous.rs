@@ -10,9 +10,8 @@ use tandem_sql::FromRow;
 use tandem_sql::prelude::*;
 
 use crate::job::{
-    BatchJob, JobError, JobReport, PartitionReport, bounds_statement, check_counts,
-    checkpoint_statement, end_job_statement, end_step_statement, new_steps, page_statement,
-    partitions, process_page,
+    BatchJob, JobError, JobReport, PartitionReport, bounds_statement, checkpoint_statement,
+    end_job_statement, end_step_statement, new_steps, page_statement, partitions, process_page,
 };
 use crate::model::{
     JobExecution, StepExecution, batch_job_execution as jx, batch_step_execution as sx, now_ms,
@@ -121,39 +120,15 @@ where
             tokio::spawn(async move { run_step(&db, &job, &step, &failed_rows).await })
         })
         .collect();
-    let mut report = JobReport {
-        execution_id: execution,
-        partitions: Vec::new(),
-        read: 0,
-        written: 0,
-        skipped: 0,
-        chunks: 0,
-        duration: started.elapsed(),
-        resumed,
-    };
-    let mut first_error = None;
+    let mut results = Vec::with_capacity(tasks.len());
     for t in tasks {
-        match t.await {
-            Ok(Ok(p)) => {
-                report.read += p.read;
-                report.written += p.written;
-                report.skipped += p.skipped;
-                report.chunks += p.chunks;
-                report.partitions.push(p);
-            }
-            Ok(Err(e)) => {
-                first_error.get_or_insert(e);
-            }
-            Err(_) => {
-                first_error
-                    .get_or_insert(JobError::Inconsistent("a partition task panicked".into()));
-            }
-        }
+        results.push(match t.await {
+            Ok(r) => r,
+            Err(_) => Err(JobError::Inconsistent("a partition task panicked".into())),
+        });
     }
-    let outcome = match first_error {
-        Some(e) => Err(e),
-        None => check_counts(source_rows.max(0) as u64, &report),
-    };
+    let (mut report, outcome) =
+        crate::job::assemble(execution, resumed, started, source_rows, results);
     report.duration = started.elapsed();
     let totals = (report.read, report.written, report.skipped);
     match outcome {

@@ -454,6 +454,46 @@ pub(crate) fn check_counts(source_rows: u64, report: &JobReport) -> Result<(), J
     Ok(())
 }
 
+/// Adds up the partitions of a run and checks the counts: the report, and whether the run succeeded.
+pub(crate) fn assemble(
+    execution_id: i64,
+    resumed: bool,
+    started: std::time::Instant,
+    source_rows: i64,
+    partitions: Vec<Result<PartitionReport, JobError>>,
+) -> (JobReport, Result<(), JobError>) {
+    let mut report = JobReport {
+        execution_id,
+        partitions: Vec::new(),
+        read: 0,
+        written: 0,
+        skipped: 0,
+        chunks: 0,
+        duration: started.elapsed(),
+        resumed,
+    };
+    let mut first_error = None;
+    for p in partitions {
+        match p {
+            Ok(p) => {
+                report.read += p.read;
+                report.written += p.written;
+                report.skipped += p.skipped;
+                report.chunks += p.chunks;
+                report.partitions.push(p);
+            }
+            Err(e) => {
+                first_error.get_or_insert(e);
+            }
+        }
+    }
+    let outcome = match first_error {
+        Some(e) => Err(e),
+        None => check_counts(source_rows.max(0) as u64, &report),
+    };
+    (report, outcome)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -113,18 +113,7 @@ pub(crate) trait Rules: Sync {
 
     /// A function's name.
     fn function(&self, f: Function) -> &'static str {
-        match f {
-            Function::Count => "COUNT",
-            Function::Sum => "SUM",
-            Function::Min => "MIN",
-            Function::Max => "MAX",
-            Function::Avg => "AVG",
-            Function::Upper => "UPPER",
-            Function::Lower => "LOWER",
-            Function::Length => "LENGTH",
-            Function::Coalesce => "COALESCE",
-            Function::Abs => "ABS",
-        }
+        standard_function_name(f)
     }
 
     /// Writes a string literal for a DDL default: single quotes doubled.
@@ -180,6 +169,22 @@ pub(crate) trait Rules: Sync {
     /// Whether `INSERT … SELECT` with an upsert clause needs a WHERE in the SELECT (SQLite's parser does).
     fn upsert_select_needs_where(&self) -> bool {
         false
+    }
+}
+
+/// The SQL-standard spelling of each function, which PostgreSQL and SQLite use as is.
+pub(crate) fn standard_function_name(f: Function) -> &'static str {
+    match f {
+        Function::Count => "COUNT",
+        Function::Sum => "SUM",
+        Function::Min => "MIN",
+        Function::Max => "MAX",
+        Function::Avg => "AVG",
+        Function::Upper => "UPPER",
+        Function::Lower => "LOWER",
+        Function::Length => "LENGTH",
+        Function::Coalesce => "COALESCE",
+        Function::Abs => "ABS",
     }
 }
 

@@ -78,15 +78,7 @@ impl Rules for MySql {
     fn function(&self, f: Function) -> &'static str {
         match f {
             Function::Length => "CHAR_LENGTH",
-            Function::Count => "COUNT",
-            Function::Sum => "SUM",
-            Function::Min => "MIN",
-            Function::Max => "MAX",
-            Function::Avg => "AVG",
-            Function::Upper => "UPPER",
-            Function::Lower => "LOWER",
-            Function::Coalesce => "COALESCE",
-            Function::Abs => "ABS",
+            other => super::standard_function_name(other),
         }
     }
 
