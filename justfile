@@ -38,6 +38,11 @@ doc:
 bench:
     cargo run --release -p tandem-bench -- matrix --db sqlite,postgres,mysql
 
+# Regenerate docs/results.md (and its chart and CSV) from a full run on all engines.
+results:
+    cargo run --release -p tandem-bench -- matrix --db sqlite,postgres,mysql --iterations 3
+    cp target/tandem-bench/results.md target/tandem-bench/results.svg target/tandem-bench/results.csv docs/
+
 # criterion micro benchmarks (render, bind, decode).
 micro:
     cargo bench --bench render

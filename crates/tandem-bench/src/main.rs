@@ -8,6 +8,7 @@
 
 mod chart;
 mod e2e;
+mod essay;
 mod point;
 mod raw;
 mod report;
@@ -238,11 +239,14 @@ fn run(cli: Cli) -> Result<(), String> {
     let (json, csv) = ctx.results.write(&ctx.out).map_err(|e| e.to_string())?;
     let chart = ctx.out.join("results.svg");
     std::fs::write(&chart, chart::svg(&ctx.results)).map_err(|e| e.to_string())?;
+    let page = ctx.out.join("results.md");
+    std::fs::write(&page, essay::markdown(&ctx.results)).map_err(|e| e.to_string())?;
     println!(
-        "\nresults: {}, {} and {}",
+        "\nresults: {}, {}, {} and {}",
         json.display(),
         csv.display(),
-        chart.display()
+        chart.display(),
+        page.display()
     );
     for (k, v) in &ctx.results.machine {
         println!("  {k}: {v}");
