@@ -34,13 +34,16 @@ wasm:
 doc:
     RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps
 
-# The full benchmark matrix on all three engines (PostgreSQL and MariaDB must be running).
+# The full benchmark matrix on all three engines (PostgreSQL and MariaDB must be running), with the peers
+# (sea-query + sqlx 0.8, diesel; diesel's PostgreSQL backend needs libpq-dev) measured in the same run.
 bench:
-    cargo run --release -p tandem-bench -- matrix --db sqlite,postgres,mysql
+    cd peers && cargo build --release
+    cargo run --release -p tandem-bench -- matrix --db sqlite,postgres,mysql --peers peers/target/release/tandem-peers
 
 # Regenerate docs/results.md (and its chart and CSV) from a full run on all engines.
 results:
-    cargo run --release -p tandem-bench -- matrix --db sqlite,postgres,mysql --iterations 3
+    cd peers && cargo build --release
+    cargo run --release -p tandem-bench -- matrix --db sqlite,postgres,mysql --iterations 3 --peers peers/target/release/tandem-peers
     cp target/tandem-bench/results.md target/tandem-bench/results.svg target/tandem-bench/results.csv docs/
 
 # criterion micro benchmarks (render, bind, decode).

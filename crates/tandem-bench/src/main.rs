@@ -83,6 +83,10 @@ struct Common {
     /// Where results go.
     #[arg(long, global = true, default_value = "target/tandem-bench")]
     out: PathBuf,
+    /// The `tandem-peers` program (built from `peers/`): runs `seed` with sea-query + sqlx and diesel in the
+    /// same run, beside tandem.
+    #[arg(long, global = true)]
+    peers: Option<PathBuf>,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -142,6 +146,8 @@ pub struct Ctx {
     pub out: PathBuf,
     /// Everything measured so far.
     pub results: Results,
+    /// The peers program, if given.
+    pub peers: Option<PathBuf>,
     /// The progress line while cells run.
     pub progress: indicatif::ProgressBar,
 }
@@ -184,6 +190,7 @@ fn run(cli: Cli) -> Result<(), String> {
         executors: cli.common.executor.clone(),
         out: cli.common.out.clone(),
         results: Results::default(),
+        peers: cli.common.peers.clone(),
         progress: indicatif::ProgressBar::new_spinner(),
     };
     ctx.progress.set_style(

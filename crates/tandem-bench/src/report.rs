@@ -229,6 +229,22 @@ impl Results {
                 );
             }
         }
+        for r in self
+            .records
+            .iter()
+            .filter(|r| r.scenario == "seed" && r.variant.starts_with("peer "))
+        {
+            let vs = self.find(r, "tandem-blocking").map_or("-".to_owned(), |b| {
+                format!("{:.0}%", 100.0 * r.time.secs() / b.time.secs())
+            });
+            println!(
+                "seed      {:<9} {:>7} rows {:<26} {:>10.3} ops/s  (its time is {vs} of tandem-blocking's)",
+                r.db,
+                r.rows,
+                r.variant,
+                r.ops_per_s()
+            );
+        }
         for r in self.records.iter().filter(|r| r.scenario == "stream") {
             println!(
                 "stream    {:<9} {:<22} {:>9} rows {:>10.0} rows/s  peak RSS growth {:>8.1} MiB",

@@ -151,6 +151,11 @@ pub fn run(ctx: &mut Ctx, dbs: &[Dialect], sizes: &[usize], pools: &[u32]) -> Re
                 }
                 let m = measure(it, || timed(&db, n, || bulk_limit(dialect, &url, &rows)))?;
                 record("bulk-limit", m);
+                if let Some(peers) = &ctx.peers {
+                    for (name, m) in run_peers(peers, dialect, &url, n, it)? {
+                        record(&format!("peer {name}"), m);
+                    }
+                }
             }
             db.execute(&benchmark_source::table.drop_table())
                 .map_err(|e| e.to_string())?;
@@ -293,4 +298,52 @@ fn bulk_limit(dialect: Dialect, url: &str, rows: &[Source]) -> Result<(), String
             rawdrv::mysql_load_data(&mut mysql_conn(&opts)?, rows).map_err(|e| e.to_string())
         }
     }
+}
+
+/// Runs the peers program for one cell; it checks its own writes and prints `<name> <median> <min> <max>`.
+fn run_peers(
+    program: &std::path::Path,
+    dialect: Dialect,
+    url: &str,
+    n: usize,
+    iterations: usize,
+) -> Result<Vec<(String, crate::report::Measured)>, String> {
+    let out = std::process::Command::new(program)
+        .args([
+            "seed",
+            dialect.name(),
+            url,
+            &n.to_string(),
+            &iterations.to_string(),
+        ])
+        .output()
+        .map_err(|e| format!("running {}: {e}", program.display()))?;
+    if !out.status.success() {
+        return Err(format!(
+            "peers failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    let secs = |s: &str| {
+        s.parse::<f64>()
+            .map(Duration::from_secs_f64)
+            .map_err(|e| format!("peers output: {e}"))
+    };
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|line| {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            let [name, median, min, max] = f.as_slice() else {
+                return Err(format!("peers output: {line:?}"));
+            };
+            Ok((
+                (*name).to_owned(),
+                crate::report::Measured {
+                    median: secs(median)?,
+                    min: secs(min)?,
+                    max: secs(max)?,
+                },
+            ))
+        })
+        .collect()
 }
