@@ -5,17 +5,17 @@ use std::sync::atomic::AtomicU64;
 use std::time::Instant;
 
 use futures_util::TryStreamExt;
-use tandem_async::{BatchOptions, BatchTransaction, Database, Find, TxOptions};
+use tandem_async::{BatchOptions, BatchTransaction, Database, TxOptions};
 use tandem_sql::FromRow;
 use tandem_sql::prelude::*;
 
 use crate::job::{
-    BatchJob, JobError, JobReport, PartitionReport, bounds_statement, checkpoint_statement,
-    end_job_statement, end_step_statement, new_steps, page_statement, partitions, process_page,
+    BatchJob, JobError, JobReport, PartitionReport, bounds_statement, check_last_run,
+    checkpoint_statement, end_job_statement, end_step_statement, last_run_query, new_execution,
+    new_steps, page_statement, partitions, process_page, steps_query,
 };
 use crate::model::{
-    JobExecution, StepExecution, batch_job_execution as jx, batch_step_execution as sx, now_ms,
-    status,
+    JobExecution, StepExecution, batch_job_execution as jx, batch_step_execution as sx, status,
 };
 
 /// Creates the job repository tables if they are missing.
@@ -32,52 +32,15 @@ where
 {
     let started = Instant::now();
     prepare(db).await?;
-    let params = job.params_text();
     let jobs = db.repository::<JobExecution>();
-    let last: Option<JobExecution> = jobs
-        .find_all(
-            Find::all()
-                .filter(
-                    jx::job_name
-                        .eq(job.name.as_str())
-                        .and(jx::job_params.eq(params.as_str())),
-                )
-                .order_by(jx::id.desc())
-                .limit(1),
-        )
-        .await?
-        .try_next()
-        .await?;
-    if let Some(l) = &last {
-        if l.status == status::COMPLETED {
-            return Err(JobError::AlreadyCompleted {
-                name: job.name.clone(),
-                params,
-                execution: l.id,
-            });
-        }
-        if l.status == status::STARTED {
-            db.execute(&end_job_statement(
-                l.id,
-                status::FAILED,
-                (
-                    l.read_count as u64,
-                    l.write_count as u64,
-                    l.skip_count as u64,
-                ),
-                Some("abandoned: the run stopped without finishing".into()),
-            ))
-            .await?;
-        }
+    let last: Option<JobExecution> = jobs.find_all(last_run_query(job)).await?.try_next().await?;
+    if let Some(abandoned) = check_last_run(job, last.as_ref())? {
+        db.execute(&abandoned).await?;
     }
     let previous_steps = match &last {
         Some(l) => Some(
             db.repository::<StepExecution>()
-                .find_all(
-                    Find::all()
-                        .filter(sx::job_execution_id.eq(l.id))
-                        .order_by(sx::id.asc()),
-                )
+                .find_all(steps_query(l.id))
                 .await?
                 .try_collect::<Vec<_>>()
                 .await?,
@@ -86,20 +49,7 @@ where
     };
     let (lo, hi, source_rows): (Option<i64>, Option<i64>, i64) =
         db.fetch_one(&bounds_statement::<S>()).await?;
-    let execution = jobs
-        .insert(&JobExecution {
-            id: 0,
-            job_name: job.name.clone(),
-            job_params: params,
-            status: status::STARTED.into(),
-            started_at: now_ms(),
-            ended_at: None,
-            read_count: 0,
-            write_count: 0,
-            skip_count: 0,
-            error_text: None,
-        })
-        .await?;
+    let execution = jobs.insert(&new_execution(job)).await?;
     let ranges = match (lo, hi) {
         (Some(lo), Some(hi)) => partitions(lo, hi, job.parallelism),
         _ => Vec::new(),

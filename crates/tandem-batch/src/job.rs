@@ -123,7 +123,9 @@ impl<S: Entity, T: Entity> BatchJob<S, T> {
         self.skip_policy = policy;
         self
     }
+}
 
+impl<S, T> BatchJob<S, T> {
     /// The parameters as stored: sorted `key=value` pairs joined by `&`.
     pub fn params_text(&self) -> String {
         let mut p: Vec<String> = self
@@ -492,6 +494,75 @@ pub(crate) fn assemble(
         None => check_counts(source_rows.max(0) as u64, &report),
     };
     (report, outcome)
+}
+
+/// The filter that finds earlier runs of this job (same name and parameters), newest first.
+pub(crate) fn last_run_query<S, T>(
+    job: &BatchJob<S, T>,
+) -> tandem_core::Find<crate::model::batch_job_execution::table> {
+    use crate::model::batch_job_execution as jx;
+    use tandem_sql::prelude::*;
+    tandem_core::Find::all()
+        .filter(
+            jx::job_name
+                .eq(job.name.clone())
+                .and(jx::job_params.eq(job.params_text())),
+        )
+        .order_by(jx::id.desc())
+        .limit(1)
+}
+
+/// The steps of a run, in order.
+pub(crate) fn steps_query(
+    execution: i64,
+) -> tandem_core::Find<crate::model::batch_step_execution::table> {
+    use crate::model::batch_step_execution as sx;
+    use tandem_sql::prelude::*;
+    tandem_core::Find::all()
+        .filter(sx::job_execution_id.eq(execution))
+        .order_by(sx::id.asc())
+}
+
+/// What the last run means for this one: a completed job is not run again; a run still marked STARTED
+/// stopped without a word (its process was killed), and is recorded as FAILED before resuming.
+pub(crate) fn check_last_run<S, T>(
+    job: &BatchJob<S, T>,
+    last: Option<&crate::model::JobExecution>,
+) -> Result<Option<impl Render + use<S, T>>, JobError> {
+    match last {
+        Some(l) if l.status == status::COMPLETED => Err(JobError::AlreadyCompleted {
+            name: job.name.clone(),
+            params: job.params_text(),
+            execution: l.id,
+        }),
+        Some(l) if l.status == status::STARTED => Ok(Some(end_job_statement(
+            l.id,
+            status::FAILED,
+            (
+                l.read_count as u64,
+                l.write_count as u64,
+                l.skip_count as u64,
+            ),
+            Some("abandoned: the run stopped without finishing".into()),
+        ))),
+        _ => Ok(None),
+    }
+}
+
+/// The row of a new run.
+pub(crate) fn new_execution<S, T>(job: &BatchJob<S, T>) -> crate::model::JobExecution {
+    crate::model::JobExecution {
+        id: 0,
+        job_name: job.name.clone(),
+        job_params: job.params_text(),
+        status: status::STARTED.into(),
+        started_at: crate::model::now_ms(),
+        ended_at: None,
+        read_count: 0,
+        write_count: 0,
+        skip_count: 0,
+        error_text: None,
+    }
 }
 
 #[cfg(test)]
