@@ -1,0 +1,175 @@
+//! Deterministic tests of the gate: saturation, timeout, arrival order, cancellation, metrics.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use super::*;
+
+fn gate(max_size: usize, max_pending: usize, timeout_ms: u64) -> Gate {
+    Gate::new(GateConfig {
+        max_size,
+        max_pending,
+        timeout: Duration::from_millis(timeout_ms),
+    })
+}
+
+/// Waits until `n` acquires are queued.
+fn until_waiting(g: &Gate, n: usize) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while g.metrics().waiting != n {
+        assert!(Instant::now() < deadline, "never saw {n} waiters");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// A full queue refuses at once with `Saturated`; the refusal is counted.
+#[test]
+fn saturation_fails_fast() {
+    let g = gate(1, 1, 5_000);
+    let held = g.acquire_blocking().unwrap();
+    let waiter = {
+        let g = g.clone();
+        std::thread::spawn(move || g.acquire_blocking().map(drop))
+    };
+    until_waiting(&g, 1);
+    let started = Instant::now();
+    let err = g.acquire_blocking().unwrap_err();
+    assert!(
+        started.elapsed() < Duration::from_millis(50),
+        "rejected at once"
+    );
+    assert_eq!(
+        err,
+        AdmissionError::Saturated {
+            pending: 1,
+            max_size: 1
+        }
+    );
+    assert_eq!(g.metrics().counters.rejected, 1);
+    drop(held);
+    waiter.join().unwrap().unwrap();
+}
+
+/// No permit within the timeout is a `Timeout` carrying the wait; the waiter leaves the queue.
+#[test]
+fn timeout_carries_the_wait() {
+    let g = gate(1, 4, 60);
+    let _held = g.acquire_blocking().unwrap();
+    let err = g.acquire_blocking().unwrap_err();
+    let AdmissionError::Timeout { waited } = err else {
+        panic!("expected a timeout, got {err}")
+    };
+    assert!(
+        waited >= Duration::from_millis(60) && waited < Duration::from_secs(2),
+        "{waited:?}"
+    );
+    let m = g.metrics();
+    assert_eq!((m.waiting, m.counters.timed_out), (0, 1));
+}
+
+/// Waiters are served in arrival order, threads and tasks in the same queue.
+#[test]
+fn first_come_first_served() {
+    let g = gate(1, 16, 5_000);
+    let held = g.acquire_blocking().unwrap();
+    let order = Arc::new(Mutex::new(Vec::new()));
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut threads = Vec::new();
+    let mut tasks = Vec::new();
+    for i in 0..8 {
+        let (mine, order) = (g.clone(), order.clone());
+        if i % 2 == 0 {
+            threads.push(std::thread::spawn(move || {
+                let p = mine.acquire_blocking().unwrap();
+                order.lock().unwrap().push(i);
+                drop(p);
+            }));
+        } else {
+            tasks.push(rt.spawn(async move {
+                let p = mine.acquire().await.unwrap();
+                order.lock().unwrap().push(i);
+                drop(p);
+            }));
+        }
+        until_waiting(&g, i + 1);
+    }
+    drop(held);
+    for t in threads {
+        t.join().unwrap();
+    }
+    for t in tasks {
+        rt.block_on(t).unwrap();
+    }
+    assert_eq!(*order.lock().unwrap(), (0..8).collect::<Vec<_>>());
+}
+
+/// A dropped async acquire frees its place and loses no permit, even when one was already on its way.
+#[test]
+fn cancelled_acquires_leak_nothing() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let g = gate(1, 4, 5_000);
+    let held = g.acquire_blocking().unwrap();
+    let task = {
+        let g = g.clone();
+        rt.spawn(async move { g.acquire().await.map(drop) })
+    };
+    until_waiting(&g, 1);
+    task.abort();
+    let _ = rt.block_on(task);
+    drop(held);
+    // The permit skipped the cancelled waiter (or came back from it): it is free again.
+    let again = g.acquire_blocking().unwrap();
+    assert_eq!(g.metrics().in_use, 1);
+    drop(again);
+    assert_eq!(g.metrics().in_use, 0);
+
+    // A permit sent to a waiter that is dropped before reading it comes back too.
+    let held = g.acquire_blocking().unwrap();
+    let fut = {
+        let g = g.clone();
+        async move { g.acquire().await }
+    };
+    let mut fut = Box::pin(fut);
+    let waker = std::task::Waker::noop();
+    let mut cx = std::task::Context::from_waker(waker);
+    rt.block_on(async {
+        assert!(fut.as_mut().poll(&mut cx).is_pending());
+    });
+    until_waiting(&g, 1);
+    drop(held); // sent into the waiting future's channel
+    drop(fut); // …which is dropped unread
+    let again = g.acquire_blocking().unwrap();
+    drop(again);
+    assert_eq!(g.metrics().in_use, 0);
+}
+
+/// Metrics report holders, waiters, counters and wait percentiles.
+#[test]
+fn metrics_snapshot() {
+    let g = gate(2, 8, 5_000);
+    let a = g.acquire_blocking().unwrap();
+    let b = g.acquire_blocking().unwrap();
+    let waiter = {
+        let g = g.clone();
+        std::thread::spawn(move || g.acquire_blocking().map(drop))
+    };
+    until_waiting(&g, 1);
+    let m = g.metrics();
+    assert_eq!((m.size, m.in_use, m.waiting), (2, 2, 1));
+    std::thread::sleep(Duration::from_millis(30));
+    drop(a);
+    waiter.join().unwrap().unwrap();
+    drop(b);
+    let m = g.metrics();
+    assert_eq!(m.counters.acquired, 3);
+    assert!(m.wait_p99 >= Duration::from_millis(30), "{:?}", m.wait_p99);
+    assert_eq!(m.wait_p50, Duration::ZERO);
+}
