@@ -80,3 +80,30 @@ fn short_row() {
         Err(tandem_sql::Error::MissingColumn { ref column, .. }) if column == "name"
     ));
 }
+
+/// A table declared through the facade alone, with `crate = "tandem::sql"`.
+#[derive(tandem::sql::Table, Debug, Clone, PartialEq)]
+#[table(name = "notes", crate = "tandem::sql")]
+pub struct Note {
+    /// Generated key.
+    #[column(primary_key, auto_increment)]
+    pub id: i64,
+    /// Text.
+    pub body: String,
+}
+
+/// The facade path works for declarations and queries.
+#[test]
+fn declared_through_the_facade() {
+    use tandem::prelude::*;
+    let r = notes::table
+        .select(notes::body)
+        .filter(notes::id.eq(1))
+        .render(Dialect::Postgres)
+        .unwrap();
+    assert_eq!(
+        r.sql,
+        r#"SELECT "notes"."body" FROM "notes" WHERE "notes"."id" = $1"#
+    );
+    assert_eq!(<Note as Entity>::KEY.as_str(), "id");
+}
