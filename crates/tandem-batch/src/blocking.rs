@@ -114,15 +114,7 @@ where
     T: Entity + Sync,
 {
     let started = Instant::now();
-    let mut report = PartitionReport {
-        name: step.step_name.clone(),
-        range: (step.partition_lo, step.partition_hi),
-        read: step.read_count as u64,
-        written: step.write_count as u64,
-        skipped: step.skip_count as u64,
-        chunks: step.chunk_count as u64,
-        duration: Default::default(),
-    };
+    let mut report = PartitionReport::from_step(step);
     if step.status == status::COMPLETED {
         return Ok(report);
     }

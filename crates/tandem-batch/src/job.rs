@@ -193,6 +193,21 @@ pub struct PartitionReport {
     pub duration: Duration,
 }
 
+impl PartitionReport {
+    /// A partition's figures as its step row has them (carried over from earlier runs), before this run.
+    pub(crate) fn from_step(step: &StepExecution) -> Self {
+        PartitionReport {
+            name: step.step_name.clone(),
+            range: (step.partition_lo, step.partition_hi),
+            read: step.read_count as u64,
+            written: step.write_count as u64,
+            skipped: step.skip_count as u64,
+            chunks: step.chunk_count as u64,
+            duration: Duration::default(),
+        }
+    }
+}
+
 /// What a run did.
 #[derive(Clone, Debug, PartialEq)]
 pub struct JobReport {

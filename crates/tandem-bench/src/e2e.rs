@@ -83,21 +83,20 @@ pub fn run(
                 })?;
                 for &p in parallelism {
                     let mut record = |variant: &str, time| {
-                        {
-                            ctx.progress.inc(1);
-                            ctx.progress
-                                .set_message(format!("{} {}", dialect.name(), variant));
-                        }
-                        ctx.results.records.push(Record {
-                            scenario: "e2e",
-                            db: dialect.name().into(),
-                            variant: variant.into(),
-                            rows: n as u64,
-                            pool,
-                            parallelism: p as u32,
-                            time,
-                            extra: None,
-                        })
+                        crate::record(
+                            &ctx.progress,
+                            &mut ctx.results,
+                            Record {
+                                scenario: "e2e",
+                                db: dialect.name().into(),
+                                variant: variant.into(),
+                                rows: n as u64,
+                                pool,
+                                parallelism: p as u32,
+                                time,
+                                extra: None,
+                            },
+                        )
                     };
                     record("insert-select", ceiling);
                     let job = essay::job(p);

@@ -153,10 +153,26 @@ pub struct Ctx {
 }
 
 impl Ctx {
+    /// Keeps a measured cell and moves the progress line on.
+    pub fn record(&mut self, r: report::Record) {
+        self.progress.inc(1);
+        self.progress
+            .set_message(format!("{} {} {}", r.scenario, r.db, r.variant));
+        self.results.records.push(r);
+    }
+
     /// Whether `e` is measured.
     pub fn runs(&self, e: Executor) -> bool {
         self.executors.contains(&e)
     }
+}
+
+/// Keeps a measured cell and moves the progress line on. Takes the two fields, not the whole context, so
+/// the scenarios' recording closures borrow only these.
+pub fn record(progress: &indicatif::ProgressBar, results: &mut Results, r: report::Record) {
+    progress.inc(1);
+    progress.set_message(format!("{} {} {}", r.scenario, r.db, r.variant));
+    results.records.push(r);
 }
 
 /// The URL of an engine: a SQLite file under `out`, or the server from the environment.

@@ -46,25 +46,24 @@ pub fn run(ctx: &mut Ctx, dbs: &[Dialect], seconds: u64, workers: usize) -> Resu
             .batch_insert(&seed_rows(ROWS as usize), &BatchOptions::default())
             .map_err(|e| e.to_string())?;
         let push = |ctx: &mut Ctx, variant: &str, took: Duration, ops: u64| {
-            {
-                ctx.progress.inc(1);
-                ctx.progress
-                    .set_message(format!("{} {}", dialect.name(), variant));
-            }
-            ctx.results.records.push(Record {
-                scenario: "point",
-                db: dialect.name().into(),
-                variant: variant.into(),
-                rows: 1,
-                pool: workers as u32,
-                parallelism: workers as u32,
-                time: Measured {
-                    median: took,
-                    min: took,
-                    max: took,
+            crate::record(
+                &ctx.progress,
+                &mut ctx.results,
+                Record {
+                    scenario: "point",
+                    db: dialect.name().into(),
+                    variant: variant.into(),
+                    rows: 1,
+                    pool: workers as u32,
+                    parallelism: workers as u32,
+                    time: Measured {
+                        median: took,
+                        min: took,
+                        max: took,
+                    },
+                    extra: Some(ops as f64),
                 },
-                extra: Some(ops as f64),
-            })
+            )
         };
         if ctx.runs(Executor::Blocking) {
             let done = AtomicU64::new(0);

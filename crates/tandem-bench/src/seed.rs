@@ -102,21 +102,20 @@ pub fn run(ctx: &mut Ctx, dbs: &[Dialect], sizes: &[usize], pools: &[u32]) -> Re
             for &n in sizes {
                 let rows = seed_rows(n);
                 let mut record = |variant: &str, time| {
-                    {
-                        ctx.progress.inc(1);
-                        ctx.progress
-                            .set_message(format!("{} {}", dialect.name(), variant));
-                    }
-                    ctx.results.records.push(Record {
-                        scenario: "seed",
-                        db: dialect.name().into(),
-                        variant: variant.into(),
-                        rows: n as u64,
-                        pool,
-                        parallelism: 0,
-                        time,
-                        extra: None,
-                    })
+                    crate::record(
+                        &ctx.progress,
+                        &mut ctx.results,
+                        Record {
+                            scenario: "seed",
+                            db: dialect.name().into(),
+                            variant: variant.into(),
+                            rows: n as u64,
+                            pool,
+                            parallelism: 0,
+                            time,
+                            extra: None,
+                        },
+                    )
                 };
                 let it = ctx.iterations;
                 if ctx.executors.contains(&Executor::Blocking) {

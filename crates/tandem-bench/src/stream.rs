@@ -42,21 +42,20 @@ pub fn run(ctx: &mut Ctx, dbs: &[Dialect], rows: usize) -> Result<(), String> {
                 .map_err(|e| e.to_string())?;
         }
         let push = |ctx: &mut Ctx, variant: &str, took: Duration, growth: i64| {
-            {
-                ctx.progress.inc(1);
-                ctx.progress
-                    .set_message(format!("{} {}", dialect.name(), variant));
-            }
-            ctx.results.records.push(Record {
-                scenario: "stream",
-                db: dialect.name().into(),
-                variant: variant.into(),
-                rows: rows as u64,
-                pool: 10,
-                parallelism: 0,
-                time: once(took),
-                extra: Some(growth.max(0) as f64),
-            })
+            crate::record(
+                &ctx.progress,
+                &mut ctx.results,
+                Record {
+                    scenario: "stream",
+                    db: dialect.name().into(),
+                    variant: variant.into(),
+                    rows: rows as u64,
+                    pool: 10,
+                    parallelism: 0,
+                    time: once(took),
+                    extra: Some(growth.max(0) as f64),
+                },
+            )
         };
         let find = || Find::<benchmark_source::table>::all();
         if ctx.runs(Executor::Blocking) {
