@@ -9,6 +9,7 @@ use sqlx::{AssertSqlSafe, Column, Either, Row as _};
 use tandem_blocking::engine::PooledConnection;
 use tandem_core::plan::{Outcome, Step};
 use tandem_core::{DbError, Error, Result};
+use tandem_pool::Permit;
 use tandem_sql::{Dialect, Rendered, Row};
 
 use crate::backend::{Backend, error};
@@ -63,8 +64,15 @@ impl Sink for Discard {
     }
 }
 
-/// A connection checked out of one of the pools.
-pub(crate) enum Conn {
+/// A connection checked out of one of the pools, with its admission permit. Fields drop in order: the
+/// connection is handed back to its pool before the permit admits the next waiter.
+pub(crate) struct Conn {
+    pub(crate) link: Link,
+    _permit: Option<Permit>,
+}
+
+/// The driver connection itself.
+pub(crate) enum Link {
     Postgres(PoolConnection<sqlx::Postgres>),
     MySql(PoolConnection<sqlx::MySql>),
     Sqlite(PoolConnection<sqlx::Sqlite>),
@@ -156,21 +164,28 @@ where
 }
 
 impl Conn {
+    pub(crate) fn new(link: Link, permit: Option<Permit>) -> Conn {
+        Conn {
+            link,
+            _permit: permit,
+        }
+    }
+
     pub(crate) fn dialect(&self) -> Dialect {
-        match self {
-            Conn::Postgres(_) => Dialect::Postgres,
-            Conn::MySql(_) => Dialect::MySql,
-            Conn::Sqlite(_) | Conn::Rusqlite(_) => Dialect::Sqlite,
+        match &self.link {
+            Link::Postgres(_) => Dialect::Postgres,
+            Link::MySql(_) => Dialect::MySql,
+            Link::Sqlite(_) | Link::Rusqlite(_) => Dialect::Sqlite,
         }
     }
 
     /// Runs one statement, feeding rows to `sink`.
     pub(crate) async fn run<S: Sink>(&mut self, r: &Rendered, sink: &mut S) -> Result<Done> {
-        let result = match self {
-            Conn::Postgres(c) => run_on(c, r, sink).await,
-            Conn::MySql(c) => run_on(c, r, sink).await,
-            Conn::Sqlite(c) => run_on(c, r, sink).await,
-            Conn::Rusqlite(slot) => {
+        let result = match &mut self.link {
+            Link::Postgres(c) => run_on(c, r, sink).await,
+            Link::MySql(c) => run_on(c, r, sink).await,
+            Link::Sqlite(c) => run_on(c, r, sink).await,
+            Link::Rusqlite(slot) => {
                 let keep = sink.keep();
                 let r = r.clone();
                 let got = hop(slot, move |c| {
@@ -205,11 +220,11 @@ impl Conn {
 
     /// A statement without parameters or rows (BEGIN, COMMIT, SAVEPOINT, pragmas).
     pub(crate) async fn simple(&mut self, sql: &str) -> Result<()> {
-        let result = match self {
-            Conn::Postgres(c) => simple_on(c, sql).await,
-            Conn::MySql(c) => simple_on(c, sql).await,
-            Conn::Sqlite(c) => simple_on(c, sql).await,
-            Conn::Rusqlite(slot) => {
+        let result = match &mut self.link {
+            Link::Postgres(c) => simple_on(c, sql).await,
+            Link::MySql(c) => simple_on(c, sql).await,
+            Link::Sqlite(c) => simple_on(c, sql).await,
+            Link::Rusqlite(slot) => {
                 let sql = sql.to_owned();
                 hop(slot, move |c| c.simple(&sql)).await
             }
@@ -227,7 +242,7 @@ impl Conn {
         else {
             return Err(Error::Usage("copy_in needs a COPY step".into()));
         };
-        let Conn::Postgres(c) = self else {
+        let Link::Postgres(c) = &mut self.link else {
             return Err(Error::Usage("COPY is planned for PostgreSQL only".into()));
         };
         let payload = tandem_core::copy::encode_binary(schema, columns, rows)?;
@@ -244,7 +259,7 @@ impl Conn {
         &mut self,
         steps: &std::sync::Arc<[Step]>,
     ) -> Result<Vec<Outcome>> {
-        if let Conn::Rusqlite(slot) = self {
+        if let Link::Rusqlite(slot) = &mut self.link {
             // The whole plan in one hop to the blocking thread.
             let steps = steps.clone();
             return hop(slot, move |c| c.run_steps(&steps)).await;
@@ -288,12 +303,12 @@ impl Conn {
     }
 
     pub(crate) fn close_on_drop(&mut self) {
-        match self {
-            Conn::Postgres(c) => c.close_on_drop(),
-            Conn::MySql(c) => c.close_on_drop(),
-            Conn::Sqlite(c) => c.close_on_drop(),
+        match &mut self.link {
+            Link::Postgres(c) => c.close_on_drop(),
+            Link::MySql(c) => c.close_on_drop(),
+            Link::Sqlite(c) => c.close_on_drop(),
             // The blocking connection marks itself broken and is dropped by its pool.
-            Conn::Rusqlite(_) => {}
+            Link::Rusqlite(_) => {}
         }
     }
 }

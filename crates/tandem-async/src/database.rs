@@ -1,17 +1,20 @@
 //! [`Database`]: sqlx pools opened from the same URLs as the blocking executor, with statement execution,
 //! streams, transactions (async closures) and plan execution.
 
+use std::future::Future;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use sqlx::pool::PoolOptions;
 use tandem_core::plan::Plan;
-use tandem_core::{ConnectOptions, Error, PoolConfig, Result, TxOptions};
+use tandem_core::{ConnectOptions, Error, PoolConfig, PoolMetrics, Result, TxOptions};
+use tandem_pool::Admission;
 use tandem_sql::ast::CreateTable;
 use tandem_sql::{Dialect, FromRow, Render, Rendered};
 
 use crate::backend::error;
-use crate::conn::{Collect, Conn, Discard, First};
+use crate::conn::{Collect, Conn, Discard, First, Link};
 use crate::stream::RowStream;
 use crate::transaction::Transaction;
 
@@ -32,6 +35,8 @@ pub struct Database {
 
 struct Inner {
     pools: Pools,
+    /// Admission in front of the sqlx pools (the rusqlite path uses its blocking database's own).
+    admission: Admission,
     options: ConnectOptions,
     config: PoolConfig,
 }
@@ -45,12 +50,54 @@ impl std::fmt::Debug for Database {
     }
 }
 
-fn pool_options<DB: sqlx::Database>(config: &PoolConfig) -> PoolOptions<DB> {
+fn pool_options<DB: sqlx::Database>(
+    config: &PoolConfig,
+    created: Arc<AtomicU64>,
+) -> PoolOptions<DB> {
     PoolOptions::<DB>::new()
-        .max_connections(config.max_size.max(1))
-        .min_connections(config.min_idle.unwrap_or(0).min(config.max_size.max(1)))
-        .acquire_timeout(config.acquire_timeout)
+        .max_connections(config.effective_max_size())
+        .min_connections(config.effective_min_idle())
+        .acquire_timeout(config.acquire_timeout.max(Duration::from_millis(1)))
+        .idle_timeout(config.idle_timeout)
+        .max_lifetime(config.max_lifetime)
         .test_before_acquire(config.validate_on_checkout)
+        .after_connect(move |_, _| {
+            created.fetch_add(1, Ordering::Relaxed);
+            Box::pin(async { Ok(()) })
+        })
+}
+
+/// Opens `min_idle` connections at once and gives them back, within `connect_timeout`.
+async fn warm_up<DB: sqlx::Database>(
+    pool: &sqlx::Pool<DB>,
+    config: &PoolConfig,
+    dialect: Dialect,
+) -> Result<()> {
+    let wanted = config.effective_min_idle();
+    let started = Instant::now();
+    let acquires = futures_util::future::join_all((0..wanted).map(|_| pool.acquire()));
+    let failed = |last_error: Option<Box<Error>>| Error::PoolWarmUp {
+        opened: pool.size(),
+        wanted,
+        waited: started.elapsed(),
+        last_error,
+    };
+    let conns = tokio::time::timeout(config.connect_timeout, acquires)
+        .await
+        .map_err(|_| failed(None))?;
+    for c in conns {
+        c.map_err(|e| failed(Some(Box::new(error(dialect, e)))))?;
+    }
+    Ok(())
+}
+
+/// A pool's acquire, mapped to the connection kind it gives.
+fn link<DB: sqlx::Database>(
+    pool: &sqlx::Pool<DB>,
+    wrap: fn(sqlx::pool::PoolConnection<DB>) -> Link,
+) -> impl Future<Output = std::result::Result<Link, sqlx::Error>> + use<DB> {
+    let acquire = pool.acquire();
+    async move { acquire.await.map(wrap) }
 }
 
 impl Database {
@@ -64,8 +111,9 @@ impl Database {
         Database::open(ConnectOptions::parse(url)?, config).await
     }
 
-    /// Opens parsed options: connects `min_idle` connections (at least one) before returning, so an
-    /// unreachable database is an error here.
+    /// Opens parsed options. One connection is made first, so an unreachable database is a typed
+    /// connection error here; then the pool warms up: it opens `min_idle` connections before returning, or
+    /// fails with [`Error::PoolWarmUp`] after `connect_timeout`.
     pub async fn open(options: ConnectOptions, mut config: PoolConfig) -> Result<Database> {
         if options.is_memory() {
             // Every connection to `:memory:` is a database of its own: one connection keeps one database.
@@ -73,6 +121,8 @@ impl Database {
             config.min_idle = Some(1);
         }
         let dialect = options.dialect;
+        let admission = Admission::new(&config);
+        let created = admission.created_counter();
         let connect_err = |e: sqlx::Error| match error(dialect, e) {
             Error::PoolTimeout { .. } => Error::Database(tandem_core::DbError::connection_lost(
                 dialect,
@@ -102,12 +152,12 @@ impl Database {
                 if let Some(sp) = &options.search_path {
                     o = o.options([("search_path", sp.as_str())]);
                 }
-                Pools::Postgres(
-                    pool_options(&config)
-                        .connect_with(o)
-                        .await
-                        .map_err(connect_err)?,
-                )
+                let pool = pool_options(&config, created)
+                    .connect_with(o)
+                    .await
+                    .map_err(connect_err)?;
+                warm_up(&pool, &config, dialect).await?;
+                Pools::Postgres(pool)
             }
             Dialect::MySql => {
                 let mut o = sqlx::mysql::MySqlConnectOptions::new()
@@ -120,12 +170,12 @@ impl Database {
                 if let Some(p) = &options.password {
                     o = o.password(p);
                 }
-                Pools::MySql(
-                    pool_options(&config)
-                        .connect_with(o)
-                        .await
-                        .map_err(connect_err)?,
-                )
+                let pool = pool_options(&config, created)
+                    .connect_with(o)
+                    .await
+                    .map_err(connect_err)?;
+                warm_up(&pool, &config, dialect).await?;
+                Pools::MySql(pool)
             }
             Dialect::Sqlite if options.sqlite_driver == tandem_core::SqliteDriver::Rusqlite => {
                 let (o, c) = (options.clone(), config.clone());
@@ -147,17 +197,18 @@ impl Database {
                         .busy_timeout(Duration::from_secs(5)),
                     None => o.in_memory(true),
                 };
-                Pools::Sqlite(
-                    pool_options(&config)
-                        .connect_with(o)
-                        .await
-                        .map_err(connect_err)?,
-                )
+                let pool = pool_options(&config, created)
+                    .connect_with(o)
+                    .await
+                    .map_err(connect_err)?;
+                warm_up(&pool, &config, dialect).await?;
+                Pools::Sqlite(pool)
             }
         };
         Ok(Database {
             inner: Arc::new(Inner {
                 pools,
+                admission,
                 options,
                 config,
             }),
@@ -184,27 +235,46 @@ impl Database {
         }
     }
 
-    pub(crate) async fn acquire(&self) -> Result<Conn> {
-        let started = Instant::now();
-        let timeout = |e: sqlx::Error| match error(self.dialect(), e) {
-            Error::PoolTimeout { .. } => Error::PoolTimeout {
-                waited: started.elapsed(),
-                max_size: self.inner.config.max_size,
-            },
-            other => other,
-        };
-        Ok(match &self.inner.pools {
-            Pools::Postgres(p) => Conn::Postgres(p.acquire().await.map_err(timeout)?),
-            Pools::MySql(p) => Conn::MySql(p.acquire().await.map_err(timeout)?),
-            Pools::Sqlite(p) => Conn::Sqlite(p.acquire().await.map_err(timeout)?),
-            Pools::Rusqlite(db) => {
-                let db = db.clone();
-                let conn = tokio::task::spawn_blocking(move || db.checkout())
-                    .await
-                    .map_err(|e| Error::Usage(format!("acquiring a SQLite connection: {e}")))??;
-                Conn::Rusqlite(Some(conn))
+    /// The pool's status and counters (see [`PoolMetrics`]).
+    pub fn pool_metrics(&self) -> PoolMetrics {
+        match &self.inner.pools {
+            Pools::Rusqlite(db) => db.pool_metrics(),
+            _ => {
+                let (open, idle) = self.pool_state();
+                self.inner.admission.metrics(open, idle)
             }
-        })
+        }
+    }
+
+    /// Admission first (a bounded queue, in arrival order), then the connection from the pool within what
+    /// is left of the acquire timeout.
+    pub(crate) async fn acquire(&self) -> Result<Conn> {
+        match &self.inner.pools {
+            Pools::Postgres(p) => self.admitted(link(p, Link::Postgres)).await,
+            Pools::MySql(p) => self.admitted(link(p, Link::MySql)).await,
+            Pools::Sqlite(p) => self.admitted(link(p, Link::Sqlite)).await,
+            Pools::Rusqlite(db) => Ok(Conn::new(
+                Link::Rusqlite(Some(db.checkout_async().await?)),
+                None,
+            )),
+        }
+    }
+
+    async fn admitted(
+        &self,
+        pool_acquire: impl Future<Output = std::result::Result<Link, sqlx::Error>>,
+    ) -> Result<Conn> {
+        let started = Instant::now();
+        let admission = &self.inner.admission;
+        let permit = admission.acquire().await?;
+        match tokio::time::timeout(admission.remaining(started), pool_acquire).await {
+            Ok(Ok(link)) => Ok(Conn::new(link, permit)),
+            Ok(Err(e)) => Err(match error(self.dialect(), e) {
+                Error::PoolTimeout { .. } => admission.timed_out(started).into(),
+                other => other,
+            }),
+            Err(_) => Err(admission.timed_out(started).into()),
+        }
     }
 
     /// Runs a statement; returns rows affected.

@@ -26,6 +26,6 @@ pub use repository::Repository;
 pub use stream::{BATCH as STREAM_BATCH, BUFFERED as STREAM_BUFFERED, RowStream};
 pub use tandem_core::{
     BatchOptions, BatchResult, BatchTransaction, ConnectOptions, CursorPage, DbError, DbErrorKind,
-    Error, Find, Isolation, Page, PoolConfig, Result, TxOptions,
+    Error, Find, Isolation, Page, PoolConfig, PoolMetrics, Result, TxOptions,
 };
 pub use transaction::Transaction;

@@ -15,7 +15,7 @@ use tandem_core::{Error, Result};
 use tandem_sql::{FromRow, Rendered, Row};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::conn::{Conn, Sink};
+use crate::conn::{Conn, Link, Sink};
 
 /// Rows sent per message.
 pub const BATCH: usize = 256;
@@ -52,11 +52,10 @@ impl<T> RowStream<T> {
     /// Starts the producer; the connection comes back through `home` when the statement ends.
     pub(crate) fn start(mut conn: Conn, r: Rendered, home: Option<oneshot::Sender<Conn>>) -> Self {
         let (tx, rx) = mpsc::channel(BUFFERED);
-        if let Conn::Rusqlite(slot) = &mut conn {
+        if matches!(conn.link, Link::Rusqlite(_)) {
             // rusqlite steps on a blocking thread; `blocking_send` waits for the consumer there.
-            let mut c = slot.take();
             tokio::task::spawn_blocking(move || {
-                if let Some(c) = c.as_mut() {
+                if let Link::Rusqlite(Some(c)) = &mut conn.link {
                     let mut batch = Vec::with_capacity(BATCH);
                     let result = c.run(&r, &mut |row| {
                         batch.push(row);
@@ -77,7 +76,7 @@ impl<T> RowStream<T> {
                     }
                 }
                 if let Some(home) = home {
-                    let _ = home.send(Conn::Rusqlite(c));
+                    let _ = home.send(conn);
                 }
             });
             return RowStream {

@@ -2,10 +2,11 @@
 //! transactions and plan execution.
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use tandem_core::plan::{Outcome, Plan, Step};
-use tandem_core::{ConnectOptions, DbError, Error, PoolConfig, Result, TxOptions};
+use tandem_core::{ConnectOptions, DbError, Error, PoolConfig, PoolMetrics, Result, TxOptions};
+use tandem_pool::{Admission, Permit};
 use tandem_sql::ast::CreateTable;
 use tandem_sql::{Dialect, FromRow, Render, Rendered, Row};
 
@@ -14,10 +15,29 @@ use crate::pool::{Manager, QuietErrors};
 use crate::stream::RowStream;
 use crate::transaction::Transaction;
 
-pub(crate) type Pooled = r2d2::PooledConnection<Manager>;
+/// A connection checked out of the pool, with its admission permit. Fields drop in order: the connection
+/// goes back to r2d2 before the permit admits the next waiter, who then finds it idle.
+pub(crate) struct Pooled {
+    conn: r2d2::PooledConnection<Manager>,
+    _permit: Option<Permit>,
+}
+
+impl std::ops::Deref for Pooled {
+    type Target = Conn;
+    fn deref(&self) -> &Conn {
+        &self.conn
+    }
+}
+
+impl std::ops::DerefMut for Pooled {
+    fn deref_mut(&mut self) -> &mut Conn {
+        &mut self.conn
+    }
+}
 
 /// A database: a bounded pool of blocking connections to one SQLite file (or memory), PostgreSQL or MySQL
-/// database. Cheap to clone; clones share the pool.
+/// database, with admission control in front of it (see `tandem-pool`). Cheap to clone; clones share the
+/// pool.
 #[derive(Clone)]
 pub struct Database {
     inner: Arc<Inner>,
@@ -25,6 +45,7 @@ pub struct Database {
 
 struct Inner {
     pool: r2d2::Pool<Manager>,
+    admission: Admission,
     options: ConnectOptions,
     config: PoolConfig,
 }
@@ -44,46 +65,66 @@ impl Database {
         Database::connect_with(url, PoolConfig::default())
     }
 
-    /// Opens `url` with these pool settings; opens `min_idle` connections (at least one) before returning, so
-    /// an unreachable database is an error here rather than at first use.
+    /// Opens `url` with these pool settings; see [`Database::open`].
     pub fn connect_with(url: &str, config: PoolConfig) -> Result<Database> {
         let options = ConnectOptions::parse(url)?;
         Database::open(options, config)
     }
 
-    /// Opens parsed options.
+    /// Opens parsed options. One connection is made first, so an unreachable database is a typed
+    /// connection error here rather than at first use; then the pool warms up: it opens `min_idle`
+    /// connections before returning, or fails with [`Error::PoolWarmUp`] after `connect_timeout`.
     pub fn open(options: ConnectOptions, mut config: PoolConfig) -> Result<Database> {
         if options.is_memory() {
             // Every connection to `:memory:` is a database of its own: one connection keeps one database.
             config.max_size = 1;
             config.min_idle = Some(1);
         }
-        let max_size = config.max_size.max(1);
+        let admission = Admission::new(&config);
+        let created = admission.created_counter();
+        // One connection up front: the URL works, or the caller learns why not now.
+        drop(Conn::open(&options)?);
         let pool = r2d2::Pool::builder()
-            .max_size(max_size)
-            .min_idle(Some(config.min_idle.unwrap_or(0).min(max_size)))
-            .connection_timeout(config.acquire_timeout)
+            .max_size(config.effective_max_size())
+            .min_idle(Some(config.effective_min_idle()))
+            .connection_timeout(config.acquire_timeout.max(Duration::from_millis(1)))
+            .idle_timeout(config.idle_timeout)
+            .max_lifetime(config.max_lifetime)
             .test_on_check_out(config.validate_on_checkout)
             .error_handler(Box::new(QuietErrors))
             .build_unchecked(Manager {
                 options: options.clone(),
+                created,
             });
         let db = Database {
             inner: Arc::new(Inner {
                 pool,
+                admission,
                 options,
                 config,
             }),
         };
-        // One connection up front: the URL works, or the caller learns why not now.
-        let first = Conn::open(&db.inner.options)?;
-        drop(first);
-        let warm = db.inner.config.min_idle.unwrap_or(0);
-        let deadline = Instant::now() + db.inner.config.acquire_timeout;
-        while db.inner.pool.state().connections < warm.min(max_size) && Instant::now() < deadline {
-            std::thread::sleep(std::time::Duration::from_millis(5));
-        }
+        db.warm_up()?;
         Ok(db)
+    }
+
+    /// Waits until r2d2 (which starts opening `min_idle` connections when the pool is built, on its own
+    /// threads) has them all, within `connect_timeout`.
+    fn warm_up(&self) -> Result<()> {
+        let wanted = self.inner.config.effective_min_idle();
+        let started = Instant::now();
+        while self.inner.pool.state().connections < wanted {
+            if started.elapsed() >= self.inner.config.connect_timeout {
+                return Err(Error::PoolWarmUp {
+                    opened: self.inner.pool.state().connections,
+                    wanted,
+                    waited: started.elapsed(),
+                    last_error: None,
+                });
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        Ok(())
     }
 
     /// The engine.
@@ -102,22 +143,72 @@ impl Database {
         (s.connections, s.idle_connections)
     }
 
+    /// The pool's status and counters (see [`PoolMetrics`]).
+    pub fn pool_metrics(&self) -> PoolMetrics {
+        let (open, idle) = self.pool_state();
+        self.inner.admission.metrics(open, idle)
+    }
+
     pub(crate) fn acquire(&self) -> Result<Pooled> {
         let started = Instant::now();
-        self.inner.pool.get().map_err(|e| {
-            // r2d2 appends the last connect failure, if there was one, to its timeout message.
-            let msg = e.to_string();
-            match msg.strip_prefix("timed out waiting for connection: ") {
-                Some(reason) => Error::Database(DbError::connection_lost(
-                    self.dialect(),
-                    format!("cannot connect to {}: {reason}", self.inner.options.display),
-                )),
-                None => Error::PoolTimeout {
-                    waited: started.elapsed(),
-                    max_size: self.inner.config.max_size,
-                },
-            }
+        let permit = self.inner.admission.acquire_blocking()?;
+        let remaining = self.inner.admission.remaining(started);
+        let conn = self
+            .inner
+            .pool
+            .get_timeout(remaining)
+            .map_err(|e| self.pool_error(e, started))?;
+        Ok(Pooled {
+            conn,
+            _permit: permit,
         })
+    }
+
+    /// Takes an idle connection without waiting, for callers that hold a permit already.
+    pub(crate) fn try_take(
+        &self,
+        permit: Option<Permit>,
+    ) -> std::result::Result<Pooled, Option<Permit>> {
+        match self.inner.pool.try_get() {
+            Some(conn) => Ok(Pooled {
+                conn,
+                _permit: permit,
+            }),
+            None => Err(permit),
+        }
+    }
+
+    /// [`Database::acquire`] for a caller that was admitted already (the async executor's SQLite path).
+    pub(crate) fn acquire_admitted(
+        &self,
+        permit: Option<Permit>,
+        started: Instant,
+    ) -> Result<Pooled> {
+        let conn = self
+            .inner
+            .pool
+            .get_timeout(self.inner.admission.remaining(started))
+            .map_err(|e| self.pool_error(e, started))?;
+        Ok(Pooled {
+            conn,
+            _permit: permit,
+        })
+    }
+
+    pub(crate) fn admission(&self) -> &Admission {
+        &self.inner.admission
+    }
+
+    fn pool_error(&self, e: r2d2::Error, started: Instant) -> Error {
+        // r2d2 appends the last connect failure, if there was one, to its timeout message.
+        let msg = e.to_string();
+        match msg.strip_prefix("timed out waiting for connection: ") {
+            Some(reason) => Error::Database(DbError::connection_lost(
+                self.dialect(),
+                format!("cannot connect to {}: {reason}", self.inner.options.display),
+            )),
+            None => self.inner.admission.timed_out(started).into(),
+        }
     }
 
     /// Runs a statement; returns rows affected.

@@ -50,4 +50,21 @@ impl Database {
     pub fn checkout(&self) -> Result<PooledConnection> {
         Ok(PooledConnection(self.acquire()?))
     }
+
+    /// Checks a connection out from async code: waits for admission without blocking a thread, takes an
+    /// idle connection at once when there is one, and only opens a new one on tokio's blocking pool.
+    #[cfg(feature = "tokio")]
+    pub async fn checkout_async(&self) -> Result<PooledConnection> {
+        let started = std::time::Instant::now();
+        let permit = self.admission().acquire().await?;
+        let permit = match self.try_take(permit) {
+            Ok(conn) => return Ok(PooledConnection(conn)),
+            Err(permit) => permit,
+        };
+        let db = self.clone();
+        tokio::task::spawn_blocking(move || db.acquire_admitted(permit, started))
+            .await
+            .map_err(|e| tandem_core::Error::Usage(format!("acquiring a connection: {e}")))?
+            .map(PooledConnection)
+    }
 }

@@ -8,7 +8,8 @@
 //! - [`Transaction`] (`transaction`): BEGIN … COMMIT on one connection; savepoints when nested.
 //! - [`RowStream`] (`stream`): rows pulled from the driver as they are consumed, memory bounded.
 //! - [`Repository`] (`repository`): the repository method set, running `tandem-core`'s plans.
-//! - `driver`: binding, decoding and error mapping for each engine; `pool`: the r2d2 manager.
+//! - `driver`: binding, decoding and error mapping for each engine; `pool`: the r2d2 manager, behind
+//!   `tandem-pool`'s admission control (bounded queue of acquires, one deadline, metrics).
 //!
 //! ```no_run
 //! # fn main() -> tandem_core::Result<()> {
@@ -31,6 +32,6 @@ pub use repository::Repository;
 pub use stream::{BATCH as STREAM_BATCH, BUFFERED as STREAM_BUFFERED, RowStream};
 pub use tandem_core::{
     BatchOptions, BatchResult, BatchTransaction, ConnectOptions, CursorPage, DbError, DbErrorKind,
-    Error, Find, Isolation, Page, PoolConfig, Result, TxOptions,
+    Error, Find, Isolation, Page, PoolConfig, PoolMetrics, Result, TxOptions,
 };
 pub use transaction::Transaction;

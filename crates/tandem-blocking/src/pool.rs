@@ -1,4 +1,8 @@
-//! The r2d2 manager for tandem connections. `tandem-pool` will put admission control in front of it.
+//! The r2d2 manager for tandem connections; `Database` puts `tandem-pool`'s admission control in front of
+//! the pool it builds.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use tandem_core::{ConnectOptions, Error};
 
@@ -7,6 +11,8 @@ use crate::driver::Conn;
 /// Opens and checks connections for r2d2.
 pub(crate) struct Manager {
     pub(crate) options: ConnectOptions,
+    /// Bumped for every connection opened (the pool's `created` metric).
+    pub(crate) created: Arc<AtomicU64>,
 }
 
 impl r2d2::ManageConnection for Manager {
@@ -14,7 +20,9 @@ impl r2d2::ManageConnection for Manager {
     type Error = Error;
 
     fn connect(&self) -> Result<Conn, Error> {
-        Conn::open(&self.options)
+        let conn = Conn::open(&self.options)?;
+        self.created.fetch_add(1, Ordering::Relaxed);
+        Ok(conn)
     }
 
     fn is_valid(&self, conn: &mut Conn) -> Result<(), Error> {

@@ -28,6 +28,26 @@ pub enum Error {
         /// The pool's maximum size.
         max_size: u32,
     },
+    /// The pool's queue of waiting acquires was full: refused at once, without waiting.
+    #[error("pool saturated: {pending} acquires already waiting for {max_size} connections")]
+    PoolSaturated {
+        /// Acquires waiting when this one came.
+        pending: u32,
+        /// The pool's maximum size.
+        max_size: u32,
+    },
+    /// Warm-up did not open `min_idle` connections within the connect timeout.
+    #[error("pool warm-up opened {opened} of {wanted} connections within {waited:?}{}", last_error.as_ref().map(|e| format!(": {e}")).unwrap_or_default())]
+    PoolWarmUp {
+        /// Connections open when the timeout passed.
+        opened: u32,
+        /// Connections asked for (`min_idle`).
+        wanted: u32,
+        /// How long warm-up waited.
+        waited: Duration,
+        /// The last connect failure, if one was seen.
+        last_error: Option<Box<Error>>,
+    },
     /// `get` by key found no row.
     #[error("no row in {table:?} with key {key}")]
     NotFound {
@@ -56,6 +76,24 @@ pub enum Error {
     /// A misuse the executor detects (a statement that needs rows used where none come back, …).
     #[error("{0}")]
     Usage(String),
+}
+
+impl From<tandem_pool::AdmissionError> for Error {
+    fn from(e: tandem_pool::AdmissionError) -> Self {
+        let n = |v: usize| u32::try_from(v).unwrap_or(u32::MAX);
+        match e {
+            tandem_pool::AdmissionError::Saturated { pending, max_size } => Error::PoolSaturated {
+                pending: n(pending),
+                max_size: n(max_size),
+            },
+            tandem_pool::AdmissionError::Timeout { waited, max_size } => Error::PoolTimeout {
+                waited,
+                max_size: n(max_size),
+            },
+            // The enum is non-exhaustive; a new refusal is still a refusal to wait.
+            other => Error::Usage(other.to_string()),
+        }
+    }
 }
 
 impl Error {

@@ -1,7 +1,8 @@
 //! `tandem-core`: what the blocking and the async executor share that is not I/O.
 //!
 //! # Layout
-//! - [`options`]: connection URLs parsed once ([`ConnectOptions`]) and pool settings ([`PoolConfig`]).
+//! - [`options`]: connection URLs parsed once ([`ConnectOptions`]); pool settings ([`PoolConfig`]) come from
+//!   `tandem-pool` and are re-exported here.
 //! - [`error`]: the executors' one error type, and the mapping of each engine's codes to [`DbErrorKind`].
 //! - [`tx`]: transaction options, the statements that begin, nest and end transactions, the retry rule.
 //! - [`plan`]: a repository method as data — steps plus a pure function from outcomes to a result.
@@ -20,7 +21,8 @@ pub mod repo;
 pub mod tx;
 
 pub use error::{DbError, DbErrorKind, Error, Result};
-pub use options::{ConnectOptions, PoolConfig, SqliteDriver};
+pub use options::{ConnectOptions, SqliteDriver};
 pub use plan::{Atomicity, Outcome, Plan, Step};
 pub use repo::{BatchOptions, BatchResult, BatchTransaction, CursorPage, Find, Page};
+pub use tandem_pool::{PoolConfig, PoolMetrics};
 pub use tx::{Isolation, TxOptions};

@@ -4,8 +4,6 @@
 //! Parsing is done here, once, so both executors agree on what a URL means; each executor turns the result
 //! into its driver's own configuration.
 
-use std::time::Duration;
-
 use tandem_sql::Dialect;
 
 use crate::error::{Error, Result};
@@ -210,32 +208,6 @@ fn decode(s: &str) -> String {
         i += 1;
     }
     String::from_utf8_lossy(&out).into_owned()
-}
-
-/// Pool settings both executors take. `tandem-pool` adds presets, bounded pending acquires and metrics.
-#[derive(Clone, Debug, PartialEq)]
-pub struct PoolConfig {
-    /// Most connections open at once. Default 10 (forced to 1 for SQLite in memory).
-    pub max_size: u32,
-    /// Connections opened before the pool reports ready, and kept idle. Default none.
-    pub min_idle: Option<u32>,
-    /// How long an acquire waits for a connection before failing with a timeout error. Default 30 s; always
-    /// finite.
-    pub acquire_timeout: Duration,
-    /// Check each connection with a round trip before handing it out. Default false: a connection that broke
-    /// while in use is dropped when it comes back, so only connections killed while idle slip through.
-    pub validate_on_checkout: bool,
-}
-
-impl Default for PoolConfig {
-    fn default() -> Self {
-        PoolConfig {
-            max_size: 10,
-            min_idle: None,
-            acquire_timeout: Duration::from_secs(30),
-            validate_on_checkout: false,
-        }
-    }
 }
 
 #[cfg(test)]

@@ -56,13 +56,14 @@ fn timeout_carries_the_wait() {
     let g = gate(1, 4, 60);
     let _held = g.acquire_blocking().unwrap();
     let err = g.acquire_blocking().unwrap_err();
-    let AdmissionError::Timeout { waited } = err else {
+    let AdmissionError::Timeout { waited, max_size } = err else {
         panic!("expected a timeout, got {err}")
     };
     assert!(
         waited >= Duration::from_millis(60) && waited < Duration::from_secs(2),
         "{waited:?}"
     );
+    assert_eq!(max_size, 1);
     let m = g.metrics();
     assert_eq!((m.waiting, m.counters.timed_out), (0, 1));
 }
