@@ -98,6 +98,8 @@ pub fn target(dialect: Dialect, name: &str) -> Option<TestTarget> {
                 &base,
                 PoolConfig {
                     max_size: 2,
+                    // The admin connection outlives killed backends and server restarts in some tests.
+                    validate_on_checkout: true,
                     ..PoolConfig::default()
                 },
             ) {

@@ -67,28 +67,53 @@ fn pool_options<DB: sqlx::Database>(
         })
 }
 
-/// Opens `min_idle` connections at once and gives them back, within `connect_timeout`.
-async fn warm_up<DB: sqlx::Database>(
-    pool: &sqlx::Pool<DB>,
+/// Builds one sqlx pool. One connection is made first, in one attempt (sqlx's pool would retry a refused
+/// connection until the acquire timeout): an unreachable database is a typed connection error at once, with
+/// the driver's reason. Then warm-up opens `min_idle` connections together and gives them back. Both
+/// together get `connect_timeout`; past it the error is [`Error::PoolWarmUp`].
+async fn open_pool<DB: sqlx::Database>(
+    connect: <DB::Connection as sqlx::Connection>::Options,
     config: &PoolConfig,
-    dialect: Dialect,
-) -> Result<()> {
+    created: Arc<AtomicU64>,
+    options: &ConnectOptions,
+) -> Result<sqlx::Pool<DB>> {
+    let dialect = options.dialect;
+    let unreachable = |message: String| {
+        Error::Database(tandem_core::DbError::connection_lost(
+            dialect,
+            format!("cannot connect to {}: {message}", options.display),
+        ))
+    };
     let wanted = config.effective_min_idle();
     let started = Instant::now();
-    let acquires = futures_util::future::join_all((0..wanted).map(|_| pool.acquire()));
-    let failed = |last_error: Option<Box<Error>>| Error::PoolWarmUp {
-        opened: pool.size(),
-        wanted,
+    let failed = |opened: u32, last_error: Option<Box<Error>>| Error::PoolWarmUp {
+        opened,
+        wanted: wanted.max(1),
         waited: started.elapsed(),
         last_error,
     };
-    let conns = tokio::time::timeout(config.connect_timeout, acquires)
+    let first = tokio::time::timeout(
+        config.connect_timeout,
+        <DB::Connection as sqlx::Connection>::connect_with(&connect),
+    )
+    .await
+    .map_err(|_| failed(0, None))?
+    .map_err(|e| match error(dialect, e) {
+        Error::Database(d) => unreachable(d.message),
+        other => other,
+    })?;
+    let _ = sqlx::Connection::close(first).await;
+    let pool = pool_options(config, created).connect_lazy_with(connect);
+
+    let acquires = futures_util::future::join_all((0..wanted).map(|_| pool.acquire()));
+    let left = config.connect_timeout.saturating_sub(started.elapsed());
+    let conns = tokio::time::timeout(left, acquires)
         .await
-        .map_err(|_| failed(None))?;
+        .map_err(|_| failed(pool.size(), None))?;
     for c in conns {
-        c.map_err(|e| failed(Some(Box::new(error(dialect, e)))))?;
+        c.map_err(|e| failed(pool.size(), Some(Box::new(error(dialect, e)))))?;
     }
-    Ok(())
+    Ok(pool)
 }
 
 /// A pool's acquire, mapped to the connection kind it gives.
@@ -119,21 +144,13 @@ impl Database {
             // Every connection to `:memory:` is a database of its own: one connection keeps one database.
             config.max_size = 1;
             config.min_idle = Some(1);
+            // …and closing it would lose the data.
+            config.idle_timeout = None;
+            config.max_lifetime = None;
         }
         let dialect = options.dialect;
         let admission = Admission::new(&config);
         let created = admission.created_counter();
-        let connect_err = |e: sqlx::Error| match error(dialect, e) {
-            Error::PoolTimeout { .. } => Error::Database(tandem_core::DbError::connection_lost(
-                dialect,
-                format!("cannot connect to {}", options.display),
-            )),
-            Error::Database(mut d) => {
-                d.message = format!("cannot connect to {}: {}", options.display, d.message);
-                Error::Database(d)
-            }
-            other => other,
-        };
         let pools = match dialect {
             Dialect::Postgres => {
                 let mut o = sqlx::postgres::PgConnectOptions::new()
@@ -152,12 +169,7 @@ impl Database {
                 if let Some(sp) = &options.search_path {
                     o = o.options([("search_path", sp.as_str())]);
                 }
-                let pool = pool_options(&config, created)
-                    .connect_with(o)
-                    .await
-                    .map_err(connect_err)?;
-                warm_up(&pool, &config, dialect).await?;
-                Pools::Postgres(pool)
+                Pools::Postgres(open_pool(o, &config, created, &options).await?)
             }
             Dialect::MySql => {
                 let mut o = sqlx::mysql::MySqlConnectOptions::new()
@@ -170,12 +182,7 @@ impl Database {
                 if let Some(p) = &options.password {
                     o = o.password(p);
                 }
-                let pool = pool_options(&config, created)
-                    .connect_with(o)
-                    .await
-                    .map_err(connect_err)?;
-                warm_up(&pool, &config, dialect).await?;
-                Pools::MySql(pool)
+                Pools::MySql(open_pool(o, &config, created, &options).await?)
             }
             Dialect::Sqlite if options.sqlite_driver == tandem_core::SqliteDriver::Rusqlite => {
                 let (o, c) = (options.clone(), config.clone());
@@ -197,12 +204,7 @@ impl Database {
                         .busy_timeout(Duration::from_secs(5)),
                     None => o.in_memory(true),
                 };
-                let pool = pool_options(&config, created)
-                    .connect_with(o)
-                    .await
-                    .map_err(connect_err)?;
-                warm_up(&pool, &config, dialect).await?;
-                Pools::Sqlite(pool)
+                Pools::Sqlite(open_pool(o, &config, created, &options).await?)
             }
         };
         Ok(Database {

@@ -79,6 +79,9 @@ impl Database {
             // Every connection to `:memory:` is a database of its own: one connection keeps one database.
             config.max_size = 1;
             config.min_idle = Some(1);
+            // …and closing it would lose the data.
+            config.idle_timeout = None;
+            config.max_lifetime = None;
         }
         let admission = Admission::new(&config);
         let created = admission.created_counter();

@@ -160,6 +160,22 @@ pub struct Gate {
     inner: Arc<Inner>,
 }
 
+/// An async waiter's place in the queue, given up when its future is dropped.
+struct QueuePlace<'g> {
+    gate: &'g Gate,
+    id: u64,
+    queued: bool,
+}
+
+impl Drop for QueuePlace<'_> {
+    fn drop(&mut self) {
+        if self.queued {
+            // Served meanwhile? Then the permit sits in the dropped channel and goes back through `release`.
+            self.gate.remove(self.id);
+        }
+    }
+}
+
 enum Entry<W> {
     Now(Permit),
     Wait(u64, W),
@@ -214,13 +230,21 @@ impl Gate {
         Ok(Entry::Wait(id, mine))
     }
 
-    /// After a timeout: leave the queue; `Ok(true)` if we were still in it (so no permit is on its way).
+    /// After a timeout: leave the queue; `true` if we were still in it (so no permit is on its way).
     fn leave(&self, id: u64) -> bool {
+        let left = self.remove(id);
+        if left {
+            self.inner.lock().counters.timed_out += 1;
+        }
+        left
+    }
+
+    /// Takes waiter `id` out of the queue; `false` if it was no longer there (served already).
+    fn remove(&self, id: u64) -> bool {
         let mut state = self.inner.lock();
         match state.queue.iter().position(|(i, _)| *i == id) {
             Some(pos) => {
                 state.queue.remove(pos);
-                state.counters.timed_out += 1;
                 true
             }
             None => false,
@@ -278,20 +302,31 @@ impl Gate {
             Entry::Now(p) => return Ok(p),
             Entry::Wait(id, rx) => (id, rx),
         };
-        match tokio::time::timeout(self.inner.config.timeout, &mut rx).await {
+        // If this future is dropped while it waits, the guard takes its place out of the queue at once, so
+        // abandoned waiters never count against `max_pending`.
+        let mut place = QueuePlace {
+            gate: self,
+            id,
+            queued: true,
+        };
+        let result = match tokio::time::timeout(self.inner.config.timeout, &mut rx).await {
             Ok(Ok(p)) => {
                 self.record(started.elapsed());
                 Ok(p)
             }
             _ => {
                 if self.leave(id) {
+                    place.queued = false;
                     return Err(self.timeout(started.elapsed()));
                 }
                 let p = rx.await.map_err(|_| self.timeout(started.elapsed()))?;
                 self.record(started.elapsed());
                 Ok(p)
             }
-        }
+        };
+        // Served (or the permit is in hand): no longer in the queue.
+        place.queued = false;
+        result
     }
 
     /// The current snapshot.

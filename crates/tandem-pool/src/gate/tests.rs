@@ -125,6 +125,16 @@ fn cancelled_acquires_leak_nothing() {
     until_waiting(&g, 1);
     task.abort();
     let _ = rt.block_on(task);
+    // Its place is free at once: another waiter fits in a queue of one.
+    assert_eq!(g.metrics().waiting, 0);
+    let second = {
+        let g = g.clone();
+        rt.spawn(async move { g.acquire().await.map(drop) })
+    };
+    until_waiting(&g, 1);
+    second.abort();
+    let _ = rt.block_on(second);
+    assert_eq!(g.metrics().counters.rejected, 0);
     drop(held);
     // The permit skipped the cancelled waiter (or came back from it): it is free again.
     let again = g.acquire_blocking().unwrap();

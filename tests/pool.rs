@@ -1,0 +1,299 @@
+//! Pools through both executors: saturation, timeouts, arrival order, cancellation, warm-up, validation and
+//! recovery after every pool connection is killed on PostgreSQL and MariaDB. Threads wait on the blocking
+//! side, tokio tasks on the async side, in the same scenarios.
+
+#[path = "support/db.rs"]
+mod db;
+#[path = "support/pools.rs"]
+mod pools;
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use pools::{Exec, Side, connections, kill_connections, until};
+use tandem_core::{DbErrorKind, Error, PoolConfig};
+use tandem_sql::Dialect;
+
+fn small(max_size: u32, max_pending: u32, timeout_ms: u64) -> PoolConfig {
+    PoolConfig {
+        max_size,
+        max_pending: Some(max_pending),
+        acquire_timeout: Duration::from_millis(timeout_ms),
+        ..PoolConfig::default()
+    }
+}
+
+/// Runs `f` on SQLite for each executor (the admission rules do not depend on the engine).
+fn on_both_sides(name: &str, config: PoolConfig, f: impl Fn(&Exec)) {
+    for side in [Side::Blocking, Side::Async] {
+        let (exec, _target) = Exec::open(side, Dialect::Sqlite, name, config.clone()).unwrap();
+        f(&exec);
+    }
+}
+
+/// A full queue refuses the next acquire at once with a typed `PoolSaturated`, counted as rejected; the
+/// queued waiter is still served.
+#[test]
+fn saturated_pool_refuses_at_once() {
+    on_both_sides("saturated", small(1, 1, 30_000), |exec| {
+        let held = exec.hold();
+        let waiter = exec.spawn_holding(|| ());
+        until("one waiter", || exec.metrics().waiting == 1);
+        let started = Instant::now();
+        let err = exec.query().unwrap_err();
+        assert!(
+            started.elapsed() < Duration::from_secs(3),
+            "{:?}: refused without waiting for the 30 s timeout",
+            exec.side
+        );
+        assert!(
+            matches!(
+                err,
+                Error::PoolSaturated {
+                    pending: 1,
+                    max_size: 1
+                }
+            ),
+            "{:?}: {err}",
+            exec.side
+        );
+        held.release();
+        waiter.join().unwrap();
+        let m = exec.metrics();
+        assert_eq!(
+            (m.rejected, m.waiting, m.in_use),
+            (1, 0, 0),
+            "{:?}",
+            exec.side
+        );
+    });
+}
+
+/// An acquire that gets nothing within the timeout fails with `PoolTimeout` carrying its wait; the pool
+/// serves the next caller once the holder lets go.
+#[test]
+fn timeout_carries_the_wait() {
+    on_both_sides("timeout", small(1, 8, 150), |exec| {
+        let held = exec.hold();
+        let err = exec.query().unwrap_err();
+        let Error::PoolTimeout { waited, max_size } = err else {
+            panic!("{:?}: expected a timeout, got {err}", exec.side)
+        };
+        assert!(waited >= Duration::from_millis(150), "{waited:?}");
+        assert_eq!(max_size, 1);
+        assert_eq!(exec.metrics().timed_out, 1);
+        held.release();
+        assert_eq!(exec.query().unwrap(), 1);
+    });
+}
+
+/// Waiters are served in the order they arrived.
+#[test]
+fn waiters_are_served_in_arrival_order() {
+    on_both_sides("fifo", small(1, 16, 30_000), |exec| {
+        let held = exec.hold();
+        let order = Arc::new(Mutex::new(Vec::new()));
+        let waiters: Vec<_> = (0..6)
+            .map(|i| {
+                let order = order.clone();
+                let w = exec.spawn_holding(move || order.lock().unwrap().push(i));
+                until("the waiter queued", || exec.metrics().waiting == i + 1);
+                w
+            })
+            .collect();
+        held.release();
+        for w in waiters {
+            w.join().unwrap();
+        }
+        assert_eq!(
+            *order.lock().unwrap(),
+            (0..6).collect::<Vec<_>>(),
+            "{:?}",
+            exec.side
+        );
+    });
+}
+
+/// A dropped async acquire gives its place in the queue up at once and leaks no connection.
+#[test]
+fn cancelled_async_acquire_frees_its_place() {
+    let (exec, _t) =
+        Exec::open(Side::Async, Dialect::Sqlite, "cancel", small(1, 1, 30_000)).unwrap();
+    let held = exec.hold();
+    for _ in 0..3 {
+        // Each time the queue (of one) is full, then the waiter is cancelled.
+        let task = exec.spawn_abortable_query();
+        until("one waiter", || exec.metrics().waiting == 1);
+        task.abort();
+        until("the place is free", || exec.metrics().waiting == 0);
+    }
+    // Also through a timeout wrapped around the call.
+    exec.query_within(Duration::from_millis(50)).unwrap_err();
+    assert_eq!(exec.metrics().waiting, 0);
+    held.release();
+    assert_eq!(exec.query().unwrap(), 1);
+    let m = exec.metrics();
+    assert_eq!((m.rejected, m.in_use, m.waiting), (0, 0, 0));
+    assert_eq!(m.size, m.idle, "every connection is back in the pool");
+}
+
+/// Warm-up opens `min_idle` connections before the pool reports ready: the server sees them at once.
+#[test]
+fn warm_up_opens_min_idle_first() {
+    for dialect in [Dialect::Sqlite, Dialect::Postgres, Dialect::MySql] {
+        for side in [Side::Blocking, Side::Async] {
+            let config = PoolConfig::high_throughput(6);
+            assert_eq!(config.min_idle, Some(6));
+            let Some((exec, target)) = Exec::open(side, dialect, "warm", config) else {
+                continue;
+            };
+            let m = exec.metrics();
+            assert_eq!(m.size, 6, "{side:?} {dialect}: warm before ready");
+            assert!(m.created >= 6, "{m:?}");
+            if dialect != Dialect::Sqlite {
+                assert_eq!(
+                    connections(&target),
+                    6,
+                    "{side:?} {dialect}: the server sees them"
+                );
+            }
+        }
+    }
+}
+
+/// An unreachable server is a typed connection error when the pool is built; warm-up that cannot open its
+/// connections in time is a typed `PoolWarmUp`.
+#[test]
+fn warm_up_failures_are_typed() {
+    for side in [Side::Blocking, Side::Async] {
+        let err = Exec::connect(
+            side,
+            "postgres://postgres@127.0.0.1:1/test",
+            PoolConfig::default(),
+        )
+        .unwrap_err();
+        assert_eq!(
+            err.kind(),
+            Some(DbErrorKind::ConnectionLost),
+            "{side:?}: {err}"
+        );
+        let err = Exec::connect(side, "mysql://root@127.0.0.1:1/test", PoolConfig::default())
+            .unwrap_err();
+        assert_eq!(
+            err.kind(),
+            Some(DbErrorKind::ConnectionLost),
+            "{side:?}: {err}"
+        );
+
+        let Some(target) = db::target(Dialect::Postgres, "warmfail") else {
+            continue;
+        };
+        let config = PoolConfig {
+            connect_timeout: Duration::from_nanos(1),
+            ..PoolConfig::high_throughput(16)
+        };
+        let err = Exec::open_target(side, &target, config).unwrap_err();
+        assert!(
+            matches!(err, Error::PoolWarmUp { wanted: 16, opened, .. } if opened < 16),
+            "{side:?}: {err}"
+        );
+    }
+}
+
+/// With validation on checkout, connections killed while idle are replaced unseen: every call succeeds.
+/// Without it, each dead connection fails one call with connection-lost and is then dropped.
+#[test]
+fn validation_replaces_dead_connections() {
+    for dialect in [Dialect::Postgres, Dialect::MySql] {
+        for side in [Side::Blocking, Side::Async] {
+            for validate in [true, false] {
+                let config = PoolConfig {
+                    max_size: 2,
+                    min_idle: Some(2),
+                    validate_on_checkout: validate,
+                    ..PoolConfig::default()
+                };
+                let Some((exec, target)) = Exec::open(side, dialect, "validate", config) else {
+                    continue;
+                };
+                let killed = kill_connections(&target);
+                assert_eq!(killed, 2);
+                let mut lost = 0;
+                for _ in 0..10 {
+                    match exec.query() {
+                        Ok(1) => {}
+                        Err(e) if e.kind() == Some(DbErrorKind::ConnectionLost) => lost += 1,
+                        other => panic!("{side:?} {dialect}: {other:?}"),
+                    }
+                }
+                let what = format!("{side:?} {dialect} validate={validate}");
+                if validate {
+                    assert_eq!(lost, 0, "{what}: no dead connection reached a caller");
+                } else {
+                    assert!(
+                        lost <= killed,
+                        "{what}: each dead connection fails once at most"
+                    );
+                }
+                assert_eq!(exec.query().unwrap(), 1);
+                assert!(
+                    exec.metrics().created >= 3,
+                    "{what}: replacements were opened"
+                );
+            }
+        }
+    }
+}
+
+/// `pg_terminate_backend` of every pool connection while eight workers run: the pool drops the broken
+/// connections, serves new ones, and the server ends up with exactly the connections the pool holds.
+#[test]
+fn recovers_after_every_connection_is_terminated() {
+    for dialect in [Dialect::Postgres, Dialect::MySql] {
+        for side in [Side::Blocking, Side::Async] {
+            let config = PoolConfig {
+                validate_on_checkout: true,
+                ..PoolConfig::high_throughput(4)
+            };
+            let Some((exec, target)) = Exec::open(side, dialect, "recover", config) else {
+                continue;
+            };
+            let exec = Arc::new(exec);
+            let workers = pools::run_workers(&exec, 8, 40);
+            std::thread::sleep(Duration::from_millis(20));
+            let killed = kill_connections(&target);
+            assert!(
+                killed >= 4,
+                "{side:?} {dialect}: warm-up opened 4, {killed} killed"
+            );
+            let outcome = workers.join();
+            assert!(
+                outcome
+                    .errors
+                    .iter()
+                    .all(|e| e.kind() == Some(DbErrorKind::ConnectionLost)),
+                "{side:?} {dialect}: only connection-lost errors: {:?}",
+                outcome.errors
+            );
+            assert!(
+                outcome.errors.len() <= killed,
+                "{side:?} {dialect}: at most one failed call per killed connection ({} for {killed})",
+                outcome.errors.len()
+            );
+            // Afterwards every call succeeds…
+            let after = pools::run_workers(&exec, 8, 20).join();
+            assert!(
+                after.errors.is_empty(),
+                "{side:?} {dialect}: {:?}",
+                after.errors
+            );
+            // …and the server holds exactly what the pool holds: nothing leaked.
+            until("the server and the pool agree", || {
+                let m = exec.metrics();
+                m.size <= 4 && connections(&target) == u64::from(m.size)
+            });
+            let m = exec.metrics();
+            assert!(m.closed >= 1 && m.created >= 5, "{side:?} {dialect}: {m:?}");
+        }
+    }
+}
