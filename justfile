@@ -46,9 +46,10 @@ results:
     cargo run --release -p tandem-bench -- matrix --db sqlite,postgres,mysql --iterations 3 --peers peers/target/release/tandem-peers
     cp target/tandem-bench/results.md target/tandem-bench/results.svg target/tandem-bench/results.csv docs/
 
-# criterion micro benchmarks (render, bind, decode).
+# criterion micro benchmarks (render, bind, decode; the admission gate's cost per acquire).
 micro:
     cargo bench --bench render
+    cargo bench --bench pool
 
 # The essay's seed workload on every engine: blocking repository vs raw driver, verified.
 seed:

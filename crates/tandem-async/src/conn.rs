@@ -6,7 +6,7 @@ use std::sync::Arc;
 use futures_util::TryStreamExt;
 use sqlx::pool::PoolConnection;
 use sqlx::{AssertSqlSafe, Column, Either, Row as _};
-use tandem_blocking::engine::PooledConnection;
+use tandem_blocking::engine::PooledConnection as BlockingConnection;
 use tandem_core::plan::{Outcome, Step};
 use tandem_core::{DbError, Error, Result};
 use tandem_pool::Permit;
@@ -77,15 +77,15 @@ pub(crate) enum Link {
     MySql(PoolConnection<sqlx::MySql>),
     Sqlite(PoolConnection<sqlx::Sqlite>),
     /// A rusqlite connection, driven on tokio's blocking threads; `None` while a cancelled call still has it.
-    Rusqlite(Option<PooledConnection>),
+    Rusqlite(Option<BlockingConnection>),
 }
 
 /// Runs `f` on the connection on a blocking thread and brings the connection back. If the caller's future is
 /// dropped meanwhile, the thread ends any transaction the connection was in (the caller abandoned it) before
 /// the connection goes back to the pool.
 pub(crate) async fn hop<R: Send + 'static>(
-    slot: &mut Option<PooledConnection>,
-    f: impl FnOnce(&mut PooledConnection) -> Result<R> + Send + 'static,
+    slot: &mut Option<BlockingConnection>,
+    f: impl FnOnce(&mut BlockingConnection) -> Result<R> + Send + 'static,
 ) -> Result<R> {
     let mut conn = slot
         .take()
@@ -310,5 +310,42 @@ impl Conn {
             // The blocking connection marks itself broken and is dropped by its pool.
             Link::Rusqlite(_) => {}
         }
+    }
+}
+
+/// A connection checked out of the pool by hand ([`crate::Database::checkout`]): it goes back to the pool
+/// (and admits the next waiter) when dropped.
+pub struct PooledConnection(pub(crate) Conn);
+
+impl std::fmt::Debug for PooledConnection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("PooledConnection")
+            .field(&self.0.dialect())
+            .finish()
+    }
+}
+
+impl PooledConnection {
+    /// The engine.
+    pub fn dialect(&self) -> Dialect {
+        self.0.dialect()
+    }
+
+    /// Runs a statement; returns rows affected.
+    pub async fn execute(&mut self, stmt: &impl tandem_sql::Render) -> Result<u64> {
+        let r = stmt.render(self.dialect())?;
+        Ok(self.0.run(&r, &mut Discard).await?.affected)
+    }
+
+    /// The first row, or [`Error::RowNotFound`].
+    pub async fn fetch_one<T: tandem_sql::FromRow>(
+        &mut self,
+        stmt: &impl tandem_sql::Render,
+    ) -> Result<T> {
+        let r = stmt.render(self.dialect())?;
+        let mut first = First(None);
+        self.0.run(&r, &mut first).await?;
+        let row = first.0.ok_or(Error::RowNotFound)?;
+        Ok(T::from_row(row)?)
     }
 }

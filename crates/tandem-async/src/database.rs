@@ -279,6 +279,11 @@ impl Database {
         }
     }
 
+    /// Checks a connection out of the pool, to drive by hand; it goes back when dropped.
+    pub async fn checkout(&self) -> Result<crate::PooledConnection> {
+        Ok(crate::PooledConnection(self.acquire().await?))
+    }
+
     /// Runs a statement; returns rows affected.
     pub async fn execute(&self, stmt: &impl Render) -> Result<u64> {
         let r = stmt.render(self.dialect())?;

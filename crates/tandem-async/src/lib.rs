@@ -10,7 +10,7 @@
 //!   when its future is dropped; savepoints when nested.
 //! - [`RowStream`] (`stream`): a `Stream` that reads from the server as it is polled, memory bounded.
 //! - [`Repository`] (`repository`): the repository method set, running `tandem-core`'s plans.
-//! - `conn`: one pooled connection and the statement loop; `backend`: binding, decoding and errors per
+//! - [`PooledConnection`] (`conn`): one pooled connection and the statement loop; `backend`: binding, decoding and errors per
 //!   sqlx driver.
 #![forbid(unsafe_code)]
 
@@ -21,6 +21,7 @@ pub(crate) mod repository;
 mod stream;
 mod transaction;
 
+pub use conn::PooledConnection;
 pub use database::Database;
 pub use repository::Repository;
 pub use stream::{BATCH as STREAM_BATCH, BUFFERED as STREAM_BUFFERED, RowStream};

@@ -95,6 +95,7 @@ pub fn run(
                                 parallelism: p as u32,
                                 time,
                                 extra: None,
+                                details: Vec::new(),
                             },
                         )
                     };

@@ -2,7 +2,7 @@
 //! measured in the same run.
 //!
 //! With no arguments it runs a short matrix on embedded SQLite (a few minutes); `matrix --db
-//! sqlite,postgres,mysql` runs the full one. Scenarios: `seed`, `e2e`, `stream`, `point`. Every measured op is
+//! sqlite,postgres,mysql` runs the full one. Scenarios: `seed`, `e2e`, `stream`, `point`, `pool`. Every measured op is
 //! verified (row counts and a checksum); a mismatch aborts the run. Results go to `target/tandem-bench/`
 //! as `results.json` and `results.csv`, with the machine they were measured on.
 
@@ -10,12 +10,14 @@ mod chart;
 mod e2e;
 mod essay;
 mod point;
+mod pool;
 mod raw;
 mod report;
 mod seed;
 mod stream;
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 use report::Results;
@@ -51,6 +53,13 @@ enum Scenario {
         /// Concurrent workers.
         #[arg(long, default_value_t = 8)]
         workers: usize,
+    },
+    /// Pool acquire/release throughput (hold 0, 1, 5 ms; bare pool vs the presets) and 64 workers
+    /// contending for max 4, 8 and 16 connections (hold 10, 50 ms; default vs high_throughput).
+    Pool {
+        /// How long each cell runs, in milliseconds.
+        #[arg(long, default_value_t = 1_000)]
+        cell_ms: u64,
     },
     /// Every scenario over the chosen sizes.
     Matrix(Sizes),
@@ -239,11 +248,17 @@ fn run(cli: Cli) -> Result<(), String> {
         }
         Some(Scenario::Stream { rows }) => stream::run(&mut ctx, &dbs, rows)?,
         Some(Scenario::Point { seconds, workers }) => point::run(&mut ctx, &dbs, seconds, workers)?,
+        Some(Scenario::Pool { cell_ms }) => pool::run(
+            &mut ctx,
+            &dbs,
+            &pool::Plan::full(Duration::from_millis(cell_ms)),
+        )?,
         Some(Scenario::Matrix(s)) => {
             seed::run(&mut ctx, &dbs, &s.data_size, &s.pool_size)?;
             e2e::run(&mut ctx, &dbs, &s.data_size, &s.pool_size, &s.parallelism)?;
             stream::run(&mut ctx, &dbs, 1_000_000)?;
             point::run(&mut ctx, &dbs, 3, 8)?;
+            pool::run(&mut ctx, &dbs, &pool::Plan::full(Duration::from_secs(1)))?;
         }
         None => {
             // The newcomer's run: a short matrix on embedded SQLite.
@@ -255,6 +270,7 @@ fn run(cli: Cli) -> Result<(), String> {
             e2e::run(&mut ctx, &dbs, &[10_000], &[10], &[1, 4])?;
             stream::run(&mut ctx, &dbs, 200_000)?;
             point::run(&mut ctx, &dbs, 1, 4)?;
+            pool::run(&mut ctx, &dbs, &pool::Plan::short())?;
         }
     }
     ctx.progress.finish_and_clear();

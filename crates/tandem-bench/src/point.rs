@@ -62,6 +62,7 @@ pub fn run(ctx: &mut Ctx, dbs: &[Dialect], seconds: u64, workers: usize) -> Resu
                         max: took,
                     },
                     extra: Some(ops as f64),
+                    details: Vec::new(),
                 },
             )
         };

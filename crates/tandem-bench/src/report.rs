@@ -56,11 +56,21 @@ pub struct Record {
     pub parallelism: u32,
     /// Time per op.
     pub time: Measured,
-    /// Extra figure (peak RSS growth in bytes for `stream`, ops counted for `point`).
+    /// Extra figure (peak RSS growth in bytes for `stream`, ops counted for `point` and `pool`).
     pub extra: Option<f64>,
+    /// Named figures of scenarios that measure more than a time (`pool`: acquired, rejected, waits, …).
+    pub details: Vec<(&'static str, f64)>,
 }
 
 impl Record {
+    /// A named figure of [`Record::details`].
+    pub fn detail(&self, name: &str) -> Option<f64> {
+        self.details
+            .iter()
+            .find(|(k, _)| *k == name)
+            .map(|(_, v)| *v)
+    }
+
     /// Ops per second at the median.
     pub fn ops_per_s(&self) -> f64 {
         1.0 / self.time.secs()
@@ -116,13 +126,19 @@ impl Results {
         }
         json.push_str("},\n  \"records\": [\n");
         let mut csv = String::from(
-            "scenario,db,variant,rows,pool,parallelism,median_s,min_s,max_s,ops_per_s,rows_per_s,extra,verified\n",
+            "scenario,db,variant,rows,pool,parallelism,median_s,min_s,max_s,ops_per_s,rows_per_s,extra,details,verified\n",
         );
         for (i, r) in self.records.iter().enumerate() {
             let extra = r.extra.map_or("null".to_owned(), |e| format!("{e}"));
+            let details: Vec<String> = r
+                .details
+                .iter()
+                .map(|(k, v)| format!("{}: {v}", json_str(k)))
+                .collect();
+            let details = details.join(", ");
             let _ = writeln!(
                 json,
-                "    {{\"scenario\": {}, \"db\": {}, \"variant\": {}, \"rows\": {}, \"pool\": {}, \"parallelism\": {}, \"median_s\": {}, \"min_s\": {}, \"max_s\": {}, \"ops_per_s\": {:.4}, \"rows_per_s\": {:.1}, \"extra\": {extra}, \"verified\": true}}{}",
+                "    {{\"scenario\": {}, \"db\": {}, \"variant\": {}, \"rows\": {}, \"pool\": {}, \"parallelism\": {}, \"median_s\": {}, \"min_s\": {}, \"max_s\": {}, \"ops_per_s\": {:.4}, \"rows_per_s\": {:.1}, \"extra\": {extra}, \"details\": {{{details}}}, \"verified\": true}}{}",
                 json_str(r.scenario),
                 json_str(&r.db),
                 json_str(&r.variant),
@@ -138,7 +154,7 @@ impl Results {
             );
             let _ = writeln!(
                 csv,
-                "{},{},{},{},{},{},{},{},{},{:.4},{:.1},{},true",
+                "{},{},{},{},{},{},{},{},{},{:.4},{:.1},{},{},true",
                 r.scenario,
                 r.db,
                 r.variant,
@@ -150,7 +166,12 @@ impl Results {
                 r.time.max.as_secs_f64(),
                 r.ops_per_s(),
                 r.rows_per_s(),
-                r.extra.map_or(String::new(), |e| format!("{e}"))
+                r.extra.map_or(String::new(), |e| format!("{e}")),
+                r.details
+                    .iter()
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect::<Vec<_>>()
+                    .join(";")
             );
         }
         json.push_str("  ]\n}\n");
@@ -255,6 +276,7 @@ impl Results {
                 r.extra.unwrap_or(0.0) / (1024.0 * 1024.0)
             );
         }
+        crate::pool::print(self);
         for r in self.records.iter().filter(|r| r.scenario == "point") {
             println!(
                 "point     {:<9} {:<22} {:>3} workers {:>10.0} selects/s",

@@ -114,6 +114,7 @@ pub fn run(ctx: &mut Ctx, dbs: &[Dialect], sizes: &[usize], pools: &[u32]) -> Re
                             parallelism: 0,
                             time,
                             extra: None,
+                            details: Vec::new(),
                         },
                     )
                 };

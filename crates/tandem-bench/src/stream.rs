@@ -54,6 +54,7 @@ pub fn run(ctx: &mut Ctx, dbs: &[Dialect], rows: usize) -> Result<(), String> {
                     parallelism: 0,
                     time: once(took),
                     extra: Some(growth.max(0) as f64),
+                    details: Vec::new(),
                 },
             )
         };

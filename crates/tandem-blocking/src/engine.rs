@@ -34,6 +34,21 @@ impl PooledConnection {
         })
     }
 
+    /// Runs a statement; returns rows affected.
+    pub fn execute(&mut self, stmt: &impl tandem_sql::Render) -> Result<u64> {
+        let r = stmt.render(self.dialect())?;
+        Ok(self.run(&r, &mut |_| Ok(true))?.affected)
+    }
+
+    /// The first row, or [`tandem_core::Error::RowNotFound`].
+    pub fn fetch_one<T: tandem_sql::FromRow>(
+        &mut self,
+        stmt: &impl tandem_sql::Render,
+    ) -> Result<T> {
+        let r = stmt.render(self.dialect())?;
+        crate::database::first(&mut self.0, &r)?.ok_or(tandem_core::Error::RowNotFound)
+    }
+
     /// A statement without parameters or rows.
     pub fn simple(&mut self, sql: &str) -> Result<()> {
         self.0.simple(sql)
