@@ -59,6 +59,11 @@ seed:
 e2e:
     cargo run --release -p tandem-bench -- e2e --db sqlite,postgres,mysql --data-size 100000 --parallelism 1,4,8
 
+# The essay's pool measurements on every engine: acquire/release per preset (hold 0, 1, 5 ms) and 64 workers
+# contending for 4, 8 and 16 connections (hold 10, 50 ms), default vs high_throughput.
+pool:
+    cargo run --release -p tandem-bench -- pool --db sqlite,postgres,mysql
+
 # The full check: tests, lints, the wasm build, docs, the tour and the main job.
 ci: test lint wasm doc
     cargo run --example tour > /dev/null

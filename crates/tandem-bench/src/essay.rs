@@ -52,6 +52,141 @@ const E2E: [(&str, u64, u32, f64, f64); 27] = [
     ("postgres", 100_000, 8, 0.972, 0.192),
 ];
 
+/// Acquire/close ops/s with 8 threads: (engine, hold ms, default, high-throughput).
+const POOL: [(&str, u64, f64, f64); 9] = [
+    ("sqlite", 0, 101_184.0, 86_400.0),
+    ("sqlite", 1, 6_911.0, 6_895.0),
+    ("sqlite", 5, 1_430.0, 1_428.0),
+    ("postgres", 0, 16_970.0, 16_780.0),
+    ("postgres", 1, 3_981.0, 4_229.0),
+    ("postgres", 5, 1_048.0, 1_052.0),
+    ("mysql", 0, 8_385.0, 8_010.0),
+    ("mysql", 1, 4_075.0, 3_899.0),
+    ("mysql", 5, 913.0, 925.0),
+];
+
+/// Contention, 64 threads on H2: (hold ms, max size, default ops/s, acquired, failed, high-throughput
+/// ops/s, acquired, failed).
+#[allow(clippy::type_complexity)]
+const CONTENTION: [(u64, u32, f64, u64, u64, f64, u64, u64); 4] = [
+    (10, 4, 360.0, 1_885, 0, 38_342.0, 1_508, 150_669),
+    (10, 16, 1_476.0, 6_173, 0, 1_477.0, 6_195, 0),
+    (50, 4, 76.0, 796, 0, 37_763.0, 386, 150_891),
+    (50, 16, 313.0, 1_676, 0, 310.0, 1_676, 0),
+];
+
+fn pool_detail(
+    results: &Results,
+    scenario: &str,
+    db: &str,
+    pool: u32,
+    variant: &str,
+    detail: &str,
+) -> Option<f64> {
+    results
+        .records
+        .iter()
+        .find(|r| r.scenario == scenario && r.db == db && r.pool == pool && r.variant == variant)
+        .and_then(|r| r.detail(detail))
+}
+
+fn pool_tables(results: &Results, md: &mut String) {
+    use crate::Executor::{Async, Blocking};
+    use crate::pool::{Preset, variant};
+    if !results
+        .records
+        .iter()
+        .any(|r| r.scenario.starts_with("pool"))
+    {
+        return;
+    }
+    md.push_str("\n## pool: acquire, `SELECT 1`, hold, release (ops/s)\n\nThe essay: 8 JMH threads, R2DBC pool, default / high-throughput. tandem: 8 workers, max 16, the bare driver pool (no admission control) beside both presets, so the gate's cost shows in the same run.\n\n| engine | hold | essay default | essay high-throughput | blocking bare | blocking default | blocking high-throughput | async bare | async default | async high-throughput |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n");
+    for (db, hold, d, ht) in POOL {
+        let rate = |e, p| {
+            pool_detail(
+                results,
+                "pool",
+                db,
+                16,
+                &variant(e, p, hold),
+                "acquired_per_s",
+            )
+        };
+        let cells = [
+            rate(Blocking, Preset::Bare),
+            rate(Blocking, Preset::Default),
+            rate(Blocking, Preset::HighThroughput),
+            rate(Async, Preset::Bare),
+            rate(Async, Preset::Default),
+            rate(Async, Preset::HighThroughput),
+        ];
+        if cells.iter().all(Option::is_none) {
+            continue;
+        }
+        let essay_db = if db == "sqlite" {
+            "SQLite (essay: H2)"
+        } else {
+            db
+        };
+        let cells: Vec<String> = cells
+            .iter()
+            .map(|c| c.map_or("–".into(), |v| format!("{v:.0}")))
+            .collect();
+        let _ = writeln!(
+            md,
+            "| {essay_db} | {hold} ms | {d:.0} | {ht:.0} | {} |",
+            cells.join(" | ")
+        );
+    }
+    md.push_str("\n## pool under contention: 64 workers (acquired/s · rejected/s)\n\nThe essay (H2 only): ops/s with acquired / failed counts; default = unbounded pending, 5 s timeout; high-throughput = 250 ms timeout, pending bounded at 4 × maxSize. tandem: default = pending bounded at 1,000, 30 s timeout; high-throughput = pending bounded at 4 × max, 3 s timeout; acquired and rejected per second, apart, as the essay advises; `p99` = 99th percentile wait of completed acquires.\n\n| engine | hold | max | essay default | essay high-throughput | tandem blocking default | tandem blocking high-throughput | tandem async default | tandem async high-throughput |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|\n");
+    let dbs: Vec<String> = {
+        let mut v: Vec<String> = results
+            .records
+            .iter()
+            .filter(|r| r.scenario == "pool-contention")
+            .map(|r| r.db.clone())
+            .collect();
+        v.dedup();
+        v
+    };
+    for db in &dbs {
+        for (hold, max, d, da, df, ht, hta, htf) in CONTENTION {
+            let ours = |e, p| {
+                let v = variant(e, p, hold);
+                let get = |k| pool_detail(results, "pool-contention", db, max, &v, k);
+                match (
+                    get("acquired_per_s"),
+                    get("rejected_per_s"),
+                    get("wait_p99_ms"),
+                ) {
+                    (Some(a), Some(r), Some(p99)) => {
+                        format!("{a:.0} · {r:.0} (p99 {p99:.0} ms)")
+                    }
+                    _ => "–".into(),
+                }
+            };
+            let essay = |ops: f64, a: u64, f: u64| {
+                if db == "sqlite" {
+                    format!("{ops:.0} ({a} / {f})")
+                } else {
+                    "–".into()
+                }
+            };
+            let _ = writeln!(
+                md,
+                "| {db} | {hold} ms | {max} | {} | {} | {} | {} | {} | {} |",
+                essay(d, da, df),
+                essay(ht, hta, htf),
+                ours(Blocking, Preset::Default),
+                ours(Blocking, Preset::HighThroughput),
+                ours(Async, Preset::Default),
+                ours(Async, Preset::HighThroughput),
+            );
+        }
+    }
+    md.push_str("\nRejections return at once (their p99 is in `results.csv`); completed acquires under the high-throughput preset wait at most the queue ahead of them, never the timeout.\n");
+}
+
 fn ops(
     results: &Results,
     scenario: &str,
@@ -139,5 +274,6 @@ pub fn markdown(results: &Results) -> String {
         );
     }
     md.push_str("\nThe essay's H2 end-to-end figures (~2,000 ops/s at every size) cannot have read and written every row: seeding 100,000 rows alone took them 169 ms. tandem's figures are checked after every op.\n");
+    pool_tables(results, &mut md);
     md
 }

@@ -251,14 +251,18 @@ fn run(cli: Cli) -> Result<(), String> {
         Some(Scenario::Pool { cell_ms }) => pool::run(
             &mut ctx,
             &dbs,
-            &pool::Plan::full(Duration::from_millis(cell_ms)),
+            &pool::Plan::full(Duration::from_millis(cell_ms), cli.common.iterations),
         )?,
         Some(Scenario::Matrix(s)) => {
             seed::run(&mut ctx, &dbs, &s.data_size, &s.pool_size)?;
             e2e::run(&mut ctx, &dbs, &s.data_size, &s.pool_size, &s.parallelism)?;
             stream::run(&mut ctx, &dbs, 1_000_000)?;
             point::run(&mut ctx, &dbs, 3, 8)?;
-            pool::run(&mut ctx, &dbs, &pool::Plan::full(Duration::from_secs(1)))?;
+            pool::run(
+                &mut ctx,
+                &dbs,
+                &pool::Plan::full(Duration::from_secs(1), cli.common.iterations),
+            )?;
         }
         None => {
             // The newcomer's run: a short matrix on embedded SQLite.

@@ -59,6 +59,8 @@ impl Preset {
 pub struct Plan {
     /// How long each cell runs.
     pub cell: Duration,
+    /// Rounds of the hold-0 cells, where the gate's cost shows most (median kept).
+    pub rounds: usize,
     /// Holds (ms) of the throughput cells.
     pub holds: Vec<u64>,
     /// (max size, hold ms) of the contention cells.
@@ -67,9 +69,10 @@ pub struct Plan {
 
 impl Plan {
     /// The essay's full set.
-    pub fn full(cell: Duration) -> Plan {
+    pub fn full(cell: Duration, rounds: usize) -> Plan {
         Plan {
             cell,
+            rounds,
             holds: vec![0, 1, 5],
             contention: [4, 8, 16]
                 .into_iter()
@@ -81,7 +84,8 @@ impl Plan {
     /// The main job's short set: the gate's cost and the overload cell.
     pub fn short() -> Plan {
         Plan {
-            cell: Duration::from_millis(500),
+            cell: Duration::from_millis(300),
+            rounds: 5,
             holds: vec![0],
             contention: vec![(4, 10)],
         }
@@ -386,13 +390,9 @@ pub fn run(ctx: &mut Ctx, dbs: &[Dialect], plan: &Plan) -> Result<(), String> {
         let url = url(dialect, &ctx.out);
         for &executor in &executors {
             for &hold_ms in &plan.holds {
-                // The three presets of a hold run in turn, `iterations` times at hold 0 (where the gate's
+                // The three presets of a hold run in turn, `plan.rounds` times at hold 0 (where the gate's
                 // cost shows most), and the median throughput of each is kept.
-                let rounds = if hold_ms == 0 {
-                    ctx.iterations.max(1)
-                } else {
-                    1
-                };
+                let rounds = if hold_ms == 0 { plan.rounds.max(1) } else { 1 };
                 let presets = [Preset::Bare, Preset::Default, Preset::HighThroughput];
                 let mut runs: Vec<Vec<(Seen, Duration)>> =
                     presets.iter().map(|_| Vec::new()).collect();
