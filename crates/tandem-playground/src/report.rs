@@ -1,0 +1,257 @@
+//! One run of the playground: parse both boxes, build the statement, render it for every dialect, run the
+//! SQLite form; and its JSON for the page.
+
+use tandem_sql::ast::Statement;
+use tandem_sql::{Dialect, Render, Rendered, Value};
+
+use crate::json::Json;
+use crate::run::{Cell, Execution, Grid};
+use crate::schema::Schema;
+use crate::syntax::expr::parse_query;
+use crate::syntax::{Diagnostic, Span};
+
+/// Which box an error is in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Input {
+    /// The table declarations.
+    Schema,
+    /// The query.
+    Query,
+}
+
+/// An error in one of the boxes, located for the editor.
+#[derive(Clone, Debug, PartialEq)]
+pub struct InputError {
+    /// Which box.
+    pub input: Input,
+    /// The message.
+    pub message: String,
+    /// Byte range in that box's text.
+    pub span: Span,
+    /// 1-based line and column (in characters) of the start.
+    pub line: usize,
+    /// See `line`.
+    pub column: usize,
+    /// The range in UTF-16 code units, as a browser's text area counts.
+    pub utf16: (usize, usize),
+}
+
+impl InputError {
+    fn new(input: Input, src: &str, d: Diagnostic) -> InputError {
+        let clamp = |i: usize| {
+            let mut i = i.min(src.len());
+            while !src.is_char_boundary(i) {
+                i -= 1;
+            }
+            i
+        };
+        let (start, end) = (clamp(d.span.start), clamp(d.span.end.max(d.span.start)));
+        let before = &src[..start];
+        let line = before.matches('\n').count() + 1;
+        let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+        let u16 = |s: &str| s.encode_utf16().count();
+        InputError {
+            input,
+            message: d.message,
+            span: Span::new(start, end),
+            line,
+            column,
+            utf16: (u16(before), u16(&src[..end])),
+        }
+    }
+}
+
+/// The SQL of one dialect: its statements (CREATE TABLE may be followed by CREATE INDEX), or why it has none.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DialectSql {
+    /// The engine.
+    pub dialect: Dialect,
+    /// The rendered statements, or the renderer's error.
+    pub rendered: Result<Vec<Rendered>, String>,
+}
+
+/// The outcome of one run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Report {
+    /// A parse or build error, if the boxes did not make a statement.
+    pub error: Option<InputError>,
+    /// The statement built, if any.
+    pub statement: Option<Statement>,
+    /// SQL for each dialect (empty when there is an error).
+    pub sql: Vec<DialectSql>,
+    /// What SQLite did, or its error.
+    pub execution: Option<Result<Execution, String>>,
+}
+
+fn render(stmt: &Statement, dialect: Dialect) -> Result<Vec<Rendered>, String> {
+    match stmt {
+        Statement::CreateTable(c) => c.render_all(dialect),
+        other => other.render(dialect).map(|r| vec![r]),
+    }
+    .map_err(|e| e.to_string())
+}
+
+/// Parses both boxes, builds the statement, renders it for every dialect and runs it on SQLite.
+pub fn run(schema_src: &str, query_src: &str) -> Report {
+    let failed = |input, src, d| Report {
+        error: Some(InputError::new(input, src, d)),
+        statement: None,
+        sql: Vec::new(),
+        execution: None,
+    };
+    let schema = match Schema::parse(schema_src) {
+        Ok(s) => s,
+        Err(d) => return failed(Input::Schema, schema_src, d),
+    };
+    let stmt = match parse_query(query_src).and_then(|e| crate::eval::build(&schema, &e)) {
+        Ok(s) => s,
+        Err(d) => return failed(Input::Query, query_src, d),
+    };
+    let sql = Dialect::ALL
+        .iter()
+        .map(|d| DialectSql {
+            dialect: *d,
+            rendered: render(&stmt, *d),
+        })
+        .collect();
+    let seeds = crate::samples::seeds(&schema);
+    let execution = crate::run::prepare(&schema, &seeds)
+        .and_then(|conn| crate::run::run(&conn, &schema, &stmt));
+    Report {
+        error: None,
+        statement: Some(stmt),
+        sql,
+        execution: Some(execution),
+    }
+}
+
+/// A bound value as the parameter list shows it, with its type.
+pub fn param(v: &Value) -> (String, String) {
+    let text = match v {
+        Value::Null(_) => "NULL".to_owned(),
+        Value::Bool(b) => b.to_string(),
+        Value::I16(i) => i.to_string(),
+        Value::I32(i) => i.to_string(),
+        Value::I64(i) => i.to_string(),
+        Value::F32(f) => format!("{f:?}"),
+        Value::F64(f) => format!("{f:?}"),
+        Value::Text(s) => format!("{s:?}"),
+        Value::Bytes(b) => hex(b),
+        other => other.kind_name().to_owned(),
+    };
+    let ty = match v {
+        Value::Null(t) => format!("NULL {t:?}"),
+        other => other.kind_name().to_owned(),
+    };
+    (text, ty)
+}
+
+fn hex(b: &[u8]) -> String {
+    let digits: String = b.iter().map(|x| format!("{x:02x}")).collect();
+    format!("x'{digits}'")
+}
+
+fn cell(c: &Cell) -> Json {
+    match c {
+        Cell::Null => Json::Null,
+        // Beyond 2^53 a JavaScript number loses digits: send those as text.
+        Cell::Int(i) if i.unsigned_abs() > (1 << 53) => Json::s(i.to_string()),
+        Cell::Int(i) => Json::Num(*i as f64),
+        Cell::Real(f) => Json::Num(*f),
+        Cell::Text(s) => Json::s(s.clone()),
+        Cell::Blob(b) => Json::s(hex(b)),
+    }
+}
+
+fn grid(g: &Grid) -> Json {
+    Json::Obj(vec![
+        ("title", Json::s(g.title.clone())),
+        (
+            "columns",
+            Json::Arr(g.columns.iter().map(|c| Json::s(c.clone())).collect()),
+        ),
+        (
+            "rows",
+            Json::Arr(
+                g.rows
+                    .iter()
+                    .map(|r| Json::Arr(r.iter().map(cell).collect()))
+                    .collect(),
+            ),
+        ),
+        ("truncated", Json::Bool(g.truncated)),
+    ])
+}
+
+impl Report {
+    /// The report as the page reads it.
+    pub fn to_json(&self) -> String {
+        let error = match &self.error {
+            None => Json::Null,
+            Some(e) => Json::Obj(vec![
+                (
+                    "input",
+                    Json::s(match e.input {
+                        Input::Schema => "schema",
+                        Input::Query => "query",
+                    }),
+                ),
+                ("message", Json::s(e.message.clone())),
+                ("start", Json::Num(e.utf16.0 as f64)),
+                ("end", Json::Num(e.utf16.1 as f64)),
+                ("line", Json::Num(e.line as f64)),
+                ("column", Json::Num(e.column as f64)),
+            ]),
+        };
+        let sql = Json::Arr(
+            self.sql
+                .iter()
+                .map(|d| {
+                    let (statements, err) = match &d.rendered {
+                        Ok(rs) => (
+                            rs.iter()
+                                .map(|r| {
+                                    Json::Obj(vec![
+                                        ("sql", Json::s(r.sql.clone())),
+                                        (
+                                            "params",
+                                            Json::Arr(
+                                                r.params
+                                                    .iter()
+                                                    .map(|p| {
+                                                        let (v, t) = param(p);
+                                                        Json::Obj(vec![
+                                                            ("value", Json::s(v)),
+                                                            ("type", Json::s(t)),
+                                                        ])
+                                                    })
+                                                    .collect(),
+                                            ),
+                                        ),
+                                    ])
+                                })
+                                .collect(),
+                            Json::Null,
+                        ),
+                        Err(e) => (Vec::new(), Json::s(e.clone())),
+                    };
+                    Json::Obj(vec![
+                        ("dialect", Json::s(d.dialect.to_string())),
+                        ("statements", Json::Arr(statements)),
+                        ("error", err),
+                    ])
+                })
+                .collect(),
+        );
+        let run = match &self.execution {
+            None => Json::Null,
+            Some(Ok(x)) => Json::Obj(vec![
+                ("summary", Json::s(x.summary.clone())),
+                ("grids", Json::Arr(x.grids.iter().map(grid).collect())),
+                ("error", Json::Null),
+            ]),
+            Some(Err(e)) => Json::Obj(vec![("error", Json::s(e.clone()))]),
+        };
+        Json::Obj(vec![("error", error), ("sql", sql), ("run", run)]).to_text()
+    }
+}
