@@ -64,7 +64,31 @@ e2e:
 pool:
     cargo run --release -p tandem-bench -- pool --db sqlite,postgres,mysql
 
-# The full check: tests, lints, the wasm build, docs, the tour and the main job.
-ci: test lint wasm doc
+# Where the built playground goes: served by `just playground`, copied into the book.
+site := justfile_directory() / "target/playground"
+wasm_file := env("CARGO_TARGET_DIR", justfile_directory() / "target") / "wasm32-unknown-unknown/wasm/tandem_playground.wasm"
+# SQLite's C source in sqlite-wasm-rs uses C23 `[[noreturn]]`, which Debian's clang 14 reads with this flag.
+wasm_cflags := "-fdouble-square-bracket-attributes"
+
+# Build the playground page into target/playground: the crate for wasm32 (opt-level z, LTO), wasm-bindgen,
+# the page. No wasm-opt: Debian's binaryen 108 breaks the reference-types table wasm-bindgen emits.
+playground-build:
+    CFLAGS_wasm32_unknown_unknown="{{wasm_cflags}}" cargo build -p tandem-playground --lib --target wasm32-unknown-unknown --profile wasm
+    rm -rf "{{site}}" && mkdir -p "{{site}}/pkg"
+    wasm-bindgen --target web --no-typescript --out-dir "{{site}}/pkg" "{{wasm_file}}"
+    cp crates/tandem-playground/web/* "{{site}}/"
+    @ls -l "{{site}}/pkg/tandem_playground_bg.wasm"
+
+# The playground's wasm-bindgen tests, in headless Chromium through chromedriver.
+playground-wasm-test:
+    cd crates/tandem-playground && CFLAGS_wasm32_unknown_unknown="{{wasm_cflags}}" CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner CHROMEDRIVER="${CHROMEDRIVER:-/usr/bin/chromedriver}" cargo test --target wasm32-unknown-unknown --test web
+
+# Build the playground and serve it on http://127.0.0.1:8000/ (another port: `just playground 8080`).
+playground port="8000": playground-build
+    cargo run -q -p tandem-playground --bin playground-serve -- "{{site}}" "127.0.0.1:{{port}}"
+
+# The full check: the playground page (built first: the browser test serves it), tests, the playground's
+# wasm-bindgen tests in Chromium, lints, the wasm build, docs, the tour and the main job.
+ci: playground-build test playground-wasm-test lint wasm doc
     cargo run --example tour > /dev/null
     cargo run --release -p tandem-bench

@@ -1,0 +1,252 @@
+// The playground page: two editors, three SQL panes, a results grid. All the work is in the WebAssembly
+// module (crates/tandem-playground); this file only moves text between it and the page, and keeps the
+// state in the address so a link reproduces it.
+
+const $ = (id) => document.getElementById(id);
+const query = $('query');
+const schema = $('schema');
+// For tests and the curious: `usableMs` counts from the start of navigation, `loadMs` from this script.
+const state = (window.tandemPlayground = { ready: false, runs: 0, lastRunMs: null, loadMs: null, usableMs: null, lastReport: null });
+
+const CHAPTERS = {
+  1: 'Chapter 1 — tables and typed columns',
+  2: 'Chapter 2 — expressions and NULL',
+  3: 'Chapter 3 — dialects and parameters',
+};
+
+let engine = null;
+let generation = 0;
+let defaultSchema = '';
+let examples = [];
+let pending = null;
+
+async function loadEngine() {
+  generation += 1;
+  // A fresh module instance after an internal error: the old one may be in a broken state.
+  const suffix = generation > 1 ? `?instance=${generation}` : '';
+  const mod = await import(`./pkg/tandem_playground.js${suffix}`);
+  await mod.default({ module_or_path: new URL('./pkg/tandem_playground_bg.wasm', import.meta.url) });
+  engine = mod;
+}
+
+function setStatus(text, bad = false) {
+  const s = $('status');
+  s.textContent = text;
+  s.classList.toggle('bad', bad);
+}
+
+function readHash() {
+  const p = new URLSearchParams(location.hash.slice(1));
+  return { q: p.get('q'), s: p.get('s') };
+}
+
+function writeHash() {
+  const p = new URLSearchParams();
+  p.set('q', query.value);
+  if (schema.value !== defaultSchema) p.set('s', schema.value);
+  history.replaceState(null, '', `#${p.toString()}`);
+}
+
+function el(tag, props = {}, children = []) {
+  const e = document.createElement(tag);
+  Object.assign(e, props);
+  for (const c of children) e.append(c);
+  return e;
+}
+
+// The error as rustc prints one: message, location, the line, carets under the span.
+function showError(err) {
+  const box = err.input === 'query' ? query : schema;
+  box.classList.add('has-error');
+  const text = box.value;
+  const start = Math.min(err.start, text.length);
+  const end = Math.max(start, Math.min(err.end, text.length));
+  const lineStart = text.lastIndexOf('\n', start - 1) + 1;
+  let lineEnd = text.indexOf('\n', start);
+  if (lineEnd < 0) lineEnd = text.length;
+  const line = text.slice(lineStart, lineEnd);
+  const width = Math.max(1, Math.min(end, lineEnd) - start);
+  const gutter = ' '.repeat(String(err.line).length);
+  $('error-text').textContent =
+    `error: ${err.message}\n${gutter}--> ${err.input}:${err.line}:${err.column}\n${gutter} |\n` +
+    `${err.line} | ${line}\n${gutter} | ${' '.repeat(start - lineStart)}${'^'.repeat(width)}`;
+  $('error').hidden = false;
+  $('error-jump').onclick = () => {
+    box.focus();
+    box.setSelectionRange(start, end);
+  };
+}
+
+function showSql(sql) {
+  const panes = $('dialects');
+  panes.replaceChildren();
+  for (const d of sql) {
+    const card = el('div', { className: 'dialect' }, [el('h3', { textContent: d.dialect })]);
+    card.dataset.dialect = d.dialect;
+    if (d.error) {
+      card.append(el('p', { className: 'dialect-error', textContent: `cannot render: ${d.error}` }));
+    }
+    for (const s of d.statements) {
+      card.append(el('pre', { className: 'sql', textContent: s.sql }));
+      if (s.params.length) {
+        card.append(
+          el('ol', { className: 'params' }, s.params.map((p) => el('li', { textContent: `${p.value}  (${p.type})` }))),
+        );
+      }
+    }
+    panes.append(card);
+  }
+}
+
+function showRun(run) {
+  const summary = $('summary');
+  const grids = $('grids');
+  grids.replaceChildren();
+  summary.classList.toggle('bad', Boolean(run && run.error));
+  if (!run) {
+    summary.textContent = '';
+    return;
+  }
+  if (run.error) {
+    summary.textContent = `SQLite: ${run.error}`;
+    return;
+  }
+  summary.textContent = run.summary;
+  for (const g of run.grids) {
+    const head = el('tr', {}, g.columns.map((c) => el('th', { textContent: c })));
+    const rows = g.rows.map((r) =>
+      el(
+        'tr',
+        {},
+        r.map((v) => {
+          if (v === null) return el('td', { className: 'null', textContent: 'NULL' });
+          return el('td', { className: typeof v === 'number' ? 'num' : '', textContent: String(v) });
+        }),
+      ),
+    );
+    const caption = el('caption', { textContent: g.title + (g.truncated ? ' (first rows only)' : '') });
+    grids.append(el('table', {}, [caption, el('thead', {}, [head]), el('tbody', {}, rows)]));
+  }
+}
+
+function show(report) {
+  for (const box of [query, schema]) box.classList.remove('has-error');
+  $('error').hidden = true;
+  if (report.error) {
+    showError(report.error);
+    showSql([]);
+    showRun(null);
+    return;
+  }
+  showSql(report.sql);
+  showRun(report.run);
+}
+
+async function internalError(e) {
+  setStatus(`internal error (${e}); restarting the engine`, true);
+  engine = null;
+  try {
+    await loadEngine();
+    setStatus('engine restarted');
+  } catch (again) {
+    setStatus(`the engine could not restart: ${again}`, true);
+  }
+}
+
+function runNow() {
+  clearTimeout(pending);
+  if (!engine) return;
+  const t0 = performance.now();
+  let report;
+  try {
+    report = JSON.parse(engine.run(schema.value, query.value));
+  } catch (e) {
+    internalError(e);
+    return;
+  }
+  const ms = performance.now() - t0;
+  show(report);
+  writeHash();
+  state.runs += 1;
+  state.lastRunMs = ms;
+  state.lastReport = report;
+  setStatus(report.error ? `error in the ${report.error.input}` : `rendered and ran in ${ms.toFixed(1)} ms`, Boolean(report.error));
+}
+
+function runSoon() {
+  clearTimeout(pending);
+  pending = setTimeout(runNow, 250);
+}
+
+function fillExamples() {
+  const select = $('examples');
+  const groups = new Map();
+  for (const ex of examples) {
+    if (!groups.has(ex.chapter)) {
+      const g = el('optgroup', { label: CHAPTERS[ex.chapter] || `Chapter ${ex.chapter}` });
+      groups.set(ex.chapter, g);
+      select.append(g);
+    }
+    groups.get(ex.chapter).append(el('option', { value: ex.id, textContent: ex.title }));
+  }
+  select.onchange = () => {
+    const ex = examples.find((e) => e.id === select.value);
+    if (ex) {
+      query.value = ex.query;
+      runNow();
+    }
+  };
+}
+
+function reset() {
+  schema.value = defaultSchema;
+  query.value = (examples.find((e) => e.id === 'adults') || examples[0]).query;
+  $('examples').value = '';
+  runNow();
+}
+
+async function main() {
+  const t0 = performance.now();
+  try {
+    await loadEngine();
+  } catch (e) {
+    setStatus(`the WebAssembly engine did not load: ${e}`, true);
+    return;
+  }
+  defaultSchema = engine.default_schema();
+  examples = JSON.parse(engine.examples());
+  fillExamples();
+  const { q, s } = readHash();
+  schema.value = s ?? defaultSchema;
+  query.value = q ?? (examples.find((e) => e.id === 'adults') || examples[0]).query;
+  query.addEventListener('input', runSoon);
+  schema.addEventListener('input', runSoon);
+  for (const box of [query, schema]) {
+    box.addEventListener('keydown', (e) => {
+      if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) {
+        e.preventDefault();
+        runNow();
+      }
+    });
+  }
+  $('run').onclick = runNow;
+  $('reset').onclick = reset;
+  $('share').onclick = async () => {
+    writeHash();
+    try {
+      await navigator.clipboard.writeText(location.href);
+      setStatus('link copied');
+    } catch {
+      setStatus('the link is in the address bar');
+    }
+  };
+  state.loadMs = performance.now() - t0;
+  runNow();
+  state.usableMs = performance.now();
+  state.ready = true;
+  const wasm = performance.getEntriesByType('resource').find((r) => r.name.includes('.wasm'));
+  const size = wasm && wasm.decodedBodySize ? `, ${(wasm.decodedBodySize / 1024).toFixed(0)} KiB of WebAssembly` : '';
+  setStatus(`ready in ${state.loadMs.toFixed(0)} ms${size}; ${$('status').textContent}`);
+}
+
+main();
