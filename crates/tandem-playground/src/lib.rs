@@ -8,7 +8,7 @@
 //!   with spans for every error.
 //! - [`schema`]: `#[derive(Table)]` done at run time: structs to `TableSchema`s and column kinds.
 //! - `eval`: expressions to the untyped AST, with the typed DSL's kind and table checks.
-//! - [`run`]: a fresh in-memory SQLite per run: tables, sample rows, the statement.
+//! - [`run`](mod@run): a fresh in-memory SQLite per run: tables, sample rows, the statement.
 //! - [`samples`]: the default schema, sample rows and the examples menu (shared with the book).
 //! - `report` and `json`: one run's outcome as the JSON the page reads; `web` (wasm32 only): the exports.
 //! - `serve` (native only): the static server `just playground` and the browser test use.
