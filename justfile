@@ -87,6 +87,22 @@ playground-wasm-test:
 playground port="8000": playground-build
     cargo run -q -p tandem-playground --bin playground-serve -- "{{site}}" "127.0.0.1:{{port}}"
 
+# The workshop: run stage NN's tests on your code (`workshop/NN-*/src/lib.rs`) with a verdict.
+check NN:
+    @workshop/run.sh check {{NN}}
+
+# The workshop: the first stage whose tests do not pass yet.
+next:
+    @workshop/run.sh next
+
+# The workshop: stage NN's reference solution, and how your code differs from it.
+solve NN:
+    @workshop/run.sh solve {{NN}}
+
+# The workshop, for CI: every reference solution passes its tests and every starter fails all of them.
+workshop-verify:
+    workshop/run.sh verify
+
 # The full check: the playground page (built first: the browser test serves it), tests, the playground's
 # wasm-bindgen tests in Chromium, lints, the wasm build, docs, the tour and the main job.
 ci: playground-build test playground-wasm-test lint wasm doc

@@ -1,0 +1,74 @@
+//! Stage 4 — the reference solution.
+
+use tandem_blocking::Database;
+use tandem_sql::prelude::*;
+
+/// An account (given).
+#[derive(Table, Debug, Clone, PartialEq)]
+#[table(name = "accounts")]
+pub struct Account {
+    /// Generated key.
+    #[column(primary_key, auto_increment)]
+    pub id: i64,
+    /// Owner, unique.
+    #[column(varchar = 50, unique)]
+    pub owner: String,
+    /// Balance in cents; never below zero.
+    pub balance: i64,
+}
+
+/// Why a transfer did not happen (given).
+#[derive(Debug)]
+pub enum TransferError {
+    /// `from` holds less than `amount`.
+    Insufficient,
+    /// `from` or `to` does not exist.
+    NoAccount,
+    /// The database failed.
+    Db(tandem_blocking::Error),
+}
+
+impl From<tandem_blocking::Error> for TransferError {
+    fn from(e: tandem_blocking::Error) -> Self {
+        TransferError::Db(e)
+    }
+}
+
+// ANCHOR: transfer
+/// Moves `amount` from `from` to `to` in one transaction.
+pub fn transfer(db: &Database, from: i64, to: i64, amount: i64) -> Result<(), TransferError> {
+    let outcome = db.transaction(|tx| {
+        let repo = tx.repository::<Account>();
+        // Debit first, conditionally: the row lock it takes makes concurrent transfers wait their turn.
+        let debited = repo.update_all(|u| {
+            u.set(accounts::balance, accounts::balance - amount)
+                .filter(accounts::id.eq(from).and(accounts::balance.ge(amount)))
+        })?;
+        if debited == 0 {
+            let missing = !repo.exists_by_id(from)?;
+            return Ok(Err(if missing {
+                TransferError::NoAccount
+            } else {
+                TransferError::Insufficient
+            }));
+        }
+        let credited = repo.update_all(|u| {
+            u.set(accounts::balance, accounts::balance + amount)
+                .filter(accounts::id.eq(to))
+        })?;
+        if credited == 0 {
+            // Err rolls the whole transaction back, the debit included.
+            return Err(tandem_blocking::Error::NotFound {
+                table: "accounts".into(),
+                key: to.to_string(),
+            });
+        }
+        Ok(Ok(()))
+    });
+    match outcome {
+        Ok(result) => result,
+        Err(tandem_blocking::Error::NotFound { .. }) => Err(TransferError::NoAccount),
+        Err(e) => Err(e.into()),
+    }
+}
+// ANCHOR_END: transfer
