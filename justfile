@@ -87,6 +87,26 @@ playground-wasm-test:
 playground port="8000": playground-build
     cargo run -q -p tandem-playground --bin playground-serve -- "{{site}}" "127.0.0.1:{{port}}"
 
+# The book (mdbook) with the playground inside it, into book/book/. Every `{{{{#include file:anchor}}` must name a
+# file and an anchor that exist: mdbook only logs a miss, this recipe fails on it.
+book: playground-build
+    #!/usr/bin/env bash
+    set -euo pipefail
+    missing=0
+    while IFS= read -r inc; do
+        spec=${inc#\{\{#include }; spec=${spec%\}\}}
+        file=${spec%%:*}; rest=${spec#"$file"}; rest=${rest#:}
+        if [[ ! -f "book/src/$file" ]]; then echo "book: missing file $file"; missing=1; continue; fi
+        if [[ -n "$rest" && ! "$rest" =~ ^[0-9:]+$ ]] && ! grep -q "ANCHOR: ${rest}\$" "book/src/$file"; then
+            echo "book: no anchor '$rest' in $file"; missing=1
+        fi
+    done < <(grep -ho '{{{{#include [^}]*}}' book/src/*.md)
+    [[ $missing -eq 0 ]]
+    mdbook build book 2>&1 | tee target/mdbook.log
+    if grep -qE "ERROR|WARN" target/mdbook.log; then echo "book: mdbook reported problems"; exit 1; fi
+    rm -rf book/book/playground && cp -r "{{site}}" book/book/playground
+    echo "book: book/book/index.html, the playground in book/book/playground/"
+
 # The workshop: run stage NN's tests on your code (`workshop/NN-*/src/lib.rs`) with a verdict.
 check NN:
     @workshop/run.sh check {{NN}}
@@ -104,7 +124,8 @@ workshop-verify:
     workshop/run.sh verify
 
 # The full check: the playground page (built first: the browser test serves it), tests, the playground's
-# wasm-bindgen tests in Chromium, lints, the wasm build, docs, the tour and the main job.
-ci: playground-build test playground-wasm-test lint wasm doc
+# wasm-bindgen tests in Chromium, lints, the wasm build, docs, the book, the workshop's verification, the tour
+# and the main job.
+ci: playground-build test playground-wasm-test lint wasm doc book workshop-verify
     cargo run --example tour > /dev/null
     cargo run --release -p tandem-bench

@@ -5,6 +5,7 @@
 use tandem::prelude::*;
 use tandem::sql::ast::Statement;
 
+// ANCHOR: declaration
 /// A user of the example schema.
 #[derive(Table, Debug, Clone, PartialEq)]
 #[table(name = "users", index(age))]
@@ -20,6 +21,7 @@ pub struct User {
     /// Contact address, if known.
     pub email: Option<String>,
 }
+// ANCHOR_END: declaration
 
 /// An order placed by a user.
 #[derive(Table, Debug, Clone, PartialEq)]

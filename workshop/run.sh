@@ -3,7 +3,7 @@
 #   check NN   run stage NN's tests on your code, with a readable verdict
 #   next       name the first stage whose tests do not pass yet
 #   solve NN   show the reference solution of stage NN (and how it differs from your file)
-#   verify     for CI: every reference solution passes its tests, every starter fails all of them
+#   verify     for CI: every reference solution passes its tests (and clippy), every starter fails all of them
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -86,6 +86,16 @@ solve)
     ;;
 verify)
     status=0
+    # The reference solutions are code learners read: lint them as the project's own code.
+    packages=() features=()
+    for dir in workshop/[0-9][0-9]-*; do
+        packages+=(-p "$(package "$dir")")
+        features+=("$(package "$dir")/solution")
+    done
+    if ! cargo clippy "${packages[@]}" --all-targets --features "$(IFS=,; echo "${features[*]}")" -- -D warnings; then
+        echo "✗ the reference solutions do not pass clippy"
+        status=1
+    fi
     for dir in workshop/[0-9][0-9]-*; do
         name=$(basename "$dir")
         run_tests "$dir" "--features solution"

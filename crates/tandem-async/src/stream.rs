@@ -17,10 +17,12 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::conn::{Conn, Link, Sink};
 
+// ANCHOR: backpressure
 /// Rows sent per message.
 pub const BATCH: usize = 256;
 /// Messages the channel holds.
 pub const BUFFERED: usize = 2;
+// ANCHOR_END: backpressure
 
 type Message = Result<Vec<Row>>;
 

@@ -44,6 +44,7 @@ pub fn seed_rows(n: usize) -> Vec<Source> {
         .collect()
 }
 
+// ANCHOR: transform
 /// The processor: `upper(name)`, `value * 2` (an overflow is a processor error, not a wrapped value).
 pub fn transform(s: Source) -> Result<Processed<Target>, ProcessError> {
     let doubled = s
@@ -56,6 +57,7 @@ pub fn transform(s: Source) -> Result<Processed<Target>, ProcessError> {
         transformed_value: doubled,
     }))
 }
+// ANCHOR_END: transform
 
 /// The essay's job with `parallelism` partitions.
 pub fn job(parallelism: usize) -> BatchJob<Source, Target> {

@@ -261,6 +261,7 @@ impl Database {
         self.transaction_with(TxOptions::default(), f)
     }
 
+    // ANCHOR: transaction
     /// Runs `f` in a transaction with these options.
     pub fn transaction_with<T>(
         &self,
@@ -279,6 +280,7 @@ impl Database {
             }
         }
     }
+    // ANCHOR_END: transaction
 
     /// Runs a plan (a repository method): in one transaction when it has several steps that belong together,
     /// otherwise each step on its own.

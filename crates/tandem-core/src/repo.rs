@@ -336,6 +336,7 @@ pub fn find_page<E: Entity>(
     ))
 }
 
+// ANCHOR: find_cursor_page
 /// `find_cursor_page`: up to `size` rows with key greater than `after`, in key order, and the key to continue
 /// after. Reads one row more than asked to know whether there is a next page.
 pub fn find_cursor_page<E: Entity>(
@@ -366,6 +367,7 @@ pub fn find_cursor_page<E: Entity>(
         Ok(CursorPage { items, next })
     }))
 }
+// ANCHOR_END: find_cursor_page
 
 fn entity_insert<'a, E: Entity>(rows: impl IntoIterator<Item = &'a E>) -> Insert {
     Insert::values(

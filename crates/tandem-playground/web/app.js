@@ -35,9 +35,11 @@ function setStatus(text, bad = false) {
   s.classList.toggle('bad', bad);
 }
 
+// `#q=…&s=…` is a shared state; `#example=<id>` opens one of the book's examples (the chapters link so).
 function readHash() {
   const p = new URLSearchParams(location.hash.slice(1));
-  return { q: p.get('q'), s: p.get('s') };
+  const example = examples.find((e) => e.id === p.get('example'));
+  return { q: p.get('q') ?? (example ? example.query : null), s: p.get('s') };
 }
 
 function writeHash() {

@@ -52,6 +52,7 @@ impl Default for PoolConfig {
 }
 
 impl PoolConfig {
+    // ANCHOR: high_throughput
     /// The preset for services under load (the essay's `R2dbcPoolConfig.highThroughput()`): `max_size`
     /// connections, warm-up of min(max_size, max(2 × CPUs, 16)), at most 4 × max_size acquires waiting,
     /// acquire timeout 3 s, idle timeout 5 min, lifetime 30 min, warm-up bounded at 5 s.
@@ -68,6 +69,7 @@ impl PoolConfig {
             validate_on_checkout: false,
         }
     }
+    // ANCHOR_END: high_throughput
 
     /// The size in force: at least one connection.
     pub fn effective_max_size(&self) -> u32 {

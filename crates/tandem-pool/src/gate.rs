@@ -293,6 +293,7 @@ impl Gate {
     /// Takes a free permit, or a place in the queue (made by `waiter`), or refuses.
     fn enter<W>(&self, waiter: impl FnOnce() -> (Waiter, W)) -> Result<Entry<W>, AdmissionError> {
         let inner = &self.inner;
+        // ANCHOR: admission
         // Nobody waits and a permit is free: no lock at all.
         if inner.queued.load(SeqCst) == 0 && inner.take_available() {
             return Ok(Entry::Now(self.permit()));
@@ -301,6 +302,7 @@ impl Gate {
         if state.queue.is_empty() && inner.take_available() {
             return Ok(Entry::Now(self.permit()));
         }
+        // ANCHOR_END: admission
         if state.queue.len() >= inner.config.max_pending {
             state.rejected += 1;
             let pending = state.queue.len();

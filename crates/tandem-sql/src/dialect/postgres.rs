@@ -16,10 +16,12 @@ impl Rules for Postgres {
         65_535
     }
 
+    // ANCHOR: placeholder
     fn placeholder(&self, out: &mut String, n: usize) {
         out.push('$');
         push_decimal(out, n);
     }
+    // ANCHOR_END: placeholder
 
     /// PostgreSQL takes `OFFSET` on its own.
     fn limit_offset(&self, limit: Option<u64>, offset: Option<u64>, w: &mut dyn FnMut(LimitPart)) {

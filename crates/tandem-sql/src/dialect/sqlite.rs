@@ -16,6 +16,7 @@ impl Rules for Sqlite {
         32_766
     }
 
+    // ANCHOR: limit_offset
     /// SQLite's grammar has no OFFSET without LIMIT; a negative LIMIT means "no limit"
     /// (<https://www.sqlite.org/lang_select.html#limitoffset>).
     fn limit_offset(&self, limit: Option<u64>, offset: Option<u64>, w: &mut dyn FnMut(LimitPart)) {
@@ -32,6 +33,7 @@ impl Rules for Sqlite {
             w(LimitPart::Param(o));
         }
     }
+    // ANCHOR_END: limit_offset
 
     /// The declared names are chosen for their affinity and for what drivers read back from them: an
     /// auto-increment key must be spelled exactly `INTEGER` to alias the rowid.
