@@ -34,16 +34,19 @@ wasm:
 doc:
     RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps
 
+# The peers' program: `peers/` is a workspace of its own, built into CARGO_TARGET_DIR when that is set.
+peers_bin := env("CARGO_TARGET_DIR", justfile_directory() / "peers/target") / "release/tandem-peers"
+
 # The full benchmark matrix on all three engines (PostgreSQL and MariaDB must be running), with the peers
 # (sea-query + sqlx 0.8, diesel; diesel's PostgreSQL backend needs libpq-dev) measured in the same run.
 bench:
     cd peers && cargo build --release
-    cargo run --release -p tandem-bench -- matrix --db sqlite,postgres,mysql --peers peers/target/release/tandem-peers
+    cargo run --release -p tandem-bench -- matrix --db sqlite,postgres,mysql --peers "{{peers_bin}}"
 
 # Regenerate docs/results.md (and its chart and CSV) from a full run on all engines.
 results:
     cd peers && cargo build --release
-    cargo run --release -p tandem-bench -- matrix --db sqlite,postgres,mysql --iterations 3 --peers peers/target/release/tandem-peers
+    cargo run --release -p tandem-bench -- matrix --db sqlite,postgres,mysql --iterations 3 --peers "{{peers_bin}}"
     cp target/tandem-bench/results.md target/tandem-bench/results.svg target/tandem-bench/results.csv docs/
 
 # criterion micro benchmarks (render, bind, decode; the admission gate's cost per acquire).
