@@ -212,18 +212,7 @@ impl Ctx<'_> {
             }
             "insert_into" | "update" | "delete_from" => {
                 arity(name, args, 1, span)?;
-                let table = match self.eval(&args[0])? {
-                    Val::Table(t) => t,
-                    other => {
-                        return Err(Diagnostic::new(
-                            format!(
-                                "expected a table marker (`users::table`), found {}",
-                                other.describe(self.schema)
-                            ),
-                            args[0].span(),
-                        ));
-                    }
-                };
+                let table = self.table_arg(args, 0)?;
                 return Ok(self.table_builder(table, &name.name));
             }
             other => {

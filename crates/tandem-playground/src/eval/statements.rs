@@ -109,7 +109,8 @@ impl Ctx<'_> {
         }
     }
 
-    fn table_arg(&self, args: &[Expr], i: usize) -> Result<usize> {
+    /// Argument `i` as a table marker.
+    pub(super) fn table_arg(&self, args: &[Expr], i: usize) -> Result<usize> {
         match self.eval(&args[i])? {
             Val::Table(t) => Ok(t),
             other => Err(Diagnostic::new(
