@@ -83,11 +83,7 @@ fn pool_detail(
     variant: &str,
     detail: &str,
 ) -> Option<f64> {
-    results
-        .records
-        .iter()
-        .find(|r| r.scenario == scenario && r.db == db && r.pool == pool && r.variant == variant)
-        .and_then(|r| r.detail(detail))
+    crate::pool::find(results, scenario, db, pool, variant).and_then(|r| r.detail(detail))
 }
 
 fn pool_tables(results: &Results, md: &mut String) {

@@ -445,7 +445,8 @@ pub fn run(ctx: &mut Ctx, dbs: &[Dialect], plan: &Plan) -> Result<(), String> {
     Ok(())
 }
 
-fn find<'r>(
+/// The record of one pool cell.
+pub fn find<'r>(
     results: &'r Results,
     scenario: &str,
     db: &str,

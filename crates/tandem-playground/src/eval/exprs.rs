@@ -71,6 +71,16 @@ impl Ctx<'_> {
         }
     }
 
+    /// `name` needs an orderable receiver (`<`, `between`): not a boolean or bytes.
+    fn require_ordered(&self, t: &Typed, name: &str, span: Span) -> Result<()> {
+        self.require(
+            t.kind.is_ordered(),
+            &format!("`{name}` needs an orderable expression"),
+            t,
+            span,
+        )
+    }
+
     /// A free function call: SQL functions, `Some(..)`, statement builders.
     pub(super) fn call(&self, func: &[Name], args: &[Expr], span: Span) -> Result<Val> {
         let Some(name) = func.last() else {
@@ -251,12 +261,7 @@ impl Ctx<'_> {
                     _ => BinaryOp::GtEq,
                 };
                 if !matches!(op, BinaryOp::Eq | BinaryOp::NotEq) {
-                    self.require(
-                        t.kind.is_ordered(),
-                        &format!("`{name}` needs an orderable expression"),
-                        &t,
-                        recv_span,
-                    )?;
+                    self.require_ordered(&t, name, recv_span)?;
                 }
                 let r = self.to_expr(self.eval(&args[0])?, args[0].span(), t.kind)?;
                 bool_expr(t.ast.binary(op, r.ast), merged(&t.sources, &r.sources))
@@ -341,12 +346,7 @@ impl Ctx<'_> {
             }
             "between" | "not_between" => {
                 arity(m, args, 2, span)?;
-                self.require(
-                    t.kind.is_ordered(),
-                    &format!("`{name}` needs an orderable expression"),
-                    &t,
-                    recv_span,
-                )?;
+                self.require_ordered(&t, name, recv_span)?;
                 let low = self.to_expr(self.eval(&args[0])?, args[0].span(), t.kind)?;
                 let high = self.to_expr(self.eval(&args[1])?, args[1].span(), t.kind)?;
                 for (e, a) in [(&low, &args[0]), (&high, &args[1])] {
