@@ -182,11 +182,15 @@ fn restart_after_failure(dialect: Dialect) {
         "some chunks were committed before the failure: {}",
         partial.0
     );
+    bare_started_row(&t.db, "flaky");
     let report = tandem_batch::blocking::run(&t.db, &flaky(6_543, armed)).unwrap();
-    assert!(report.resumed);
+    assert!(report.resumed, "resumed from the run that has steps");
     assert_eq!((report.read, report.written), (ROWS as u64, ROWS as u64));
     assert_target(&t.db, &expected(1..=ROWS));
-    assert_eq!(executions(&t.db), [status::FAILED, status::COMPLETED]);
+    assert_eq!(
+        executions(&t.db),
+        [status::FAILED, status::FAILED, status::COMPLETED]
+    );
 
     // Async runner.
     reset(&t.db, ROWS);
@@ -212,15 +216,40 @@ fn restart_after_failure(dialect: Dialect) {
         matches!(err, JobError::Processor { key: 2_345, .. }),
         "{err}"
     );
+    bare_started_row(&t.db, "flaky");
     let report = rt
         .block_on(tandem_batch::asynchronous::run(&adb, &flaky(2_345, armed)))
         .unwrap();
-    assert!(report.resumed);
+    assert!(report.resumed, "resumed from the run that has steps");
     assert_target(&t.db, &expected(1..=ROWS));
-    assert_eq!(executions(&t.db), [status::FAILED, status::COMPLETED]);
+    assert_eq!(
+        executions(&t.db),
+        [status::FAILED, status::FAILED, status::COMPLETED]
+    );
 }
 
-/// A run stopped by an error resumes after its last committed chunk and writes every row once (SQLite).
+/// What a run that stopped between its execution row and its steps used to leave (older versions wrote
+/// them separately): a STARTED execution without steps. A rerun must pass over it to the checkpoints of the
+/// run before, not start from scratch (duplicates, or a unique violation for good).
+fn bare_started_row(db: &Database, name: &str) {
+    db.repository::<JobExecution>()
+        .insert(&JobExecution {
+            id: 0,
+            job_name: name.into(),
+            job_params: String::new(),
+            status: status::STARTED.into(),
+            started_at: 0,
+            ended_at: None,
+            read_count: 0,
+            write_count: 0,
+            skip_count: 0,
+            error_text: None,
+        })
+        .unwrap();
+}
+
+/// A run stopped by an error resumes after its last committed chunk and writes every row once, also past a
+/// run row left without steps (SQLite).
 #[test]
 fn restart_after_failure_sqlite() {
     restart_after_failure(Dialect::Sqlite);
@@ -395,6 +424,114 @@ fn killed_process_resumes() {
         assert!(String::from_utf8_lossy(&out.stdout).contains("(resumed)"));
         assert_target(&t.db, &expected(1..=ROWS));
         assert_eq!(executions(&t.db), [status::FAILED, status::COMPLETED]);
+    }
+}
+
+/// Two processes start the same job at once (one blocking, one async): exactly one runs it, the other is
+/// refused with "already running" before it writes anything; every row is written once.
+fn concurrent_processes(dialect: Dialect) {
+    let Some(t) = db::open(dialect, "twoproc", PoolConfig::default()) else {
+        return;
+    };
+    reset(&t.db, ROWS);
+    let url = t.target.url();
+    // 4 partitions × 5 chunks × 200 ms: the winner holds the job for a second or more, far longer than the
+    // other process takes to start and ask for the lock.
+    let spawn = |extra: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_essay-job"))
+            .args([url.as_str(), "4", "200"])
+            .args(extra)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let children = [spawn(&[]), spawn(&["--async"])];
+    let outputs: Vec<_> = children
+        .into_iter()
+        .map(|c| c.wait_with_output().unwrap())
+        .collect();
+    let ok: Vec<_> = outputs.iter().filter(|o| o.status.success()).collect();
+    let refused: Vec<_> = outputs.iter().filter(|o| !o.status.success()).collect();
+    let text = |o: &std::process::Output| {
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        )
+    };
+    assert_eq!(
+        (ok.len(), refused.len()),
+        (1, 1),
+        "{:?}",
+        outputs.iter().map(text).collect::<Vec<_>>()
+    );
+    assert!(
+        text(refused[0]).contains("is already running"),
+        "{}",
+        text(refused[0])
+    );
+    assert_target(&t.db, &expected(1..=ROWS));
+    assert_eq!(executions(&t.db), [status::COMPLETED]);
+}
+
+/// SQLite file: the lock file beside the database.
+#[test]
+fn concurrent_processes_sqlite() {
+    concurrent_processes(Dialect::Sqlite);
+}
+
+/// PostgreSQL: a session advisory lock.
+#[test]
+fn concurrent_processes_postgres() {
+    concurrent_processes(Dialect::Postgres);
+}
+
+/// MariaDB: a named lock.
+#[test]
+fn concurrent_processes_mysql() {
+    concurrent_processes(Dialect::MySql);
+}
+
+/// In one process, two runs of the same job on one pool: the second is refused while the first runs, and
+/// runs once the first is done (then finding it completed). Also in memory.
+#[test]
+fn concurrent_runs_in_process() {
+    for url in ["sqlite::memory:".to_owned(), String::new()] {
+        let target = db::target(Dialect::Sqlite, "inproc").unwrap();
+        let db = if url.is_empty() {
+            Database::open(target.options.clone(), PoolConfig::default()).unwrap()
+        } else {
+            Database::connect(&url).unwrap()
+        };
+        reset(&db, 2_000);
+        let mut slow = essay::job(2).sizes(100, 100);
+        slow.chunk_delay = Some(Duration::from_millis(30));
+        std::thread::scope(|s| {
+            let first = s.spawn(|| tandem_batch::blocking::run(&db, &slow));
+            // Wait until the first run has committed a chunk, so it holds the lock.
+            let deadline = std::time::Instant::now() + Duration::from_secs(20);
+            while db
+                .fetch_one::<(i64,)>(&benchmark_target::table.select(count_star()))
+                .unwrap()
+                .0
+                == 0
+            {
+                assert!(std::time::Instant::now() < deadline, "no progress");
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            let second = tandem_batch::blocking::run(&db, &essay::job(2));
+            assert!(
+                matches!(second, Err(JobError::AlreadyRunning { .. })),
+                "{second:?}"
+            );
+            first.join().unwrap().unwrap();
+        });
+        assert!(matches!(
+            tandem_batch::blocking::run(&db, &essay::job(2)),
+            Err(JobError::AlreadyCompleted { .. })
+        ));
+        assert_target(&db, &expected(1..=2_000));
     }
 }
 

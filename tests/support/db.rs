@@ -60,6 +60,28 @@ impl Drop for TestTarget {
     }
 }
 
+impl TestTarget {
+    /// A URL for the test's own schema, database or file, for child processes.
+    pub fn url(&self) -> String {
+        let o = &self.options;
+        let auth = match &o.password {
+            Some(p) => format!("{}:{p}", o.user),
+            None => o.user.clone(),
+        };
+        match o.dialect {
+            Dialect::Sqlite => format!("sqlite://{}", o.path.as_deref().unwrap_or(":memory:")),
+            Dialect::Postgres => format!(
+                "postgres://{auth}@{}:{}/{}?search_path={}",
+                o.host,
+                o.port,
+                o.database,
+                o.search_path.as_deref().unwrap_or("public")
+            ),
+            Dialect::MySql => format!("mysql://{auth}@{}:{}/{}", o.host, o.port, o.database),
+        }
+    }
+}
+
 /// A blocking database of its own for one test.
 pub struct TestDb {
     /// The database under test.

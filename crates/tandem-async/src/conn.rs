@@ -307,8 +307,9 @@ impl Conn {
             Link::Postgres(c) => c.close_on_drop(),
             Link::MySql(c) => c.close_on_drop(),
             Link::Sqlite(c) => c.close_on_drop(),
-            // The blocking connection marks itself broken and is dropped by its pool.
-            Link::Rusqlite(_) => {}
+            Link::Rusqlite(Some(c)) => c.close_on_drop(),
+            // A cancelled call's thread has it; it ends its transaction before giving it back.
+            Link::Rusqlite(None) => {}
         }
     }
 }
@@ -329,6 +330,12 @@ impl PooledConnection {
     /// The engine.
     pub fn dialect(&self) -> Dialect {
         self.0.dialect()
+    }
+
+    /// Closes this connection when it is dropped instead of giving it back to the pool: for session state
+    /// that must not outlive its user (an advisory lock, a changed setting).
+    pub fn close_on_drop(&mut self) {
+        self.0.close_on_drop();
     }
 
     /// Runs a statement; returns rows affected.

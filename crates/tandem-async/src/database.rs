@@ -227,6 +227,17 @@ impl Database {
         &self.inner.config
     }
 
+    /// The parsed connection options (`display` is the URL with its password hidden).
+    pub fn options(&self) -> &ConnectOptions {
+        &self.inner.options
+    }
+
+    /// An identifier of this pool, unique among the pools alive in this process; clones share it. (Two
+    /// pools on `sqlite::memory:` are two databases: this tells them apart.)
+    pub fn pool_id(&self) -> u64 {
+        Arc::as_ptr(&self.inner) as usize as u64
+    }
+
     /// Connections open and idle right now.
     pub fn pool_state(&self) -> (u32, u32) {
         match &self.inner.pools {

@@ -5,15 +5,17 @@ use std::sync::atomic::AtomicU64;
 use std::time::Instant;
 
 use futures_util::TryStreamExt;
-use tandem_async::{BatchOptions, BatchTransaction, Database, TxOptions};
+use tandem_async::{BatchOptions, BatchTransaction, Database, Transaction, TxOptions};
 use tandem_sql::FromRow;
 use tandem_sql::prelude::*;
 
 use crate::job::{
-    BatchJob, JobError, JobReport, PartitionReport, bounds_statement, check_last_run,
-    checkpoint_statement, end_job_statement, end_step_statement, last_run_query, new_execution,
-    new_steps, page_statement, partitions, process_page, steps_query,
+    BatchJob, JobError, JobReport, PartitionReport, Start, abandon_statement, bounds_statement,
+    check_last_run, checkpoint_statement, end_job_statement, end_step_statement, last_run_query,
+    new_execution, new_steps, page_statement, process_page, resume_query, source_ranges,
+    steps_query,
 };
+use crate::lock::{LocalLock, already_running, job_key, local_lock, server_lock_statement};
 use crate::model::{
     JobExecution, StepExecution, batch_job_execution as jx, batch_step_execution as sx, status,
 };
@@ -24,44 +26,38 @@ pub async fn prepare(db: &Database) -> tandem_core::Result<()> {
     db.create_table(&sx::table.create_table()).await
 }
 
-/// Runs (or resumes) `job` on `db`; partitions run as tasks on the current tokio runtime.
+/// Runs (or resumes) `job` on `db`; partitions run as tasks on the current tokio runtime. Fails with
+/// [`JobError::AlreadyRunning`] when another run of the same job (name and parameters) is under way, here or
+/// in another process.
 pub async fn run<S, T>(db: &Database, job: &BatchJob<S, T>) -> Result<JobReport, JobError>
 where
     S: Entity + FromRow + Send + 'static,
     T: Entity + Sync + 'static,
 {
     let started = Instant::now();
+    // The lock first: it needs no table, and two processes creating the tables at once can collide
+    // (PostgreSQL's CREATE TABLE IF NOT EXISTS is not safe against a concurrent twin).
+    let _lock = lock(db, job).await?;
     prepare(db).await?;
-    let jobs = db.repository::<JobExecution>();
-    let last: Option<JobExecution> = jobs.find_all(last_run_query(job)).await?.try_next().await?;
-    if let Some(abandoned) = check_last_run(job, last.as_ref())? {
-        db.execute(&abandoned).await?;
-    }
-    let previous_steps = match &last {
-        Some(l) => Some(
-            db.repository::<StepExecution>()
-                .find_all(steps_query(l.id))
-                .await?
-                .try_collect::<Vec<_>>()
-                .await?,
-        ),
-        None => None,
-    };
-    let (lo, hi, source_rows): (Option<i64>, Option<i64>, i64) =
-        db.fetch_one(&bounds_statement::<S>()).await?;
-    let execution = jobs.insert(&new_execution(job)).await?;
-    let ranges = match (lo, hi) {
-        (Some(lo), Some(hi)) => partitions(lo, hi, job.parallelism),
-        _ => Vec::new(),
-    };
-    let resumed = previous_steps.as_ref().is_some_and(|s| !s.is_empty());
-    let mut steps = new_steps(execution, previous_steps, ranges);
-    if !steps.is_empty() {
-        let ids = db.repository::<StepExecution>().insert_all(&steps).await?;
-        for (s, id) in steps.iter_mut().zip(ids) {
-            s.id = id;
+    let Start {
+        execution,
+        steps,
+        resumed,
+        source_rows,
+    } = {
+        // begin/commit rather than a closure: the caller's future must be Send.
+        let tx = db.begin(TxOptions::default()).await?;
+        match start(&tx, job).await? {
+            Ok(start) => {
+                tx.commit().await?;
+                start
+            }
+            Err(e) => {
+                tx.rollback().await?;
+                return Err(e);
+            }
         }
-    }
+    };
     let failed_rows = Arc::new(AtomicU64::new(0));
     let tasks: Vec<_> = steps
         .into_iter()
@@ -104,6 +100,77 @@ where
             Err(e)
         }
     }
+}
+
+/// Takes the job's run lock (see [`crate::lock`]); it is released when the returned guard is dropped —
+/// also when the run's future is dropped midway.
+async fn lock<S, T>(db: &Database, job: &BatchJob<S, T>) -> Result<RunLock, JobError> {
+    if let Some(local) = local_lock(db.options(), db.pool_id(), job)? {
+        return Ok(RunLock::Local(local));
+    }
+    let sql = server_lock_statement(db.dialect(), job_key(job)).expect("server engines lock");
+    let mut conn = db.checkout().await?;
+    // Closed, not pooled, when the run ends: the server drops the lock with the session.
+    conn.close_on_drop();
+    let (taken,): (i64,) = conn.fetch_one(&sql).await?;
+    if taken != 1 {
+        return Err(already_running(job));
+    }
+    Ok(RunLock::Server(conn))
+}
+
+/// A held run lock.
+enum RunLock {
+    Local(#[allow(dead_code)] LocalLock),
+    Server(#[allow(dead_code)] tandem_async::PooledConnection),
+}
+
+/// Creates the run inside `tx`: earlier unfinished runs marked FAILED, the new execution row, and its steps
+/// (fresh partitions, or the steps of the latest run that has any, carried over with their checkpoints). The
+/// caller commits; a run that stops at any point leaves either all of this or none of it.
+async fn start<S: Entity, T>(
+    tx: &Transaction,
+    job: &BatchJob<S, T>,
+) -> tandem_core::Result<Result<Start, JobError>> {
+    let jobs = tx.repository::<JobExecution>();
+    let last: Option<JobExecution> = jobs.find_all(last_run_query(job)).await?.try_next().await?;
+    if let Err(e) = check_last_run(job, last.as_ref()) {
+        return Ok(Err(e));
+    }
+    tx.execute(&abandon_statement(job)).await?;
+    let resume_from: Option<JobExecution> =
+        jobs.find_all(resume_query(job)).await?.try_next().await?;
+    let previous = match &resume_from {
+        Some(r) => {
+            tx.repository::<StepExecution>()
+                .find_all(steps_query(r.id))
+                .await?
+                .try_collect::<Vec<_>>()
+                .await?
+        }
+        None => Vec::new(),
+    };
+    let (lo, hi, source_rows): (Option<i64>, Option<i64>, i64) =
+        tx.fetch_one(&bounds_statement::<S>()).await?;
+    let execution = jobs.insert(&new_execution(job)).await?;
+    let resumed = !previous.is_empty();
+    let mut steps = new_steps(
+        execution,
+        Some(previous),
+        source_ranges(lo, hi, job.parallelism),
+    );
+    if !steps.is_empty() {
+        let ids = tx.repository::<StepExecution>().insert_all(&steps).await?;
+        for (s, id) in steps.iter_mut().zip(ids) {
+            s.id = id;
+        }
+    }
+    Ok(Ok(Start {
+        execution,
+        steps,
+        resumed,
+        source_rows,
+    }))
 }
 
 async fn run_step<S, T>(

@@ -166,6 +166,22 @@ pub enum JobError {
         /// The completed execution.
         execution: i64,
     },
+    /// Another run of this job (same name and parameters) holds its run lock, in this process or another.
+    #[error("job {name:?} with parameters {params:?} is already running")]
+    AlreadyRunning {
+        /// Job name.
+        name: String,
+        /// Job parameters.
+        params: String,
+    },
+    /// The lock file of a SQLite job could not be opened or locked.
+    #[error("cannot lock {path}: {source}")]
+    LockFile {
+        /// The lock file, beside the database file.
+        path: std::path::PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
     /// The source key is not an integer, so it cannot be paged and partitioned.
     #[error("the source key of {table} is not an integer")]
     KeyNotInteger {
@@ -538,29 +554,83 @@ pub(crate) fn steps_query(
         .order_by(sx::id.asc())
 }
 
-/// What the last run means for this one: a completed job is not run again; a run still marked STARTED
-/// stopped without a word (its process was killed), and is recorded as FAILED before resuming.
+/// The latest earlier run of this job that has steps: the one a new run resumes from. A run row without
+/// steps (written by an older version that created steps separately, or by hand) is passed over, so its
+/// predecessor's checkpoints still count.
+pub(crate) fn resume_query<S, T>(
+    job: &BatchJob<S, T>,
+) -> tandem_core::Find<crate::model::batch_job_execution::table> {
+    use crate::model::{batch_job_execution as jx, batch_step_execution as sx};
+    use tandem_sql::prelude::*;
+    let has_steps = sx::table
+        .select(sx::id)
+        .correlated_with(jx::table)
+        .filter(sx::job_execution_id.eq(jx::id));
+    tandem_core::Find::all()
+        .filter(
+            jx::job_name
+                .eq(job.name.clone())
+                .and(jx::job_params.eq(job.params_text()))
+                .and(exists(has_steps)),
+        )
+        .order_by(jx::id.desc())
+        .limit(1)
+}
+
+/// A completed job is not run again.
 pub(crate) fn check_last_run<S, T>(
     job: &BatchJob<S, T>,
     last: Option<&crate::model::JobExecution>,
-) -> Result<Option<impl Render + use<S, T>>, JobError> {
+) -> Result<(), JobError> {
     match last {
         Some(l) if l.status == status::COMPLETED => Err(JobError::AlreadyCompleted {
             name: job.name.clone(),
             params: job.params_text(),
             execution: l.id,
         }),
-        Some(l) if l.status == status::STARTED => Ok(Some(end_job_statement(
-            l.id,
-            status::FAILED,
-            (
-                l.read_count as u64,
-                l.write_count as u64,
-                l.skip_count as u64,
-            ),
-            Some("abandoned: the run stopped without finishing".into()),
-        ))),
-        _ => Ok(None),
+        _ => Ok(()),
+    }
+}
+
+/// Marks every run of this job still recorded as STARTED as FAILED. Run while holding the job's run lock
+/// ([`crate::lock`]), so such a run is known to have stopped without a word (its process or connection
+/// died); its counts stay as they were.
+pub(crate) fn abandon_statement<S, T>(job: &BatchJob<S, T>) -> impl Render + use<S, T> {
+    use crate::model::batch_job_execution as j;
+    use tandem_sql::prelude::*;
+    j::table
+        .update()
+        .set(j::status, status::FAILED.to_owned())
+        .set(j::ended_at, Some(crate::model::now_ms()))
+        .set(
+            j::error_text,
+            Some("abandoned: the run stopped without finishing".to_owned()),
+        )
+        .filter(
+            j::job_name
+                .eq(job.name.clone())
+                .and(j::job_params.eq(job.params_text()))
+                .and(j::status.eq(status::STARTED)),
+        )
+}
+
+/// A run as its start transaction created it: its execution row and its steps, both committed together.
+pub(crate) struct Start {
+    pub execution: i64,
+    pub steps: Vec<StepExecution>,
+    pub resumed: bool,
+    pub source_rows: i64,
+}
+
+/// The key range of the source as partitions, from its `MIN`/`MAX` (both `None` when it is empty).
+pub(crate) fn source_ranges(
+    lo: Option<i64>,
+    hi: Option<i64>,
+    parallelism: usize,
+) -> Vec<(i64, i64)> {
+    match (lo, hi) {
+        (Some(lo), Some(hi)) => partitions(lo, hi, parallelism),
+        _ => Vec::new(),
     }
 }
 

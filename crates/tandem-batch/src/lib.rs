@@ -20,6 +20,7 @@ pub mod asynchronous;
 pub mod blocking;
 pub mod essay;
 pub mod job;
+pub(crate) mod lock;
 pub mod model;
 
 pub use job::{

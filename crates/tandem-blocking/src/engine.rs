@@ -54,6 +54,12 @@ impl PooledConnection {
         self.0.simple(sql)
     }
 
+    /// Closes this connection when it is dropped instead of giving it back to the pool: for session state
+    /// that must not outlive its user (an advisory lock, a changed setting).
+    pub fn close_on_drop(&mut self) {
+        self.0.broken = true;
+    }
+
     /// Runs plan steps, collecting each outcome.
     pub fn run_steps(&mut self, steps: &[Step]) -> Result<Vec<Outcome>> {
         run_steps(&mut self.0, steps)

@@ -1,0 +1,188 @@
+//! One run of a job at a time. Two processes (or two tasks) starting the same job — same name and
+//! parameters — must not both run it: the second gets [`JobError::AlreadyRunning`].
+//!
+//! The lock must also disappear by itself when its holder dies without a word (killed process, dropped
+//! connection), or the job could never be resumed. So it is tied to something the operating system or the
+//! server releases on death:
+//! - PostgreSQL: a session advisory lock (`pg_try_advisory_lock`), MySQL/MariaDB: a named lock
+//!   (`GET_LOCK`), both held by one connection checked out for the whole run and closed at its end, so
+//!   the server drops the lock with the session — also when the process is killed;
+//! - SQLite file: an exclusive lock on a file beside the database (`<db>.batch-<key>.lock`, left in place
+//!   between runs), released by the OS when the file is closed or the process dies;
+//! - SQLite in memory: the database lives and dies with this process, so a process-wide registry suffices.
+//!
+//! While it holds the lock, a run knows that every run of the job still recorded as STARTED stopped
+//! without finishing, and may mark it FAILED and resume from its checkpoints.
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+use tandem_core::ConnectOptions;
+use tandem_sql::{Dialect, RawSql, Value, raw};
+
+use crate::job::{BatchJob, JobError};
+
+/// A stable 64-bit key for a job's name and parameters (FNV-1a), the same in every process and version.
+pub(crate) fn job_key<S, T>(job: &BatchJob<S, T>) -> u64 {
+    fnv1a(format!("tandem-batch\0{}\0{}", job.name, job.params_text()).as_bytes())
+}
+
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325_u64, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// The statement that tries to take a server engine's lock without waiting: one row, `1` when taken. Both
+/// engines' locks are server-wide (PostgreSQL: per database), while the job repository lives in one schema
+/// or database, so the lock's name includes where the job tables are.
+pub(crate) fn server_lock_statement(dialect: Dialect, key: u64) -> Option<RawSql> {
+    match dialect {
+        Dialect::Postgres => Some(raw(
+            "SELECT CAST(CASE WHEN pg_try_advisory_lock(hashtextextended(COALESCE(current_schema(), ''), $1)) \
+             THEN 1 ELSE 0 END AS BIGINT)",
+            vec![Value::I64(key as i64)],
+        )),
+        // Lock names are at most 64 characters; this one is 62.
+        Dialect::MySql => Some(raw(
+            "SELECT CAST(COALESCE(GET_LOCK(CONCAT('tandem-batch-', ?, '-', MD5(COALESCE(DATABASE(), ''))), 0), 0) \
+             AS SIGNED)",
+            vec![Value::Text(format!("{key:016x}"))],
+        )),
+        Dialect::Sqlite => None,
+    }
+}
+
+/// The error for a lock someone else holds.
+pub(crate) fn already_running<S, T>(job: &BatchJob<S, T>) -> JobError {
+    JobError::AlreadyRunning {
+        name: job.name.clone(),
+        params: job.params_text(),
+    }
+}
+
+static IN_MEMORY: Mutex<Option<HashSet<(u64, u64)>>> = Mutex::new(None);
+
+/// A SQLite job's lock; released when dropped.
+#[derive(Debug)]
+pub(crate) enum LocalLock {
+    /// The locked file (unlocked when closed).
+    File(#[allow(dead_code)] std::fs::File),
+    /// The registry entry of an in-memory database: (pool, job key).
+    Memory(u64, u64),
+}
+
+impl Drop for LocalLock {
+    fn drop(&mut self) {
+        if let LocalLock::Memory(pool, key) = self {
+            let mut held = IN_MEMORY.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(set) = held.as_mut() {
+                set.remove(&(*pool, *key));
+            }
+        }
+    }
+}
+
+/// Takes a SQLite job's lock; `Ok(None)` for server engines, whose lock is taken on a connection.
+pub(crate) fn local_lock<S, T>(
+    options: &ConnectOptions,
+    pool_id: u64,
+    job: &BatchJob<S, T>,
+) -> Result<Option<LocalLock>, JobError> {
+    if options.dialect != Dialect::Sqlite {
+        return Ok(None);
+    }
+    let key = job_key(job);
+    let Some(db_path) = &options.path else {
+        let mut held = IN_MEMORY.lock().unwrap_or_else(|e| e.into_inner());
+        if !held.get_or_insert_with(HashSet::new).insert((pool_id, key)) {
+            return Err(already_running(job));
+        }
+        return Ok(Some(LocalLock::Memory(pool_id, key)));
+    };
+    let path = PathBuf::from(format!("{db_path}.batch-{key:016x}.lock"));
+    let io = |source| JobError::LockFile {
+        path: path.clone(),
+        source,
+    };
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(io)?;
+    match file.try_lock() {
+        Ok(()) => Ok(Some(LocalLock::File(file))),
+        Err(std::fs::TryLockError::WouldBlock) => Err(already_running(job)),
+        Err(std::fs::TryLockError::Error(e)) => Err(io(e)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job(name: &str) -> BatchJob<(), ()> {
+        BatchJob {
+            name: name.into(),
+            params: vec![("b".into(), "2".into()), ("a".into(), "1".into())],
+            page_size: 1,
+            chunk_size: 1,
+            parallelism: 1,
+            ignore_duplicates: false,
+            skip_policy: Default::default(),
+            chunk_delay: None,
+            processor: std::sync::Arc::new(|_| Ok(crate::Processed::Skip)),
+        }
+    }
+
+    /// The key depends on name and parameters only (not their order), and is FNV-1a: the same in every
+    /// process and build (the published test vectors).
+    #[test]
+    fn keys_are_stable() {
+        let mut reordered = job("essay");
+        reordered.params.reverse();
+        assert_eq!(job_key(&job("essay")), job_key(&reordered));
+        assert_ne!(job_key(&job("essay")), job_key(&job("essay2")));
+        assert_eq!(fnv1a(b""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(fnv1a(b"a"), 0xaf63_dc4c_8601_ec8c);
+        assert_eq!(fnv1a(b"foobar"), 0x8594_4171_f739_67e8);
+    }
+
+    /// A file lock excludes a second holder, in the same process too, until the first is dropped.
+    #[test]
+    fn file_lock_excludes_until_dropped() {
+        let dir = std::env::temp_dir().join(format!("tandem-lock-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let db = dir.join("jobs.db");
+        let options = ConnectOptions::parse(&format!("sqlite://{}", db.display())).unwrap();
+        let first = local_lock(&options, 1, &job("a")).unwrap();
+        assert!(matches!(first, Some(LocalLock::File(_))));
+        assert!(matches!(
+            local_lock(&options, 2, &job("a")),
+            Err(JobError::AlreadyRunning { .. })
+        ));
+        // Another job on the same file is not blocked.
+        let other = local_lock(&options, 1, &job("b")).unwrap();
+        drop(first);
+        assert!(local_lock(&options, 2, &job("a")).unwrap().is_some());
+        drop(other);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// In memory, the registry is per pool: the same job on another pool is another database.
+    #[test]
+    fn memory_lock_is_per_pool() {
+        let options = ConnectOptions::parse("sqlite::memory:").unwrap();
+        let first = local_lock(&options, 7, &job("m")).unwrap();
+        assert!(matches!(
+            local_lock(&options, 7, &job("m")),
+            Err(JobError::AlreadyRunning { .. })
+        ));
+        let other_pool = local_lock(&options, 8, &job("m")).unwrap();
+        drop(first);
+        assert!(local_lock(&options, 7, &job("m")).unwrap().is_some());
+        drop(other_pool);
+    }
+}
