@@ -531,14 +531,35 @@ async_engine_test!(
 );
 
 /// A slow query on each engine.
-fn slow_query(d: Dialect) -> tandem_sql::RawSql {
-    match d {
+/// A query that provably outlasts a 200 ms timeout: the servers sleep 2 s; SQLite counts through a
+/// recursive CTE sized, by timing a small one first, to take about 1.5 s here — bounded, because sqlx's
+/// SQLite driver cannot stop a statement once it runs (rusqlite's is interrupted when its future is
+/// dropped), so the next query waits for it.
+async fn slow_query(db: &Database) -> tandem_sql::RawSql {
+    let count_to = |n: u64| {
+        raw(
+            format!(
+                "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < {n}) SELECT count(*) FROM c"
+            ),
+            vec![],
+        )
+    };
+    match db.dialect() {
         Dialect::Postgres => raw("SELECT CAST(1 AS BIGINT) FROM pg_sleep(2)", vec![]),
         Dialect::MySql => raw("SELECT CAST(SLEEP(2) AS SIGNED)", vec![]),
-        Dialect::Sqlite => raw(
-            "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 30000000) SELECT count(*) FROM c",
-            vec![],
-        ),
+        Dialect::Sqlite => {
+            const PROBE: u64 = 300_000;
+            let mut fastest = Duration::MAX;
+            for _ in 0..3 {
+                let started = std::time::Instant::now();
+                let (n,): (i64,) = db.fetch_one(&count_to(PROBE)).await.unwrap();
+                assert_eq!(n as u64, PROBE);
+                fastest = fastest.min(started.elapsed());
+            }
+            // Sized on the fastest probe, so a machine that speeds up later still takes ≥ 1.5 s.
+            let per_row = fastest.as_secs_f64() / PROBE as f64;
+            count_to(((1.5 / per_row) as u64).max(PROBE))
+        }
     }
 }
 
@@ -548,7 +569,7 @@ async fn cancellation(t: &ADb) {
         t.target.options.clone(),
         PoolConfig {
             max_size: 1,
-            acquire_timeout: Duration::from_secs(10),
+            acquire_timeout: Duration::from_secs(30),
             ..PoolConfig::default()
         },
     )
@@ -572,9 +593,10 @@ async fn cancellation(t: &ADb) {
     assert_eq!(repo.count().await.unwrap(), 3_000);
 
     // A query future dropped while the server works on it.
+    let slow_sql = slow_query(&db).await;
     let slow = tokio::time::timeout(
         Duration::from_millis(200),
-        db.fetch_all::<(i64,)>(&slow_query(db.dialect())),
+        db.fetch_all::<(i64,)>(&slow_sql),
     )
     .await;
     assert!(slow.is_err(), "the query was cancelled by the timeout");
@@ -613,6 +635,83 @@ async_engine_test!(
     /// Dropping a stream halfway, a query future mid-query, or a transaction future leaves the connection
     /// usable and the transaction rolled back.
     cancellation
+);
+
+/// Transactions cancelled by `timeout` at every point of their life — during BEGIN (and MySQL's SET
+/// TRANSACTION before it), between statements, during COMMIT — with budgets shrinking from 20 ms to 0,
+/// read-write and read-only. After each pair, every pooled connection must be outside any transaction and
+/// writable: each one, checked out at the same time as the others, inserts a marker in autocommit mode
+/// that another pool must see at once. 4 rounds × 41 budgets × 2 modes = 328 cancellations per engine.
+async fn cancelled_transactions(t: &ADb) {
+    const POOL: u32 = 2;
+    let config = PoolConfig {
+        max_size: POOL,
+        acquire_timeout: Duration::from_secs(10),
+        ..PoolConfig::default()
+    };
+    let db = Database::open(t.target.options.clone(), config.clone())
+        .await
+        .unwrap();
+    setup(&db).await;
+    let observer = Database::open(t.target.options.clone(), config)
+        .await
+        .unwrap();
+    let mut marker = 0;
+    for _round in 0..4 {
+        for step in (0..=40u64).rev() {
+            let budget = Duration::from_micros(step * 500);
+            for read_only in [false, true] {
+                let opts = if read_only {
+                    TxOptions::default().read_only()
+                } else {
+                    TxOptions::default()
+                };
+                let _ = tokio::time::timeout(
+                    budget,
+                    db.transaction_with(opts, async |tx| {
+                        let r = tx.repository::<User>();
+                        if !read_only {
+                            r.insert(&user("cancelled", 1)).await?;
+                        }
+                        r.count().await?;
+                        r.count().await
+                    }),
+                )
+                .await;
+            }
+            let mut conns = Vec::new();
+            for _ in 0..POOL {
+                conns.push(db.checkout().await.unwrap());
+            }
+            for conn in &mut conns {
+                marker += 1;
+                let name = format!("marker-{marker}");
+                conn.execute(
+                    &users::table
+                        .insert()
+                        .columns((users::name, users::age))
+                        .values((name.as_str(), 0)),
+                )
+                .await
+                .unwrap_or_else(|e| {
+                    panic!("budget {budget:?}: a pooled connection cannot write: {e}")
+                });
+                let seen = observer
+                    .repository::<User>()
+                    .exists_by(Find::all().filter(users::name.eq(name.clone())))
+                    .await
+                    .unwrap();
+                assert!(
+                    seen,
+                    "budget {budget:?}: a pooled connection was still inside a transaction"
+                );
+            }
+        }
+    }
+}
+async_engine_test!(
+    /// No cancellation point returns a connection to the pool inside a transaction or read-only.
+    cancelled_transactions
 );
 
 async fn streams_in_transactions(t: &ADb) {

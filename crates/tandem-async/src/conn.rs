@@ -68,7 +68,12 @@ impl Sink for Discard {
 /// connection is handed back to its pool before the permit admits the next waiter.
 pub(crate) struct Conn {
     pub(crate) link: Link,
+    /// Set before a transaction's first statement is sent and cleared once it has ended: a `Conn` dropped
+    /// with it set (its future was cancelled somewhere in between) must not go back to the pool as it is.
+    pub(crate) in_transaction: bool,
     _permit: Option<Permit>,
+    /// The pool's record of lost connections (sqlx pools; the rusqlite path keeps its own).
+    losses: Option<Arc<tandem_pool::LossClock>>,
 }
 
 /// The driver connection itself.
@@ -81,8 +86,8 @@ pub(crate) enum Link {
 }
 
 /// Runs `f` on the connection on a blocking thread and brings the connection back. If the caller's future is
-/// dropped meanwhile, the thread ends any transaction the connection was in (the caller abandoned it) before
-/// the connection goes back to the pool.
+/// dropped meanwhile, the connection goes back to its pool from the thread, which ends any transaction it
+/// was left in first.
 pub(crate) async fn hop<R: Send + 'static>(
     slot: &mut Option<BlockingConnection>,
     f: impl FnOnce(&mut BlockingConnection) -> Result<R> + Send + 'static,
@@ -90,19 +95,32 @@ pub(crate) async fn hop<R: Send + 'static>(
     let mut conn = slot
         .take()
         .ok_or_else(|| Error::Usage("the connection was lost by a cancelled call".into()))?;
+    // Dropped with this future: a caller that gives up also stops the statement, instead of leaving it
+    // to run to its end on the blocking thread.
+    let mut stop = InterruptOnDrop(conn.interrupter());
     let (back, rx) = tokio::sync::oneshot::channel();
     tokio::task::spawn_blocking(move || {
         let result = f(&mut conn);
-        if let Err((mut conn, _)) = back.send((conn, result)) {
-            let _ = conn.simple("ROLLBACK");
-            let _ = conn.simple("PRAGMA query_only = OFF");
-        }
+        // If the caller is gone, `conn` is dropped here: its pool ends any transaction it was left in
+        // before pooling it (see `tandem_blocking`'s `has_broken`).
+        let _ = back.send((conn, result));
     });
     let (conn, result) = rx
         .await
         .map_err(|_| Error::Usage("a blocking SQLite call panicked".into()))?;
+    stop.0 = None;
     *slot = Some(conn);
     result
+}
+
+struct InterruptOnDrop(Option<tandem_blocking::engine::Interrupter>);
+
+impl Drop for InterruptOnDrop {
+    fn drop(&mut self) {
+        if let Some(i) = &self.0 {
+            i.interrupt();
+        }
+    }
 }
 
 async fn run_on<B: Backend, S: Sink>(
@@ -164,10 +182,29 @@ where
 }
 
 impl Conn {
-    pub(crate) fn new(link: Link, permit: Option<Permit>) -> Conn {
+    pub(crate) fn new(
+        link: Link,
+        permit: Option<Permit>,
+        losses: Option<Arc<tandem_pool::LossClock>>,
+    ) -> Conn {
         Conn {
             link,
+            in_transaction: false,
             _permit: permit,
+            losses,
+        }
+    }
+
+    /// Ends a sqlx SQLite connection's abandoned transaction (see [`Drop for Conn`]); closes the connection
+    /// if that fails. The statements after the ROLLBACK prove the connection is outside a transaction.
+    async fn end_abandoned_sqlite(mut self) {
+        self.in_transaction = false;
+        let _ = self.simple("ROLLBACK").await;
+        for sql in ["PRAGMA query_only = OFF", "BEGIN DEFERRED", "ROLLBACK"] {
+            if self.simple(sql).await.is_err() {
+                self.close_on_drop();
+                return;
+            }
         }
     }
 
@@ -298,6 +335,9 @@ impl Conn {
         })) = &result
         {
             self.close_on_drop();
+            if let Some(l) = &self.losses {
+                l.note_loss();
+            }
         }
         result
     }
@@ -310,6 +350,38 @@ impl Conn {
             Link::Rusqlite(Some(c)) => c.close_on_drop(),
             // A cancelled call's thread has it; it ends its transaction before giving it back.
             Link::Rusqlite(None) => {}
+        }
+    }
+}
+
+impl Drop for Conn {
+    /// A connection dropped inside a transaction (a cancelled future: during BEGIN, between statements,
+    /// during COMMIT) never goes back to the pool as it is. Server connections are closed — the server
+    /// rolls back, and nothing the abandoned transaction set (MySQL's `SET TRANSACTION` for the next one, a
+    /// read-only mode) can leak. sqlx SQLite connections (possibly the only one of an in-memory database)
+    /// are rolled back on a task that holds them, and their permit, until it is done. rusqlite connections
+    /// are rolled back by their pool as they return.
+    fn drop(&mut self) {
+        if !self.in_transaction {
+            return;
+        }
+        match &mut self.link {
+            Link::Postgres(c) => c.close_on_drop(),
+            Link::MySql(c) => c.close_on_drop(),
+            Link::Sqlite(_) => {
+                let link = std::mem::replace(&mut self.link, Link::Rusqlite(None));
+                let abandoned = Conn::new(link, self._permit.take(), self.losses.take());
+                match tokio::runtime::Handle::try_current() {
+                    Ok(rt) => {
+                        rt.spawn(abandoned.end_abandoned_sqlite());
+                    }
+                    Err(_) => {
+                        let mut abandoned = abandoned;
+                        abandoned.close_on_drop();
+                    }
+                }
+            }
+            Link::Rusqlite(_) => {}
         }
     }
 }

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use sqlx::pool::PoolOptions;
 use tandem_core::plan::Plan;
 use tandem_core::{ConnectOptions, Error, PoolConfig, PoolMetrics, Result, TxOptions};
-use tandem_pool::Admission;
+use tandem_pool::{Admission, LossClock};
 use tandem_sql::ast::CreateTable;
 use tandem_sql::{Dialect, FromRow, Render, Rendered};
 
@@ -53,6 +53,7 @@ impl std::fmt::Debug for Database {
 fn pool_options<DB: sqlx::Database>(
     config: &PoolConfig,
     created: Arc<AtomicU64>,
+    losses: Arc<LossClock>,
 ) -> PoolOptions<DB> {
     PoolOptions::<DB>::new()
         .max_connections(config.effective_max_size())
@@ -65,6 +66,12 @@ fn pool_options<DB: sqlx::Database>(
             created.fetch_add(1, Ordering::Relaxed);
             Box::pin(async { Ok(()) })
         })
+        // Once a connection was found dead, one idle since before that is pinged before it is handed out
+        // (and replaced when the ping fails): see `LossClock`.
+        .before_acquire(move |conn, meta| {
+            let suspect = losses.suspect_idle(meta.idle_for);
+            Box::pin(async move { Ok(!suspect || sqlx::Connection::ping(conn).await.is_ok()) })
+        })
 }
 
 /// Builds one sqlx pool. One connection is made first, in one attempt (sqlx's pool would retry a refused
@@ -75,6 +82,7 @@ async fn open_pool<DB: sqlx::Database>(
     connect: <DB::Connection as sqlx::Connection>::Options,
     config: &PoolConfig,
     created: Arc<AtomicU64>,
+    losses: Arc<LossClock>,
     options: &ConnectOptions,
 ) -> Result<sqlx::Pool<DB>> {
     let dialect = options.dialect;
@@ -103,7 +111,7 @@ async fn open_pool<DB: sqlx::Database>(
         other => other,
     })?;
     let _ = sqlx::Connection::close(first).await;
-    let pool = pool_options(config, created).connect_lazy_with(connect);
+    let pool = pool_options(config, created, losses).connect_lazy_with(connect);
 
     let acquires = futures_util::future::join_all((0..wanted).map(|_| pool.acquire()));
     let left = config.connect_timeout.saturating_sub(started.elapsed());
@@ -169,7 +177,9 @@ impl Database {
                 if let Some(sp) = &options.search_path {
                     o = o.options([("search_path", sp.as_str())]);
                 }
-                Pools::Postgres(open_pool(o, &config, created, &options).await?)
+                Pools::Postgres(
+                    open_pool(o, &config, created, admission.losses().clone(), &options).await?,
+                )
             }
             Dialect::MySql => {
                 let mut o = sqlx::mysql::MySqlConnectOptions::new()
@@ -182,7 +192,9 @@ impl Database {
                 if let Some(p) = &options.password {
                     o = o.password(p);
                 }
-                Pools::MySql(open_pool(o, &config, created, &options).await?)
+                Pools::MySql(
+                    open_pool(o, &config, created, admission.losses().clone(), &options).await?,
+                )
             }
             Dialect::Sqlite if options.sqlite_driver == tandem_core::SqliteDriver::Rusqlite => {
                 let (o, c) = (options.clone(), config.clone());
@@ -204,7 +216,9 @@ impl Database {
                         .busy_timeout(Duration::from_secs(5)),
                     None => o.in_memory(true),
                 };
-                Pools::Sqlite(open_pool(o, &config, created, &options).await?)
+                Pools::Sqlite(
+                    open_pool(o, &config, created, admission.losses().clone(), &options).await?,
+                )
             }
         };
         Ok(Database {
@@ -269,6 +283,7 @@ impl Database {
             Pools::Rusqlite(db) => Ok(Conn::new(
                 Link::Rusqlite(Some(db.checkout_async().await?)),
                 None,
+                None,
             )),
         }
     }
@@ -281,7 +296,7 @@ impl Database {
         let admission = &self.inner.admission;
         let permit = admission.acquire().await?;
         match tokio::time::timeout(admission.remaining(started), pool_acquire).await {
-            Ok(Ok(link)) => Ok(Conn::new(link, permit)),
+            Ok(Ok(link)) => Ok(Conn::new(link, permit, Some(admission.losses().clone()))),
             Ok(Err(e)) => Err(match error(self.dialect(), e) {
                 Error::PoolTimeout { .. } => admission.timed_out(started).into(),
                 other => other,

@@ -31,6 +31,8 @@ pub struct Transaction {
 impl Transaction {
     pub(crate) async fn begin(mut conn: Conn, opts: &TxOptions) -> Result<Transaction> {
         let dialect = conn.dialect();
+        // From here until the transaction has ended, dropping the connection does not pool it as it is.
+        conn.in_transaction = true;
         for sql in tx::begin(dialect, opts) {
             conn.simple(&sql).await?;
         }
@@ -44,22 +46,30 @@ impl Transaction {
     }
 
     pub(crate) async fn end(&self, opts: &TxOptions, commit: bool) -> Result<()> {
-        let mut result = Ok(());
-        for sql in tx::end(self.dialect, opts, commit) {
-            if let Err(e) = self.simple(&sql).await {
-                result = Err(e);
-                break;
-            }
-        }
-        if result.is_err() && commit {
-            // A failed COMMIT can leave the transaction open (SQLite busy): end it before the connection is
-            // reused.
-            for sql in tx::end(self.dialect, opts, false) {
-                let _ = self.simple(&sql).await;
-            }
+        let result = self.run_all(tx::end(self.dialect, opts, commit)).await;
+        // A failed COMMIT can leave the transaction open (SQLite busy): end it before the connection is
+        // reused.
+        let ended = result.is_ok()
+            || (commit
+                && self
+                    .run_all(tx::end(self.dialect, opts, false))
+                    .await
+                    .is_ok());
+        if ended
+            && let Ok(mut slot) = self.conn().await
+            && let Slot::Here(c) = &mut *slot
+        {
+            c.in_transaction = false;
         }
         self.ended.store(true, Ordering::SeqCst);
         result
+    }
+
+    async fn run_all(&self, statements: Vec<String>) -> Result<()> {
+        for sql in statements {
+            self.simple(&sql).await?;
+        }
+        Ok(())
     }
 
     async fn conn(&self) -> Result<MutexGuard<'_, Slot>> {
@@ -233,39 +243,12 @@ fn gone() -> Error {
 }
 
 impl Drop for Transaction {
-    /// Dropped before COMMIT or ROLLBACK (the future was cancelled, or the closure panicked): roll back in the
-    /// background, then let the connection go back to the pool; without a runtime, close the connection so
-    /// the server rolls back.
+    /// Dropped before COMMIT or ROLLBACK (the future was cancelled, or the closure panicked): the
+    /// connection, here or still with a stream, is dropped inside its transaction, and `Conn`'s drop makes
+    /// sure it does not go back to the pool that way (closed, or rolled back first).
     fn drop(&mut self) {
-        if self.ended.load(Ordering::SeqCst) {
-            return;
-        }
-        let slot = std::mem::replace(self.slot.get_mut(), Slot::Gone);
-        let dialect = self.dialect;
-        let opts = self.opts.clone();
-        match tokio::runtime::Handle::try_current() {
-            Ok(rt) => {
-                rt.spawn(async move {
-                    let conn = match slot {
-                        Slot::Here(c) => Some(*c),
-                        Slot::Away(rx) => rx.await.ok(),
-                        Slot::Gone => None,
-                    };
-                    if let Some(mut conn) = conn {
-                        for sql in tx::end(dialect, &opts, false) {
-                            if conn.simple(&sql).await.is_err() {
-                                conn.close_on_drop();
-                                break;
-                            }
-                        }
-                    }
-                });
-            }
-            Err(_) => {
-                if let Slot::Here(mut c) = slot {
-                    c.close_on_drop();
-                }
-            }
+        if !self.ended.load(Ordering::SeqCst) {
+            tracing::debug!(dialect = %self.dialect, "transaction dropped unfinished; its connection is reset");
         }
     }
 }

@@ -98,6 +98,7 @@ impl Database {
             .build_unchecked(Manager {
                 options: options.clone(),
                 created,
+                losses: admission.losses().clone(),
             });
         let db = Database {
             inner: Arc::new(Inner {
@@ -166,16 +167,7 @@ impl Database {
     pub(crate) fn acquire(&self) -> Result<Pooled> {
         let started = Instant::now();
         let permit = self.inner.admission.acquire_blocking()?;
-        let remaining = self.inner.admission.remaining(started);
-        let conn = self
-            .inner
-            .pool
-            .get_timeout(remaining)
-            .map_err(|e| self.pool_error(e, started))?;
-        Ok(Pooled {
-            conn,
-            _permit: permit,
-        })
+        self.acquire_admitted(permit, started)
     }
 
     /// Takes an idle connection without waiting, for callers that hold a permit already.
@@ -184,29 +176,40 @@ impl Database {
         permit: Option<Permit>,
     ) -> std::result::Result<Pooled, Option<Permit>> {
         match self.inner.pool.try_get() {
-            Some(conn) => Ok(Pooled {
-                conn,
-                _permit: permit,
-            }),
+            Some(mut conn) => {
+                if conn.fit_for_use() {
+                    Ok(Pooled {
+                        conn,
+                        _permit: permit,
+                    })
+                } else {
+                    Err(permit)
+                }
+            }
             None => Err(permit),
         }
     }
 
     /// [`Database::acquire`] for a caller that was admitted already (the async executor's SQLite path).
+    /// A connection that fails its check after a loss is dropped and another taken, within the deadline.
     pub(crate) fn acquire_admitted(
         &self,
         permit: Option<Permit>,
         started: Instant,
     ) -> Result<Pooled> {
-        let conn = self
-            .inner
-            .pool
-            .get_timeout(self.inner.admission.remaining(started))
-            .map_err(|e| self.pool_error(e, started))?;
-        Ok(Pooled {
-            conn,
-            _permit: permit,
-        })
+        loop {
+            let mut conn = self
+                .inner
+                .pool
+                .get_timeout(self.inner.admission.remaining(started))
+                .map_err(|e| self.pool_error(e, started))?;
+            if conn.fit_for_use() {
+                return Ok(Pooled {
+                    conn,
+                    _permit: permit,
+                });
+            }
+        }
     }
 
     pub(crate) fn admission(&self) -> &Admission {

@@ -19,6 +19,17 @@ pub struct Done {
     pub last_insert_id: Option<i64>,
 }
 
+/// Stops the statement a SQLite connection is running (it fails with an "interrupted" error); a no-op when
+/// none is running.
+pub struct Interrupter(rusqlite::InterruptHandle);
+
+impl Interrupter {
+    /// Interrupts the running statement, if any.
+    pub fn interrupt(&self) {
+        self.0.interrupt();
+    }
+}
+
 impl PooledConnection {
     /// The engine.
     pub fn dialect(&self) -> Dialect {
@@ -58,6 +69,16 @@ impl PooledConnection {
     /// that must not outlive its user (an advisory lock, a changed setting).
     pub fn close_on_drop(&mut self) {
         self.0.broken = true;
+    }
+
+    /// A handle that stops this connection's running statement from another thread (SQLite only: the
+    /// server engines' statements are cancelled by closing their connection). The async executor uses it
+    /// when the future waiting for a statement is dropped.
+    pub fn interrupter(&self) -> Option<Interrupter> {
+        match &self.0.driver {
+            crate::driver::Driver::Sqlite(c) => Some(Interrupter(c.get_interrupt_handle())),
+            _ => None,
+        }
     }
 
     /// Runs plan steps, collecting each outcome.

@@ -13,6 +13,8 @@ pub(crate) struct Manager {
     pub(crate) options: ConnectOptions,
     /// Bumped for every connection opened (the pool's `created` metric).
     pub(crate) created: Arc<AtomicU64>,
+    /// Connection losses seen by the pool.
+    pub(crate) losses: Arc<tandem_pool::LossClock>,
 }
 
 impl r2d2::ManageConnection for Manager {
@@ -20,8 +22,10 @@ impl r2d2::ManageConnection for Manager {
     type Error = Error;
 
     fn connect(&self) -> Result<Conn, Error> {
-        let conn = Conn::open(&self.options)?;
+        let mut conn = Conn::open(&self.options)?;
         self.created.fetch_add(1, Ordering::Relaxed);
+        conn.known_good = self.losses.stamp();
+        conn.losses = Some(self.losses.clone());
         Ok(conn)
     }
 
@@ -29,8 +33,10 @@ impl r2d2::ManageConnection for Manager {
         conn.simple("SELECT 1")
     }
 
+    /// Called as a connection comes back: broken ones, and SQLite ones still inside a transaction that
+    /// cannot be rolled back, are dropped instead of pooled.
     fn has_broken(&self, conn: &mut Conn) -> bool {
-        !conn.is_usable()
+        !conn.is_usable() || !conn.end_abandoned_transaction()
     }
 }
 

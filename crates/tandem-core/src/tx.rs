@@ -109,7 +109,10 @@ pub fn begin(dialect: Dialect, opts: &TxOptions) -> Vec<String> {
         Dialect::Sqlite => {
             if opts.read_only {
                 // A deferred transaction takes no write lock; `query_only` makes writes fail like elsewhere.
-                vec!["PRAGMA query_only = ON".into(), "BEGIN DEFERRED".into()]
+                // Set inside the transaction (and cleared before it ends, see `end`), so a connection with
+                // `query_only` on is always inside a transaction: ending an abandoned transaction (a
+                // cancelled future) resets both, and a pool can tell by the cheap autocommit check.
+                vec!["BEGIN DEFERRED".into(), "PRAGMA query_only = ON".into()]
             } else {
                 // IMMEDIATE takes the write lock up front, so a writer waits (busy timeout) instead of failing
                 // later with a lock upgrade it cannot get.
@@ -121,10 +124,11 @@ pub fn begin(dialect: Dialect, opts: &TxOptions) -> Vec<String> {
 
 /// The statements that end a transaction (`COMMIT` or `ROLLBACK`), undoing what `begin` set.
 pub fn end(dialect: Dialect, opts: &TxOptions, commit: bool) -> Vec<String> {
-    let mut out = vec![if commit { "COMMIT" } else { "ROLLBACK" }.to_owned()];
+    let mut out = Vec::with_capacity(2);
     if dialect == Dialect::Sqlite && opts.read_only {
         out.push("PRAGMA query_only = OFF".into());
     }
+    out.push(if commit { "COMMIT" } else { "ROLLBACK" }.to_owned());
     out
 }
 
@@ -175,11 +179,11 @@ mod tests {
         );
         assert_eq!(
             begin(Dialect::Sqlite, &opts),
-            ["PRAGMA query_only = ON", "BEGIN DEFERRED"]
+            ["BEGIN DEFERRED", "PRAGMA query_only = ON"]
         );
         assert_eq!(
             end(Dialect::Sqlite, &opts, true),
-            ["COMMIT", "PRAGMA query_only = OFF"]
+            ["PRAGMA query_only = OFF", "COMMIT"]
         );
         assert_eq!(
             begin(Dialect::Sqlite, &TxOptions::default()),

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use crate::config::PoolConfig;
 use crate::gate::{AdmissionError, Gate, GateConfig, Permit};
+use crate::losses::LossClock;
 
 /// Admission control and metrics for one pool.
 pub struct Admission {
@@ -16,6 +17,7 @@ pub struct Admission {
     timeout: Duration,
     max_size: u32,
     created: Arc<AtomicU64>,
+    losses: Arc<LossClock>,
 }
 
 impl std::fmt::Debug for Admission {
@@ -74,7 +76,13 @@ impl Admission {
             timeout: config.acquire_timeout,
             max_size,
             created: Arc::new(AtomicU64::new(0)),
+            losses: Arc::new(LossClock::new()),
         }
+    }
+
+    /// When the pool last saw a connection die (see [`LossClock`]).
+    pub fn losses(&self) -> &Arc<LossClock> {
+        &self.losses
     }
 
     /// The counter the pool's connect hook bumps for each connection it opens.

@@ -11,6 +11,8 @@
 //!   threads and tasks alike; typed [`AdmissionError::Saturated`] and [`AdmissionError::Timeout`].
 //! - [`Admission`] (`admission`): the gate, the one acquire deadline and the counters as an executor embeds
 //!   them, and the [`PoolMetrics`] snapshot.
+//! - [`LossClock`] (`losses`): once a connection was found dead, idle connections older than that are
+//!   checked before reuse.
 //!
 //! The executors (`tandem-blocking` over r2d2, `tandem-async` over sqlx) take a permit first and a
 //! connection second, so no more than `max_size` callers ever wait inside the driver's pool and everyone
@@ -20,7 +22,9 @@
 mod admission;
 mod config;
 mod gate;
+mod losses;
 
 pub use admission::{Admission, PoolMetrics};
 pub use config::{PoolConfig, warm_up_size};
 pub use gate::{AdmissionError, Counters, Gate, GateConfig, GateMetrics, Permit};
+pub use losses::LossClock;

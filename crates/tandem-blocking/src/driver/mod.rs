@@ -31,6 +31,9 @@ pub(crate) enum Driver {
 pub struct Conn {
     pub(crate) driver: Driver,
     pub(crate) broken: bool,
+    /// The pool's record of lost connections, and when this one was last known good on it.
+    pub(crate) losses: Option<Arc<tandem_pool::LossClock>>,
+    pub(crate) known_good: u64,
 }
 
 impl Conn {
@@ -43,6 +46,8 @@ impl Conn {
         Ok(Conn {
             driver,
             broken: false,
+            losses: None,
+            known_good: 0,
         })
     }
 
@@ -100,7 +105,23 @@ impl Conn {
         true
     }
 
-    /// Marks the connection broken when an error says it is.
+    /// Ends a SQLite transaction its user abandoned (a cancelled future in the async executor, which drives
+    /// these connections too): `false` when the connection is still inside one afterwards and must not go
+    /// back to the pool. One C call when there is nothing to do. (`query_only` is only ever on inside a
+    /// transaction, see `tandem_core::tx::begin`, so it is reset here too.) Server engines' transactions are
+    /// ended by their owners.
+    pub(crate) fn end_abandoned_transaction(&mut self) -> bool {
+        let Driver::Sqlite(c) = &mut self.driver else {
+            return true;
+        };
+        if c.is_autocommit() {
+            return true;
+        }
+        let _ = c.execute_batch("PRAGMA query_only = OFF; ROLLBACK");
+        c.is_autocommit()
+    }
+
+    /// Marks the connection broken when an error says it is, and tells the pool.
     fn note<T>(&mut self, result: Result<T>) -> Result<T> {
         if let Err(Error::Database(DbError {
             kind: tandem_core::DbErrorKind::ConnectionLost,
@@ -108,8 +129,26 @@ impl Conn {
         })) = &result
         {
             self.broken = true;
+            if let Some(l) = &self.losses {
+                l.note_loss();
+            }
         }
         result
+    }
+
+    /// Whether the connection may be handed out: checked with a ping when the pool has seen a connection
+    /// die since this one was last known good (see [`tandem_pool::LossClock`]).
+    pub(crate) fn fit_for_use(&mut self) -> bool {
+        let stamp = match &self.losses {
+            Some(l) if l.suspect(self.known_good) => l.stamp(),
+            _ => return true,
+        };
+        if self.simple("SELECT 1").is_ok() {
+            self.known_good = stamp;
+            return true;
+        }
+        self.broken = true;
+        false
     }
 }
 

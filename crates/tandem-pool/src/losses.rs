@@ -1,0 +1,79 @@
+//! [`LossClock`]: when a pool last saw a connection die. A server restart or a killed backend breaks every
+//! idle connection at once, but each one is only found out when it is used — without validation, a caller
+//! after the first failure draws the next dead connection, and the next. So once a loss has been seen, an
+//! idle connection that was last known good before it is checked (a ping) before it is handed out, and
+//! replaced if it fails; connections known good since then are not. The check costs nothing until the
+//! first loss.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// The time of the last connection loss a pool saw; shared by the pool's connections.
+#[derive(Debug)]
+pub struct LossClock {
+    base: Instant,
+    /// Nanoseconds since `base` of the last loss, plus one; 0 before any.
+    last: AtomicU64,
+}
+
+impl Default for LossClock {
+    fn default() -> Self {
+        LossClock {
+            base: Instant::now(),
+            last: AtomicU64::new(0),
+        }
+    }
+}
+
+impl LossClock {
+    /// A new clock: no loss yet.
+    pub fn new() -> LossClock {
+        LossClock::default()
+    }
+
+    /// Now, on this clock's scale: stamp a connection with it when it is known good (opened or checked).
+    pub fn stamp(&self) -> u64 {
+        self.base.elapsed().as_nanos() as u64 + 1
+    }
+
+    /// Records that a connection was found dead now.
+    pub fn note_loss(&self) {
+        self.last.fetch_max(self.stamp(), Ordering::Relaxed);
+    }
+
+    /// Whether a connection last known good at `stamp` must be checked before use: a loss was seen at or
+    /// after that time.
+    pub fn suspect(&self, stamp: u64) -> bool {
+        let last = self.last.load(Ordering::Relaxed);
+        last != 0 && last >= stamp
+    }
+
+    /// [`LossClock::suspect`] for a connection that has been idle for `idle_for` (it was known good when
+    /// it was given back).
+    pub fn suspect_idle(&self, idle_for: Duration) -> bool {
+        self.suspect(self.stamp().saturating_sub(idle_for.as_nanos() as u64))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Nothing is suspect before a loss; after one, exactly the connections known good before it are.
+    #[test]
+    fn suspects_only_connections_older_than_the_loss() {
+        let clock = LossClock::new();
+        let before = clock.stamp();
+        assert!(!clock.suspect(before));
+        assert!(!clock.suspect_idle(Duration::from_secs(3600)));
+        std::thread::sleep(Duration::from_millis(2));
+        clock.note_loss();
+        assert!(clock.suspect(before));
+        std::thread::sleep(Duration::from_millis(2));
+        let checked = clock.stamp();
+        assert!(!clock.suspect(checked));
+        // Idle since before the loss: suspect; idle only since after it: not.
+        assert!(clock.suspect_idle(Duration::from_secs(1)));
+        assert!(!clock.suspect_idle(Duration::from_micros(100)));
+    }
+}
