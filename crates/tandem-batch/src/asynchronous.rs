@@ -15,7 +15,7 @@ use crate::job::{
     new_execution, new_steps, page_statement, process_page, resume_query, source_ranges,
     steps_query,
 };
-use crate::lock::{LocalLock, already_running, job_key, local_lock, server_lock_statement};
+use crate::lock::{RunLock, already_running, job_key, local_lock, server_lock_statement};
 use crate::model::{
     JobExecution, StepExecution, batch_job_execution as jx, batch_step_execution as sx, status,
 };
@@ -104,7 +104,10 @@ where
 
 /// Takes the job's run lock (see [`crate::lock`]); it is released when the returned guard is dropped —
 /// also when the run's future is dropped midway.
-async fn lock<S, T>(db: &Database, job: &BatchJob<S, T>) -> Result<RunLock, JobError> {
+async fn lock<S, T>(
+    db: &Database,
+    job: &BatchJob<S, T>,
+) -> Result<RunLock<tandem_async::PooledConnection>, JobError> {
     if let Some(local) = local_lock(db.options(), db.pool_id(), job)? {
         return Ok(RunLock::Local(local));
     }
@@ -116,13 +119,7 @@ async fn lock<S, T>(db: &Database, job: &BatchJob<S, T>) -> Result<RunLock, JobE
     if taken != 1 {
         return Err(already_running(job));
     }
-    Ok(RunLock::Server(conn))
-}
-
-/// A held run lock.
-enum RunLock {
-    Local(#[allow(dead_code)] LocalLock),
-    Server(#[allow(dead_code)] tandem_async::PooledConnection),
+    Ok(RunLock::Server(Box::new(conn)))
 }
 
 /// Creates the run inside `tx`: earlier unfinished runs marked FAILED, the new execution row, and its steps

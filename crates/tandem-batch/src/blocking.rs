@@ -13,7 +13,7 @@ use crate::job::{
     new_execution, new_steps, page_statement, process_page, resume_query, source_ranges,
     steps_query,
 };
-use crate::lock::{LocalLock, already_running, job_key, local_lock, server_lock_statement};
+use crate::lock::{RunLock, already_running, job_key, local_lock, server_lock_statement};
 use crate::model::{
     JobExecution, StepExecution, batch_job_execution as jx, batch_step_execution as sx, status,
 };
@@ -88,7 +88,10 @@ where
 }
 
 /// Takes the job's run lock (see [`crate::lock`]); it is released when the returned guard is dropped.
-fn lock<S, T>(db: &Database, job: &BatchJob<S, T>) -> Result<RunLock, JobError> {
+fn lock<S, T>(
+    db: &Database,
+    job: &BatchJob<S, T>,
+) -> Result<RunLock<tandem_blocking::engine::PooledConnection>, JobError> {
     if let Some(local) = local_lock(db.options(), db.pool_id(), job)? {
         return Ok(RunLock::Local(local));
     }
@@ -100,13 +103,7 @@ fn lock<S, T>(db: &Database, job: &BatchJob<S, T>) -> Result<RunLock, JobError> 
     if taken != 1 {
         return Err(already_running(job));
     }
-    Ok(RunLock::Server(conn))
-}
-
-/// A held run lock.
-enum RunLock {
-    Local(#[allow(dead_code)] LocalLock),
-    Server(#[allow(dead_code)] tandem_blocking::engine::PooledConnection),
+    Ok(RunLock::Server(Box::new(conn)))
 }
 
 /// Creates the run in one transaction: earlier unfinished runs marked FAILED, the new execution row, and its

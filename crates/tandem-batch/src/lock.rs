@@ -62,6 +62,12 @@ pub(crate) fn already_running<S, T>(job: &BatchJob<S, T>) -> JobError {
     }
 }
 
+/// A held run lock: a SQLite one, or the connection that holds a server engine's (closed when dropped).
+pub(crate) enum RunLock<C> {
+    Local(#[allow(dead_code)] LocalLock),
+    Server(#[allow(dead_code)] Box<C>),
+}
+
 static IN_MEMORY: Mutex<Option<HashSet<(u64, u64)>>> = Mutex::new(None);
 
 /// A SQLite job's lock; released when dropped.
