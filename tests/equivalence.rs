@@ -65,7 +65,21 @@ enum Op {
     Get {
         id: i64,
     },
+    /// A statement the database refuses: see [`BAD`].
+    Bad {
+        which: usize,
+    },
 }
+
+/// Statements each engine refuses, for both executors to report alike: unknown column, unknown table,
+/// syntax, NOT NULL, a value too long for `varchar(100)` (SQLite has no length limit: accepted on both).
+const BAD: [&str; 5] = [
+    "SELECT nope FROM users",
+    "SELECT id FROM no_such_table",
+    "SELEC id FROM users",
+    "INSERT INTO users (name, age) VALUES (NULL, 1)",
+    "INSERT INTO users (name, age) VALUES ('xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx', 1)",
+];
 
 fn op() -> impl Strategy<Value = Op> {
     let age = -3i32..20;
@@ -99,6 +113,7 @@ fn op() -> impl Strategy<Value = Op> {
         proptest::option::of(age.clone()).prop_map(|min_age| Op::Count { min_age }),
         (0i64..12).prop_map(|id| Op::Exists { id }),
         (0i64..12).prop_map(|id| Op::Get { id }),
+        (0..BAD.len()).prop_map(|which| Op::Bad { which }),
     ]
 }
 
@@ -119,11 +134,12 @@ fn user(n: u8, age: i32) -> User {
     }
 }
 
-/// A step's result as comparable text: values as they are, errors by kind.
+/// A step's result as comparable text: values as they are, database errors by kind and the engine's code
+/// (the messages differ between drivers).
 fn show<T: std::fmt::Debug>(r: Result<T, Error>) -> String {
     match r {
         Ok(v) => format!("ok {v:?}"),
-        Err(Error::Database(e)) => format!("db error {:?}", e.kind),
+        Err(Error::Database(e)) => format!("db error {:?} {:?}", e.kind, e.code),
         Err(Error::Sql(e)) => format!("sql error {e}"),
         Err(e) => format!("error {e}"),
     }
@@ -148,6 +164,7 @@ fn range(lo: i32, hi: i32, desc: bool, limit: Option<u64>) -> Find<users::table>
 fn run_blocking(db: &tandem_blocking::Database, op: &Op) -> String {
     let r = db.repository::<User>();
     match op {
+        Op::Bad { which } => show(db.execute(&tandem_sql::raw(BAD[*which], vec![]))),
         Op::Insert { name, age } => show(r.insert(&user(*name, *age))),
         Op::Batch { rows, ignore } => {
             let rows: Vec<User> = rows.iter().map(|(n, a)| user(*n, *a)).collect();
@@ -195,6 +212,7 @@ fn run_blocking(db: &tandem_blocking::Database, op: &Op) -> String {
 async fn run_async(db: &tandem_async::Database, op: &Op) -> String {
     let r = db.repository::<User>();
     match op {
+        Op::Bad { which } => show(db.execute(&tandem_sql::raw(BAD[*which], vec![])).await),
         Op::Insert { name, age } => show(r.insert(&user(*name, *age)).await),
         Op::Batch { rows, ignore } => {
             let rows: Vec<User> = rows.iter().map(|(n, a)| user(*n, *a)).collect();

@@ -162,7 +162,7 @@ fn warm_up_opens_min_idle_first() {
 }
 
 /// An unreachable server is a typed connection error when the pool is built; warm-up that cannot open its
-/// connections in time is a typed `PoolWarmUp`.
+/// connections in time is a typed `PoolWarmUp` that carries the cause.
 #[test]
 fn warm_up_failures_are_typed() {
     for side in [Side::Blocking, Side::Async] {
@@ -188,16 +188,70 @@ fn warm_up_failures_are_typed() {
         let Some(target) = db::target(Dialect::Postgres, "warmfail") else {
             continue;
         };
+        // The first connection gets through to the server; every later one is accepted and left
+        // unanswered. Warm-up fails with the cause: the connect timeout its connections ran into.
+        let mut options = target.options.clone();
+        options.port = first_only_proxy(&options.host, options.port);
+        options.host = "127.0.0.1".into();
         let config = PoolConfig {
-            connect_timeout: Duration::from_nanos(1),
+            connect_timeout: Duration::from_millis(500),
             ..PoolConfig::high_throughput(16)
         };
-        let err = Exec::open_target(side, &target, config).unwrap_err();
-        assert!(
-            matches!(err, Error::PoolWarmUp { wanted: 16, opened, .. } if opened < 16),
-            "{side:?}: {err}"
-        );
+        let err = match side {
+            Side::Blocking => tandem_blocking::Database::open(options.clone(), config).map(drop),
+            Side::Async => runtime()
+                .block_on(tandem_async::Database::open(options.clone(), config))
+                .map(drop),
+        }
+        .unwrap_err();
+        match &err {
+            Error::PoolWarmUp {
+                wanted: 16,
+                opened,
+                last_error: Some(cause),
+                ..
+            } if *opened < 16 => assert!(
+                matches!(**cause, Error::ConnectTimeout { ref target, .. } if target.ends_with(&format!(":{}", options.port))),
+                "{side:?}: {err}"
+            ),
+            _ => panic!("{side:?}: {err}"),
+        }
     }
+}
+
+/// A TCP proxy to `host:port` that forwards its first connection and holds every later one unanswered.
+fn first_only_proxy(host: &str, port: u16) -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let local = listener.local_addr().unwrap().port();
+    let upstream = format!("{host}:{port}");
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for (i, client) in listener.incoming().flatten().enumerate() {
+            if i > 0 {
+                held.push(client);
+                continue;
+            }
+            let server = std::net::TcpStream::connect(&upstream).unwrap();
+            for (mut from, mut to) in [
+                (client.try_clone().unwrap(), server.try_clone().unwrap()),
+                (server, client),
+            ] {
+                std::thread::spawn(move || {
+                    let _ = std::io::copy(&mut from, &mut to);
+                    let _ = to.shutdown(std::net::Shutdown::Both);
+                });
+            }
+        }
+    });
+    local
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
 }
 
 /// With validation on checkout, connections killed while idle are replaced unseen: every call succeeds.

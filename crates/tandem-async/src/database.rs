@@ -86,30 +86,25 @@ async fn open_pool<DB: sqlx::Database>(
     options: &ConnectOptions,
 ) -> Result<sqlx::Pool<DB>> {
     let dialect = options.dialect;
-    let unreachable = |message: String| {
-        Error::Database(tandem_core::DbError::connection_lost(
-            dialect,
-            format!("cannot connect to {}: {message}", options.display),
-        ))
-    };
     let wanted = config.effective_min_idle();
     let started = Instant::now();
-    let failed = |opened: u32, last_error: Option<Box<Error>>| Error::PoolWarmUp {
+    let timed_out = || Error::ConnectTimeout {
+        target: format!("{}:{}", options.host, options.port),
+        timeout: config.connect_timeout,
+    };
+    let failed = |opened: u32, last_error: Error| Error::PoolWarmUp {
         opened,
         wanted: wanted.max(1),
         waited: started.elapsed(),
-        last_error,
+        last_error: Some(Box::new(last_error)),
     };
     let first = tokio::time::timeout(
         config.connect_timeout,
         <DB::Connection as sqlx::Connection>::connect_with(&connect),
     )
     .await
-    .map_err(|_| failed(0, None))?
-    .map_err(|e| match error(dialect, e) {
-        Error::Database(d) => unreachable(d.message),
-        other => other,
-    })?;
+    .map_err(|_| timed_out())?
+    .map_err(|e| connect_error(dialect, options, e))?;
     let _ = sqlx::Connection::close(first).await;
     let pool = pool_options(config, created, losses).connect_lazy_with(connect);
 
@@ -117,11 +112,25 @@ async fn open_pool<DB: sqlx::Database>(
     let left = config.connect_timeout.saturating_sub(started.elapsed());
     let conns = tokio::time::timeout(left, acquires)
         .await
-        .map_err(|_| failed(pool.size(), None))?;
+        .map_err(|_| failed(pool.size(), timed_out()))?;
     for c in conns {
-        c.map_err(|e| failed(pool.size(), Some(Box::new(error(dialect, e)))))?;
+        c.map_err(|e| failed(pool.size(), connect_error(dialect, options, e)))?;
     }
     Ok(pool)
+}
+
+/// A failed connect: the server's own refusal keeps its kind and code (authentication, unknown database),
+/// exactly as the blocking executor reports it; anything else means the server could not be reached.
+fn connect_error(dialect: Dialect, options: &ConnectOptions, e: sqlx::Error) -> Error {
+    match error(dialect, e) {
+        Error::Database(d) if d.code.is_none() => {
+            Error::Database(tandem_core::DbError::connection_lost(
+                dialect,
+                format!("cannot connect to {}: {}", options.display, d.message),
+            ))
+        }
+        other => other,
+    }
 }
 
 /// A pool's acquire, mapped to the connection kind it gives.

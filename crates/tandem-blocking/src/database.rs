@@ -86,7 +86,8 @@ impl Database {
         let admission = Admission::new(&config);
         let created = admission.created_counter();
         // One connection up front: the URL works, or the caller learns why not now.
-        drop(Conn::open(&options)?);
+        drop(Conn::open(&options, config.connect_timeout)?);
+        let last_error = Arc::new(std::sync::Mutex::new(None));
         let pool = r2d2::Pool::builder()
             .max_size(config.effective_max_size())
             .min_idle(Some(config.effective_min_idle()))
@@ -99,6 +100,8 @@ impl Database {
                 options: options.clone(),
                 created,
                 losses: admission.losses().clone(),
+                connect_timeout: config.connect_timeout,
+                last_error: last_error.clone(),
             });
         let db = Database {
             inner: Arc::new(Inner {
@@ -108,22 +111,33 @@ impl Database {
                 config,
             }),
         };
-        db.warm_up()?;
+        db.warm_up(&last_error)?;
         Ok(db)
     }
 
     /// Waits until r2d2 (which starts opening `min_idle` connections when the pool is built, on its own
     /// threads) has them all, within `connect_timeout`.
-    fn warm_up(&self) -> Result<()> {
+    /// The error carries the last connect failure r2d2 reported, or, when none finished failing, the
+    /// connect timeout that the attempts still under way ran into.
+    fn warm_up(&self, last_error: &std::sync::Mutex<Option<Error>>) -> Result<()> {
         let wanted = self.inner.config.effective_min_idle();
         let started = Instant::now();
         while self.inner.pool.state().connections < wanted {
             if started.elapsed() >= self.inner.config.connect_timeout {
+                let o = &self.inner.options;
+                let cause = last_error
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .take()
+                    .unwrap_or(Error::ConnectTimeout {
+                        target: format!("{}:{}", o.host, o.port),
+                        timeout: self.inner.config.connect_timeout,
+                    });
                 return Err(Error::PoolWarmUp {
                     opened: self.inner.pool.state().connections,
                     wanted,
                     waited: started.elapsed(),
-                    last_error: None,
+                    last_error: Some(Box::new(cause)),
                 });
             }
             std::thread::sleep(Duration::from_millis(2));

@@ -15,6 +15,10 @@ pub(crate) struct Manager {
     pub(crate) created: Arc<AtomicU64>,
     /// Connection losses seen by the pool.
     pub(crate) losses: Arc<tandem_pool::LossClock>,
+    /// Bound on opening one connection.
+    pub(crate) connect_timeout: std::time::Duration,
+    /// The last connect failure, for the warm-up error.
+    pub(crate) last_error: Arc<std::sync::Mutex<Option<Error>>>,
 }
 
 impl r2d2::ManageConnection for Manager {
@@ -22,7 +26,13 @@ impl r2d2::ManageConnection for Manager {
     type Error = Error;
 
     fn connect(&self) -> Result<Conn, Error> {
-        let mut conn = Conn::open(&self.options)?;
+        let mut conn = match Conn::open(&self.options, self.connect_timeout) {
+            Ok(c) => c,
+            Err(e) => {
+                *self.last_error.lock().unwrap_or_else(|p| p.into_inner()) = Some(copy_of(&e));
+                return Err(e);
+            }
+        };
         self.created.fetch_add(1, Ordering::Relaxed);
         conn.known_good = self.losses.stamp();
         conn.losses = Some(self.losses.clone());
@@ -47,5 +57,18 @@ pub(crate) struct QuietErrors;
 impl r2d2::HandleError<Error> for QuietErrors {
     fn handle_error(&self, error: Error) {
         tracing::warn!(%error, "connection attempt failed");
+    }
+}
+
+/// A copy of a connect failure to keep for the warm-up error (`Error` holds boxed causes and is not
+/// `Clone`; the kinds connecting produces are copied exactly, anything else as its text).
+fn copy_of(e: &Error) -> Error {
+    match e {
+        Error::Database(d) => Error::Database(d.clone()),
+        Error::ConnectTimeout { target, timeout } => Error::ConnectTimeout {
+            target: target.clone(),
+            timeout: *timeout,
+        },
+        other => Error::Usage(other.to_string()),
     }
 }

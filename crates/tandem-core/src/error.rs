@@ -36,6 +36,15 @@ pub enum Error {
         /// The pool's maximum size.
         max_size: u32,
     },
+    /// A connection was not established within the connect timeout: the server did not complete the
+    /// handshake (it accepted the TCP connection but never answered, or it speaks another protocol).
+    #[error("no connection to {target} within {timeout:?} (connect timeout)")]
+    ConnectTimeout {
+        /// `host:port`.
+        target: String,
+        /// The connect timeout that passed.
+        timeout: Duration,
+    },
     /// Warm-up did not open `min_idle` connections within the connect timeout.
     #[error("pool warm-up opened {opened} of {wanted} connections within {waited:?}{}", last_error.as_ref().map(|e| format!(": {e}")).unwrap_or_default())]
     PoolWarmUp {
@@ -166,8 +175,13 @@ pub enum DbErrorKind {
     LockTimeout,
     /// SQLite: the database is locked by another connection.
     Busy,
-    /// The connection was closed, killed or broke.
+    /// The connection was closed, killed or broke, or could not be made (refused, unreachable).
     ConnectionLost,
+    /// The server refused the credentials: unknown user, wrong password, or no access (PostgreSQL class
+    /// 28, MySQL 1045 / 1044 / 1698).
+    AuthenticationFailed,
+    /// The database named in the URL does not exist (PostgreSQL 3D000, MySQL 1049).
+    UnknownDatabase,
     /// The statement is invalid (syntax, unknown table or column).
     InvalidStatement,
     /// Anything else.
@@ -202,6 +216,8 @@ pub fn classify_postgres(sqlstate: &str) -> DbErrorKind {
         // admin_shutdown, crash_shutdown, cannot_connect_now, and class 08 (connection exception).
         "57P01" | "57P02" | "57P03" => DbErrorKind::ConnectionLost,
         s if s.starts_with("08") => DbErrorKind::ConnectionLost,
+        s if s.starts_with("28") => DbErrorKind::AuthenticationFailed,
+        "3D000" => DbErrorKind::UnknownDatabase,
         s if s.starts_with("42") => DbErrorKind::InvalidStatement,
         _ => DbErrorKind::Other,
     }
@@ -220,7 +236,9 @@ pub fn classify_mysql(number: u16) -> DbErrorKind {
         1205 => DbErrorKind::LockTimeout,
         // 1927: MariaDB "Connection was killed"; 2006/2013: server gone / lost during query; 1053 shutdown.
         1927 | 2006 | 2013 | 1053 | 1317 => DbErrorKind::ConnectionLost,
-        1064 | 1146 | 1054 | 1049 | 1050 => DbErrorKind::InvalidStatement,
+        1045 | 1044 | 1698 => DbErrorKind::AuthenticationFailed,
+        1049 => DbErrorKind::UnknownDatabase,
+        1064 | 1146 | 1054 | 1050 => DbErrorKind::InvalidStatement,
         _ => DbErrorKind::Other,
     }
 }
@@ -266,6 +284,17 @@ mod tests {
         );
         assert_eq!(classify_postgres("57P01"), DbErrorKind::ConnectionLost);
         assert_eq!(classify_postgres("42P01"), DbErrorKind::InvalidStatement);
+        assert_eq!(
+            classify_postgres("28P01"),
+            DbErrorKind::AuthenticationFailed
+        );
+        assert_eq!(
+            classify_postgres("28000"),
+            DbErrorKind::AuthenticationFailed
+        );
+        assert_eq!(classify_postgres("3D000"), DbErrorKind::UnknownDatabase);
+        assert_eq!(classify_mysql(1045), DbErrorKind::AuthenticationFailed);
+        assert_eq!(classify_mysql(1049), DbErrorKind::UnknownDatabase);
         assert_eq!(classify_mysql(1062), DbErrorKind::UniqueViolation);
         assert_eq!(classify_mysql(1213), DbErrorKind::Deadlock);
         assert_eq!(classify_mysql(1406), DbErrorKind::DataTooLong);

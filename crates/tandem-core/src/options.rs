@@ -115,10 +115,7 @@ impl ConnectOptions {
             3306
         };
         let (host, port) = match hostport.rsplit_once(':') {
-            Some((h, p)) => (
-                h.to_owned(),
-                p.parse().map_err(|_| bad("port is not a number"))?,
-            ),
+            Some((h, p)) => (h.to_owned(), parse_port(p).map_err(bad)?),
             None => (hostport.to_owned(), default_port),
         };
         if host.is_empty() {
@@ -168,6 +165,17 @@ impl ConnectOptions {
     /// holds one connection).
     pub fn is_memory(&self) -> bool {
         self.dialect == Dialect::Sqlite && self.path.is_none()
+    }
+}
+
+/// A TCP port: 1 to 65535.
+fn parse_port(p: &str) -> std::result::Result<u16, &'static str> {
+    if p.is_empty() || !p.bytes().all(|b| b.is_ascii_digit()) {
+        return Err("port is not a number");
+    }
+    match p.parse::<u32>() {
+        Ok(n @ 1..=65_535) => Ok(n as u16),
+        _ => Err("port out of range (1 to 65535)"),
     }
 }
 
@@ -273,5 +281,22 @@ mod tests {
                 "{bad}"
             );
         }
+        // A port says what is wrong with it.
+        for (url, reason) in [
+            ("postgres://h:99999/db", "port out of range (1 to 65535)"),
+            ("mysql://h:0/db", "port out of range (1 to 65535)"),
+            ("mysql://h:port/db", "port is not a number"),
+            ("mysql://h:-1/db", "port is not a number"),
+            ("postgres://h:/db", "port is not a number"),
+        ] {
+            match ConnectOptions::parse(url) {
+                Err(Error::InvalidUrl { reason: r, .. }) => assert_eq!(r, reason, "{url}"),
+                other => panic!("{url}: {other:?}"),
+            }
+        }
+        assert_eq!(
+            ConnectOptions::parse("mysql://h:65535/db").unwrap().port,
+            65_535
+        );
     }
 }

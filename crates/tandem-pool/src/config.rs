@@ -27,8 +27,11 @@ pub struct PoolConfig {
     /// A connection older than this is closed when it next comes back to the pool. Default 30 min; `None`
     /// keeps connections for ever.
     pub max_lifetime: Option<Duration>,
-    /// How long warm-up may take to open `min_idle` connections before building the pool fails. Default
-    /// 10 s.
+    /// How long opening one connection may take, handshake and authentication included (a server that
+    /// accepts the TCP connection and never answers fails with a connect-timeout error naming it), and how
+    /// long warm-up may take to open `min_idle` connections before building the pool fails. Default 10 s.
+    /// (The async executor's later connections are opened inside sqlx's acquire, which the acquire timeout
+    /// bounds.)
     pub connect_timeout: Duration,
     /// Check each connection with a round trip before handing it out, replacing one that fails. Default
     /// false: a connection that broke while in use is closed when it comes back, so only connections killed

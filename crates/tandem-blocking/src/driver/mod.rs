@@ -2,6 +2,8 @@
 //! streaming its rows into a sink, decodes cells into [`Value`]s and classifies errors with `tandem-core`.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
 
 use tandem_core::{ConnectOptions, DbError, Error, Result};
 use tandem_sql::{Dialect, Rendered, Row};
@@ -36,12 +38,66 @@ pub struct Conn {
     pub(crate) known_good: u64,
 }
 
+/// Connect attempts given up on whose thread is still blocked in the driver (see [`bounded`]).
+static HANGING: AtomicUsize = AtomicUsize::new(0);
+
+/// At most this many abandoned connect threads at once in the process; past it, connecting fails at once.
+const MAX_HANGING: usize = 64;
+
+/// Runs a server driver's connect, which can block without end (a server that accepts the TCP connection
+/// and never answers: neither `postgres` nor `mysql` bounds the handshake, only the TCP connect), on a
+/// thread of its own, and gives up after `timeout` with [`Error::ConnectTimeout`]. The abandoned thread
+/// ends when the driver does (the server answers or closes); while too many are stuck, new attempts fail
+/// at once instead of piling up threads.
+fn bounded<T: Send + 'static>(
+    opts: &ConnectOptions,
+    timeout: Duration,
+    connect: impl FnOnce() -> Result<T> + Send + 'static,
+) -> Result<T> {
+    let timed_out = || Error::ConnectTimeout {
+        target: format!("{}:{}", opts.host, opts.port),
+        timeout,
+    };
+    if HANGING.load(Ordering::Relaxed) >= MAX_HANGING {
+        return Err(timed_out());
+    }
+    let (tx, rx) = std::sync::mpsc::sync_channel(1);
+    HANGING.fetch_add(1, Ordering::Relaxed);
+    let spawned = std::thread::Builder::new()
+        .name("tandem-connect".into())
+        .spawn(move || {
+            let result = connect();
+            HANGING.fetch_sub(1, Ordering::Relaxed);
+            let _ = tx.send(result);
+        });
+    if let Err(e) = spawned {
+        HANGING.fetch_sub(1, Ordering::Relaxed);
+        return Err(Error::Usage(format!("cannot start a connect thread: {e}")));
+    }
+    match rx.recv_timeout(timeout) {
+        Ok(result) => result,
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => Err(timed_out()),
+        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+            Err(Error::Usage("the connect thread panicked".into()))
+        }
+    }
+}
+
 impl Conn {
-    pub(crate) fn open(opts: &ConnectOptions) -> Result<Conn> {
+    /// Opens a connection; server engines within `timeout`, handshake included.
+    pub(crate) fn open(opts: &ConnectOptions, timeout: Duration) -> Result<Conn> {
         let driver = match opts.dialect {
             Dialect::Sqlite => Driver::Sqlite(sqlite::open(opts)?),
-            Dialect::Postgres => Driver::Postgres(Box::new(postgres::open(opts)?)),
-            Dialect::MySql => Driver::MySql(mysql::open(opts)?),
+            Dialect::Postgres => {
+                let o = opts.clone();
+                Driver::Postgres(Box::new(bounded(opts, timeout, move || {
+                    postgres::open(&o, timeout)
+                })?))
+            }
+            Dialect::MySql => {
+                let o = opts.clone();
+                Driver::MySql(bounded(opts, timeout, move || mysql::open(&o, timeout))?)
+            }
         };
         Ok(Conn {
             driver,

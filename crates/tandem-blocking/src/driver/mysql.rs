@@ -10,7 +10,7 @@ use tandem_sql::{Dialect, Rendered, Row, SqlType, Value};
 
 use super::{Done, Sink, names};
 
-pub(crate) fn open(opts: &ConnectOptions) -> Result<Conn> {
+pub(crate) fn open(opts: &ConnectOptions, timeout: std::time::Duration) -> Result<Conn> {
     let builder = OptsBuilder::new()
         .ip_or_hostname(Some(opts.host.clone()))
         .tcp_port(opts.port)
@@ -18,7 +18,7 @@ pub(crate) fn open(opts: &ConnectOptions) -> Result<Conn> {
         .pass(opts.password.clone())
         .db_name(Some(opts.database.clone()))
         .prefer_socket(false)
-        .tcp_connect_timeout(Some(std::time::Duration::from_secs(10)))
+        .tcp_connect_timeout(Some(timeout))
         .stmt_cache_size(Some(64))
         // Affected rows count matched rows, as on PostgreSQL and SQLite, and as sqlx always asks for.
         .additional_capabilities(mysql::consts::CapabilityFlags::CLIENT_FOUND_ROWS);

@@ -22,7 +22,7 @@ pub(crate) struct PgConn {
     statements: HashMap<String, Statement>,
 }
 
-pub(crate) fn open(opts: &ConnectOptions) -> Result<PgConn> {
+pub(crate) fn open(opts: &ConnectOptions, timeout: std::time::Duration) -> Result<PgConn> {
     let mut config = postgres::Config::new();
     config
         .host(&opts.host)
@@ -38,7 +38,7 @@ pub(crate) fn open(opts: &ConnectOptions) -> Result<PgConn> {
     if let Some(sp) = &opts.search_path {
         config.options(&format!("-c search_path={sp}"));
     }
-    config.connect_timeout(std::time::Duration::from_secs(10));
+    config.connect_timeout(timeout);
     let client = config.connect(NoTls).map_err(error)?;
     Ok(PgConn {
         client,

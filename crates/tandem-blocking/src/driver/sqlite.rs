@@ -97,28 +97,30 @@ pub(crate) fn run(conn: &mut Connection, r: &Rendered, sink: &mut Sink<'_>) -> R
 
 /// Maps a rusqlite error to tandem's, classified by the extended result code.
 pub(crate) fn error(e: rusqlite::Error) -> Error {
-    match &e {
-        rusqlite::Error::SqliteFailure(f, msg) => {
-            let message = msg.clone().unwrap_or_else(|| f.to_string());
-            // "UNIQUE constraint failed: users.name" names the columns; CHECK failures name the constraint.
-            let constraint = message
-                .split_once("constraint failed: ")
-                .map(|(_, c)| c.to_owned());
-            Error::Database(DbError {
+    let (failure, message) = match &e {
+        rusqlite::Error::SqliteFailure(f, msg) => (f, msg.clone().unwrap_or_else(|| f.to_string())),
+        // A statement that does not prepare (syntax, unknown table or column), with the offending offset.
+        rusqlite::Error::SqlInputError { error, msg, .. } => (error, msg.clone()),
+        rusqlite::Error::ToSqlConversionFailure(inner) => return Error::Usage(inner.to_string()),
+        _ => {
+            return Error::Database(DbError {
                 dialect: Dialect::Sqlite,
-                kind: tandem_core::error::classify_sqlite(f.extended_code),
-                code: Some(f.extended_code.to_string()),
-                message,
-                constraint,
-            })
+                kind: DbErrorKind::Other,
+                code: None,
+                message: e.to_string(),
+                constraint: None,
+            });
         }
-        rusqlite::Error::ToSqlConversionFailure(inner) => Error::Usage(inner.to_string()),
-        _ => Error::Database(DbError {
-            dialect: Dialect::Sqlite,
-            kind: DbErrorKind::Other,
-            code: None,
-            message: e.to_string(),
-            constraint: None,
-        }),
-    }
+    };
+    // "UNIQUE constraint failed: users.name" names the columns; CHECK failures name the constraint.
+    let constraint = message
+        .split_once("constraint failed: ")
+        .map(|(_, c)| c.to_owned());
+    Error::Database(DbError {
+        dialect: Dialect::Sqlite,
+        kind: tandem_core::error::classify_sqlite(failure.extended_code),
+        code: Some(failure.extended_code.to_string()),
+        message,
+        constraint,
+    })
 }
