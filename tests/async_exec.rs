@@ -714,6 +714,31 @@ async_engine_test!(
     cancelled_transactions
 );
 
+/// Tables the async executor creates keep trailing spaces significant (a NO PAD collation on MariaDB), and
+/// its LIKE is case-sensitive with `\` as the escape, as on the blocking side.
+async fn text_semantics(t: &ADb) {
+    let db = &t.db;
+    setup(db).await;
+    let repo = db.repository::<User>();
+    for name in ["pad", "pad ", "Pad", "5%"] {
+        repo.insert(&user(name, 1)).await.unwrap();
+    }
+    let count = |f| async move {
+        db.repository::<User>()
+            .count_by(Find::all().filter(f))
+            .await
+            .unwrap()
+    };
+    assert_eq!(count(users::name.eq("pad")).await, 1);
+    assert_eq!(count(users::name.like("pad%")).await, 2);
+    assert_eq!(count(users::name.like("5\\%")).await, 1);
+    assert_eq!(count(users::name.ends_with("%")).await, 1);
+}
+async_engine_test!(
+    /// Trailing spaces, LIKE case and escapes through the async executor.
+    text_semantics
+);
+
 async fn streams_in_transactions(t: &ADb) {
     let db = &t.db;
     setup(db).await;

@@ -563,3 +563,77 @@ fn real_conflict_is_retried_mysql() {
         real_conflict_is_retried(&t);
     }
 }
+
+/// The names of the users matching `filter`, sorted.
+fn names_where(
+    db: &Database,
+    filter: impl Expression<Kind = tandem_sql::kind::Bool, Sources = (users::table, ())>,
+) -> Vec<String> {
+    let mut names: Vec<String> = db
+        .fetch_all::<(String,)>(&users::table.select(users::name).filter(filter))
+        .unwrap()
+        .into_iter()
+        .map(|(n,)| n)
+        .collect();
+    names.sort();
+    names
+}
+
+engine_test!(
+    /// Text means the same on every engine: trailing spaces count (MariaDB tables get a NO PAD binary
+    /// collation), LIKE is case-sensitive with `\` as its escape, and `contains` / `starts_with` /
+    /// `ends_with` match their text literally. NaN is refused where the engine cannot store it; `-0.0`
+    /// reads back as a zero.
+    text_and_float_semantics,
+    |t: &TestDb| {
+        let db = &t.db;
+        setup(db);
+        let repo = db.repository::<User>();
+        for name in ["pad", "pad ", "100%", "100x", "a_b", "axb", "a\\b", "abc", "ABC"] {
+            repo.insert(&user(name, 1)).unwrap_or_else(|e| panic!("{name:?}: {e}"));
+        }
+        assert_eq!(names_where(db, users::name.eq("pad")), ["pad"]);
+        assert_eq!(names_where(db, users::name.eq("pad ")), ["pad "]);
+        assert_eq!(names_where(db, users::name.like("abc")), ["abc"]);
+        assert_eq!(names_where(db, users::name.like("a_b")), ["a\\b", "a_b", "axb"]);
+        assert_eq!(names_where(db, users::name.like("a\\_b")), ["a_b"]);
+        assert_eq!(names_where(db, users::name.like("100\\%")), ["100%"]);
+        assert_eq!(names_where(db, users::name.like("a\\\\b")), ["a\\b"]);
+        assert_eq!(names_where(db, users::name.contains("%")), ["100%"]);
+        assert_eq!(names_where(db, users::name.contains("_")), ["a_b"]);
+        assert_eq!(names_where(db, users::name.contains("\\")), ["a\\b"]);
+        assert_eq!(names_where(db, users::name.starts_with("100")), ["100%", "100x"]);
+        assert_eq!(names_where(db, users::name.ends_with("b")), ["a\\b", "a_b", "axb"]);
+        assert_eq!(names_where(db, users::name.ends_with("pad ")), ["pad "]);
+        assert_eq!(names_where(db, users::name.contains("B")), ["ABC"]);
+
+        let order = |total: f64| Order {
+            id: 0,
+            user_id: 1,
+            code: format!("{total}"),
+            total,
+            shipped: false,
+        };
+        let orders_repo = db.repository::<Order>();
+        let nan = orders_repo.insert(&order(f64::NAN));
+        if db.dialect() == Dialect::Postgres {
+            let id = nan.unwrap();
+            assert!(orders_repo.get(id).unwrap().total.is_nan());
+        } else {
+            assert!(
+                matches!(nan, Err(Error::Sql(tandem_sql::Error::Unsupported { .. }))),
+                "{nan:?}"
+            );
+            let (n,): (i64,) = db.fetch_one(&orders::table.select(count_star())).unwrap();
+            assert_eq!(n, 0, "nothing was written");
+        }
+        let id = orders_repo.insert(&order(-0.0)).unwrap();
+        let back = orders_repo.get(id).unwrap().total;
+        assert_eq!(back, 0.0);
+        assert_eq!(
+            back.is_sign_negative(),
+            db.dialect() == Dialect::Postgres,
+            "PostgreSQL keeps the sign of -0.0; SQLite and MariaDB return 0.0"
+        );
+    }
+);

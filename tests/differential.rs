@@ -131,13 +131,17 @@ fn or(l: Option<bool>, r: Option<bool>) -> Option<bool> {
     }
 }
 
-/// SQLite's LIKE: `%` any run, `_` one character, ASCII letters compared case-insensitively.
+/// tandem's LIKE on every engine: `%` any run, `_` one character, `\` makes the next character literal,
+/// case-sensitive.
 fn like(text: &[char], pat: &[char]) -> bool {
     match pat.split_first() {
         None => text.is_empty(),
         Some(('%', rest)) => (0..=text.len()).any(|i| like(&text[i..], rest)),
+        Some(('\\', [escaped, rest @ ..])) => {
+            text.first() == Some(escaped) && like(&text[1..], rest)
+        }
         Some((p, rest)) => match text.split_first() {
-            Some((t, trest)) => (*p == '_' || t.eq_ignore_ascii_case(p)) && like(trest, rest),
+            Some((t, trest)) => (*p == '_' || t == p) && like(trest, rest),
             None => false,
         },
     }
@@ -217,7 +221,7 @@ fn small_int() -> impl Strategy<Value = Option<i64>> {
 }
 
 fn small_text() -> impl Strategy<Value = Option<String>> {
-    proptest::option::weighted(0.8, "[abAB]{0,3}")
+    proptest::option::weighted(0.8, "[abAB%_\\\\]{0,3}")
 }
 
 fn int_e() -> impl Strategy<Value = IntE> {
@@ -276,7 +280,9 @@ fn bool_e() -> impl Strategy<Value = BoolE> {
             .prop_map(|(e, l, n)| BoolE::In(e, l, n)),
         (int_e(), int_e(), int_e(), any::<bool>())
             .prop_map(|(e, l, h, n)| BoolE::Between(e, l, h, n)),
-        (text_e(), "[abAB%_]{0,4}", any::<bool>()).prop_map(|(e, p, n)| BoolE::Like(e, p, n)),
+        // Wildcards, letters of both cases, and escapes (each `\` followed by the character it escapes).
+        (text_e(), "([abAB%_]|\\\\[abAB%_\\\\]){0,4}", any::<bool>())
+            .prop_map(|(e, p, n)| BoolE::Like(e, p, n)),
     ];
     leaf.prop_recursive(3, 16, 2, |inner| {
         prop_oneof![
@@ -312,6 +318,8 @@ proptest! {
     #[test]
     fn filters_agree_with_sqlite(rows in rows(), filter in bool_e()) {
         let conn = Connection::open_in_memory().unwrap();
+        // As tandem's executors open SQLite.
+        conn.execute_batch("PRAGMA case_sensitive_like = ON").unwrap();
         conn.execute_batch("CREATE TABLE t (id INTEGER PRIMARY KEY, a BIGINT, b BIGINT, s TEXT)").unwrap();
         for (i, r) in rows.iter().enumerate() {
             conn.execute("INSERT INTO t VALUES (?1, ?2, ?3, ?4)", rusqlite::params![i as i64, r.a, r.b, r.s]).unwrap();

@@ -73,9 +73,9 @@ fn membership_and_patterns() {
                 .and(users::name.like("a%"))
                 .and(users::name.not_like("%z")),
         ),
-        r#"SELECT "users"."id" FROM "users" WHERE ("users"."age" IN (?, ?)) AND ("users"."id" NOT IN (?)) AND ("users"."age" BETWEEN ? AND ?) AND ("users"."age" NOT BETWEEN ? AND ?) AND ("users"."name" LIKE ?) AND ("users"."name" NOT LIKE ?)"#,
-        r#"SELECT "users"."id" FROM "users" WHERE ("users"."age" IN ($1, $2)) AND ("users"."id" NOT IN ($3)) AND ("users"."age" BETWEEN $4 AND $5) AND ("users"."age" NOT BETWEEN $6 AND $7) AND ("users"."name" LIKE $8) AND ("users"."name" NOT LIKE $9)"#,
-        "SELECT `users`.`id` FROM `users` WHERE (`users`.`age` IN (?, ?)) AND (`users`.`id` NOT IN (?)) AND (`users`.`age` BETWEEN ? AND ?) AND (`users`.`age` NOT BETWEEN ? AND ?) AND (`users`.`name` LIKE ?) AND (`users`.`name` NOT LIKE ?)",
+        r#"SELECT "users"."id" FROM "users" WHERE ("users"."age" IN (?, ?)) AND ("users"."id" NOT IN (?)) AND ("users"."age" BETWEEN ? AND ?) AND ("users"."age" NOT BETWEEN ? AND ?) AND ("users"."name" LIKE ? ESCAPE '\') AND ("users"."name" NOT LIKE ? ESCAPE '\')"#,
+        r#"SELECT "users"."id" FROM "users" WHERE ("users"."age" IN ($1, $2)) AND ("users"."id" NOT IN ($3)) AND ("users"."age" BETWEEN $4 AND $5) AND ("users"."age" NOT BETWEEN $6 AND $7) AND ("users"."name" LIKE $8 ESCAPE '\') AND ("users"."name" NOT LIKE $9 ESCAPE '\')"#,
+        "SELECT `users`.`id` FROM `users` WHERE (`users`.`age` IN (?, ?)) AND (`users`.`id` NOT IN (?)) AND (`users`.`age` BETWEEN ? AND ?) AND (`users`.`age` NOT BETWEEN ? AND ?) AND (`users`.`name` LIKE ? ESCAPE '\\\\') AND (`users`.`name` NOT LIKE ? ESCAPE '\\\\')",
     );
 }
 
@@ -344,7 +344,7 @@ fn ddl() {
     assert_eq!(
         render_all(Dialect::MySql),
         [
-            "CREATE TABLE IF NOT EXISTS `orders` (`id` BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY, `user_id` BIGINT NOT NULL, `code` VARCHAR(20) NOT NULL, `total` DOUBLE NOT NULL, `shipped` BOOLEAN NOT NULL DEFAULT FALSE, UNIQUE KEY `orders_user_id_code_key` (`user_id`, `code`)) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin"
+            "CREATE TABLE IF NOT EXISTS `orders` (`id` BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY, `user_id` BIGINT NOT NULL, `code` VARCHAR(20) NOT NULL, `total` DOUBLE NOT NULL, `shipped` BOOLEAN NOT NULL DEFAULT FALSE, UNIQUE KEY `orders_user_id_code_key` (`user_id`, `code`)) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_nopad_bin"
         ]
     );
     assert_sql!(

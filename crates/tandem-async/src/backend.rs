@@ -132,7 +132,7 @@ impl Backend for sqlx::MySql {
             }
             "FLOAT" => Value::F32(row.try_get_unchecked::<f32, _>(i).map_err(err)?),
             "DOUBLE" => Value::F64(row.try_get_unchecked::<f64, _>(i).map_err(err)?),
-            // sqlx names a text column with a binary collation (tandem's tables use utf8mb4_bin) like a
+            // sqlx names a text column with a binary collation (tandem's tables use a binary collation) like a
             // byte column: text that is valid UTF-8 is text, anything else stays bytes.
             "BINARY" | "VARBINARY" | "BLOB" | "TINYBLOB" | "MEDIUMBLOB" | "LONGBLOB" => {
                 let bytes = row.try_get_unchecked::<Vec<u8>, _>(i).map_err(err)?;

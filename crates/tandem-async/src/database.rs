@@ -39,6 +39,8 @@ struct Inner {
     admission: Admission,
     options: ConnectOptions,
     config: PoolConfig,
+    /// The byte-wise collation MySQL tables are made with, asked of the server once.
+    mysql_collation: std::sync::OnceLock<tandem_sql::ast::MySqlCollation>,
 }
 
 impl std::fmt::Debug for Database {
@@ -215,6 +217,8 @@ impl Database {
             Dialect::Sqlite => {
                 let mut o = sqlx::sqlite::SqliteConnectOptions::new()
                     .foreign_keys(true)
+                    // LIKE is case-sensitive on every engine (see `tandem_sql::ast::Expr::Like`).
+                    .pragma("case_sensitive_like", "ON")
                     .statement_cache_capacity(64);
                 o = match &options.path {
                     Some(path) => o
@@ -236,6 +240,7 @@ impl Database {
                 admission,
                 options,
                 config,
+                mysql_collation: std::sync::OnceLock::new(),
             }),
         })
     }
@@ -431,6 +436,30 @@ impl Database {
     /// Creates a declared table and its indexes (`IF NOT EXISTS`).
     pub async fn create_table(&self, table: &CreateTable) -> Result<()> {
         let mut conn = self.acquire().await?;
+        let mut table = std::borrow::Cow::Borrowed(table);
+        if self.dialect() == Dialect::MySql {
+            let collation = match self.inner.mysql_collation.get() {
+                Some(c) => *c,
+                None => {
+                    let mut rows = Collect(Vec::new());
+                    conn.run(
+                        &tandem_core::ddl::mysql_collations().render(Dialect::MySql)?,
+                        &mut rows,
+                    )
+                    .await?;
+                    let names: Vec<(String,)> = rows
+                        .0
+                        .into_iter()
+                        .map(<(String,)>::from_row)
+                        .collect::<std::result::Result<_, _>>()?;
+                    *self
+                        .inner
+                        .mysql_collation
+                        .get_or_init(|| tandem_core::ddl::choose(&names))
+                }
+            };
+            table = std::borrow::Cow::Owned(tandem_core::ddl::for_server(&table, collation));
+        }
         for r in table.render_all(self.dialect())? {
             conn.run(&r, &mut Discard).await?;
         }

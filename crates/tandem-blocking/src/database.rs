@@ -48,6 +48,8 @@ struct Inner {
     admission: Admission,
     options: ConnectOptions,
     config: PoolConfig,
+    /// The byte-wise collation MySQL tables are made with, asked of the server once.
+    mysql_collation: std::sync::OnceLock<tandem_sql::ast::MySqlCollation>,
 }
 
 impl std::fmt::Debug for Database {
@@ -109,6 +111,7 @@ impl Database {
                 admission,
                 options,
                 config,
+                mysql_collation: std::sync::OnceLock::new(),
             }),
         };
         db.warm_up(&last_error)?;
@@ -325,6 +328,21 @@ impl Database {
     /// Creates a declared table and its indexes (`IF NOT EXISTS`).
     pub fn create_table(&self, table: &CreateTable) -> Result<()> {
         let mut conn = self.acquire()?;
+        let mut table = std::borrow::Cow::Borrowed(table);
+        if self.dialect() == Dialect::MySql {
+            let collation = match self.inner.mysql_collation.get() {
+                Some(c) => *c,
+                None => {
+                    let sql = tandem_core::ddl::mysql_collations().render(Dialect::MySql)?;
+                    let names: Vec<(String,)> = collect(&mut conn, &sql)?;
+                    *self
+                        .inner
+                        .mysql_collation
+                        .get_or_init(|| tandem_core::ddl::choose(&names))
+                }
+            };
+            table = std::borrow::Cow::Owned(tandem_core::ddl::for_server(&table, collation));
+        }
         for r in table.render_all(self.dialect())? {
             conn.run(&r, &mut |_| Ok(true))?;
         }

@@ -8,12 +8,14 @@
 //! - [`plan`]: a repository method as data — steps plus a pure function from outcomes to a result.
 //! - [`repo`]: the repository method set as plans, with its option and page types.
 //! - [`copy`]: PostgreSQL's binary COPY payload.
+//! - [`ddl`]: the MySQL collation `create_table` uses, as the server offers it.
 //!
 //! Both executors run the same plans and the same transaction statements, so a repository call means the same
 //! thing on either side; only the I/O differs.
 #![forbid(unsafe_code)]
 
 pub mod copy;
+pub mod ddl;
 pub mod error;
 pub mod options;
 pub mod plan;

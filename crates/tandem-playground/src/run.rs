@@ -131,6 +131,9 @@ fn table_contents(
 /// A fresh in-memory database with every declared table and the sample rows.
 pub fn prepare(schema: &Schema, seeds: &[Statement]) -> Result<Connection, String> {
     let conn = Connection::open_in_memory().map_err(|e| e.to_string())?;
+    // As tandem's executors do: LIKE is case-sensitive on every engine.
+    conn.execute_batch("PRAGMA case_sensitive_like = ON")
+        .map_err(|e| e.to_string())?;
     for t in &schema.tables {
         for r in t
             .schema

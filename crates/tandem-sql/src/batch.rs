@@ -127,6 +127,7 @@ impl InsertTemplate {
                 limit: self.dialect.param_limit(),
             });
         }
+        crate::render::check_values(self.dialect, &params)?;
         let cached = match self.texts.iter().find(|(n, _)| *n == rows) {
             Some((_, r)) => r,
             None => {

@@ -16,9 +16,9 @@ pub(crate) fn open(opts: &ConnectOptions) -> Result<Connection> {
     .map_err(error)?;
     // WAL lets readers run beside one writer; NORMAL is durable across application crashes in WAL mode.
     let pragmas = if opts.path.is_some() {
-        "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = 5000; PRAGMA foreign_keys = ON;"
+        "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = 5000; PRAGMA foreign_keys = ON; PRAGMA case_sensitive_like = ON;"
     } else {
-        "PRAGMA foreign_keys = ON;"
+        "PRAGMA foreign_keys = ON; PRAGMA case_sensitive_like = ON;"
     };
     conn.execute_batch(pragmas).map_err(error)?;
     conn.set_prepared_statement_cache_capacity(64);

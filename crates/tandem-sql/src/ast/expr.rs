@@ -165,8 +165,9 @@ pub enum Expr {
         /// `NOT BETWEEN` when true.
         negated: bool,
     },
-    /// `expr [NOT] LIKE pattern` — case-sensitive on PostgreSQL and on MySQL tables made by tandem (binary
-    /// collation), case-insensitive for ASCII letters on SQLite.
+    /// `expr [NOT] LIKE pattern ESCAPE '\'` — `%` any run, `_` one character, `\` makes the next character
+    /// literal, on every engine; case-sensitive everywhere (tandem's SQLite connections turn on
+    /// `case_sensitive_like`; its MySQL tables use a binary collation).
     Like {
         /// Tested expression.
         expr: Box<Expr>,

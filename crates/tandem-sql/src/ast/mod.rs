@@ -14,5 +14,6 @@ pub use query::{
     SelectItem, Statement, TableRef, Update,
 };
 pub use schema::{
-    ColumnDef, CreateIndex, CreateTable, DefaultValue, DropTable, IndexDef, TableSchema,
+    ColumnDef, CreateIndex, CreateTable, DefaultValue, DropTable, IndexDef, MySqlCollation,
+    TableSchema,
 };

@@ -125,6 +125,7 @@ impl TableSchema {
         CreateTable {
             table: self.clone(),
             if_not_exists,
+            mysql_collation: MySqlCollation::default(),
         }
     }
 
@@ -198,6 +199,49 @@ pub struct CreateTable {
     pub table: TableSchema,
     /// `IF NOT EXISTS` (applies to the indexes too).
     pub if_not_exists: bool,
+    /// The MySQL table collation (ignored elsewhere). The executors pick the one the server has.
+    pub mysql_collation: MySqlCollation,
+}
+
+/// The binary collation of a MySQL/MariaDB table: text compares byte by byte, as on SQLite and in
+/// PostgreSQL's equality, so a unique key and a filter mean the same thing on every engine. The server
+/// decides which exists; the executors ask it ([`MySqlCollation::PREFERENCE`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum MySqlCollation {
+    /// `utf8mb4_nopad_bin` (MariaDB 10.2+): byte-wise, trailing spaces significant. The default.
+    #[default]
+    NoPadBin,
+    /// `utf8mb4_0900_bin` (MySQL 8): byte-wise, trailing spaces significant.
+    Bin0900,
+    /// `utf8mb4_bin`, on servers with neither: byte-wise but PAD SPACE — `'a'` and `'a '` compare equal
+    /// there, unlike on the other engines.
+    PadBin,
+}
+
+impl MySqlCollation {
+    /// The collations in the order they are preferred.
+    pub const PREFERENCE: [MySqlCollation; 3] = [
+        MySqlCollation::NoPadBin,
+        MySqlCollation::Bin0900,
+        MySqlCollation::PadBin,
+    ];
+
+    /// The collation's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            MySqlCollation::NoPadBin => "utf8mb4_nopad_bin",
+            MySqlCollation::Bin0900 => "utf8mb4_0900_bin",
+            MySqlCollation::PadBin => "utf8mb4_bin",
+        }
+    }
+
+    /// The preferred collation among the names a server lists.
+    pub fn choose<'a>(available: impl IntoIterator<Item = &'a str> + Clone) -> MySqlCollation {
+        MySqlCollation::PREFERENCE
+            .into_iter()
+            .find(|c| available.clone().into_iter().any(|n| n == c.name()))
+            .unwrap_or(MySqlCollation::PadBin)
+    }
 }
 
 /// `CREATE [UNIQUE] INDEX` on its own.

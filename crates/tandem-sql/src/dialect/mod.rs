@@ -139,8 +139,8 @@ pub(crate) trait Rules: Sync {
     }
 
     /// Text after the closing parenthesis of CREATE TABLE.
-    fn table_options(&self) -> &'static str {
-        ""
+    fn table_options(&self, _collation: crate::ast::MySqlCollation) -> String {
+        String::new()
     }
 
     /// Whether indexes are declared inside CREATE TABLE (MySQL) or as separate statements.

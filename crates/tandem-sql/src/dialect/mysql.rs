@@ -100,10 +100,12 @@ impl Rules for MySql {
         UpsertStyle::OnDuplicateKey
     }
 
-    /// Binary collation: text compares byte-wise, as on SQLite and in PostgreSQL's equality, so a unique key
-    /// and a filter mean the same thing on every engine.
-    fn table_options(&self) -> &'static str {
-        " ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin"
+    /// A binary collation (see [`crate::ast::MySqlCollation`]).
+    fn table_options(&self, collation: crate::ast::MySqlCollation) -> String {
+        format!(
+            " ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE={}",
+            collation.name()
+        )
     }
 
     fn inline_indexes(&self) -> bool {

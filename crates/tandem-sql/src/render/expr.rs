@@ -93,6 +93,11 @@ impl Writer {
                 self.operand(expr, None)?;
                 self.push(if *negated { " NOT LIKE " } else { " LIKE " });
                 self.operand(pattern, None)?;
+                // The same escape character everywhere (SQLite has none by default), spelled as each
+                // dialect writes a backslash in a string.
+                self.push(" ESCAPE ");
+                let rules = self.rules;
+                rules.string_literal(&mut self.sql, "\\");
             }
             Expr::Call {
                 func,

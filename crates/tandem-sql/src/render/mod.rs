@@ -87,7 +87,8 @@ pub fn raw(sql: impl Into<String>, params: Vec<Value>) -> RawSql {
 }
 
 impl Render for RawSql {
-    fn render(&self, _dialect: Dialect) -> Result<Rendered> {
+    fn render(&self, dialect: Dialect) -> Result<Rendered> {
+        check_values(dialect, &self.params)?;
         Ok(Rendered {
             sql: self.sql.clone(),
             params: self.params.clone(),
@@ -185,10 +186,32 @@ impl Writer {
                 limit,
             });
         }
+        check_values(self.dialect(), &self.params)?;
         Ok(Rendered {
             sql: self.sql,
             params: self.params,
             generated_key,
         })
     }
+}
+
+/// Refuses values the engine cannot store as they are, before they reach a driver: NaN on SQLite (which
+/// would store NULL without a word) and MySQL/MariaDB (whose DOUBLE has no NaN). PostgreSQL stores NaN.
+/// (`-0.0` is kept by PostgreSQL; SQLite and MariaDB give it back as `0.0`, which compares equal.)
+pub(crate) fn check_values(dialect: Dialect, params: &[Value]) -> Result<()> {
+    if dialect == Dialect::Postgres {
+        return Ok(());
+    }
+    let nan = |v: &Value| match v {
+        Value::F64(f) => f.is_nan(),
+        Value::F32(f) => f.is_nan(),
+        _ => false,
+    };
+    if params.iter().any(nan) {
+        return Err(Error::Unsupported {
+            dialect,
+            feature: "NaN (not-a-number) floats",
+        });
+    }
+    Ok(())
 }

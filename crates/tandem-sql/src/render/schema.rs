@@ -40,7 +40,7 @@ impl CreateTable {
             }
         }
         w.push(")");
-        w.push(w.rules.table_options());
+        w.push(&w.rules.table_options(self.mysql_collation));
         let mut out = vec![w.finish(GeneratedKey::None)?];
         if !dialect.rules().inline_indexes() {
             for index in indexes {

@@ -292,7 +292,10 @@ pub trait ExprMethods: Expression {
         between(self, low, high, true)
     }
 
-    /// `self LIKE pattern`
+    /// `self LIKE pattern ESCAPE '\'`: `%` matches any run of characters, `_` one character, `\` makes
+    /// the next one literal; case-sensitive on every engine. To match a piece of user text, use
+    /// [`ExprMethods::contains`], [`ExprMethods::starts_with`] or [`ExprMethods::ends_with`], which escape
+    /// it.
     fn like<P: AsExpr<kind::Text>>(self, pattern: P) -> Both<kind::Bool, Self::Sources, P::Sources>
     where
         Self: Expression<Kind = kind::Text>,
@@ -311,6 +314,30 @@ pub trait ExprMethods: Expression {
         Self::Sources: Concat<P::Sources>,
     {
         like(self, pattern, true)
+    }
+
+    /// Whether the text contains `needle` literally (`%`, `_` and `\` in it match themselves).
+    fn contains(self, needle: &str) -> SqlExpr<kind::Bool, Self::Sources>
+    where
+        Self: Expression<Kind = kind::Text>,
+    {
+        literal_like(self, format!("%{}%", escape_like(needle)))
+    }
+
+    /// Whether the text starts with `prefix` literally.
+    fn starts_with(self, prefix: &str) -> SqlExpr<kind::Bool, Self::Sources>
+    where
+        Self: Expression<Kind = kind::Text>,
+    {
+        literal_like(self, format!("{}%", escape_like(prefix)))
+    }
+
+    /// Whether the text ends with `suffix` literally.
+    fn ends_with(self, suffix: &str) -> SqlExpr<kind::Bool, Self::Sources>
+    where
+        Self: Expression<Kind = kind::Text>,
+    {
+        literal_like(self, format!("%{}", escape_like(suffix)))
     }
 
     /// `ORDER BY self ASC`
@@ -373,6 +400,26 @@ where
         expr: Box::new(e.into_ast()),
         pattern: Box::new(p.into_expr()),
         negated,
+    })
+}
+
+/// `text` with the LIKE wildcards and the escape character escaped, so it matches only itself.
+pub fn escape_like(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 2);
+    for c in text.chars() {
+        if matches!(c, '%' | '_' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn literal_like<E: Expression>(e: E, pattern: String) -> SqlExpr<kind::Bool, E::Sources> {
+    SqlExpr::from_ast(ast::Expr::Like {
+        expr: Box::new(e.into_ast()),
+        pattern: Box::new(ast::Expr::value(pattern)),
+        negated: false,
     })
 }
 

@@ -22,7 +22,8 @@ mod write;
 pub use expr::{__column_arith, NumericRhs};
 pub use expr::{
     AsExpr, AsValue, BoolMethods, ExprMethods, Expression, Ordering, SqlExpr, avg, coalesce, count,
-    count_distinct, count_star, exists, length, lower, max, min, not_exists, sum, upper,
+    count_distinct, count_star, escape_like, exists, length, lower, max, min, not_exists, sum,
+    upper,
 };
 pub use insert::{ColumnList, InsertQuery, RowValues, insert_into};
 pub use select::{AliasMethods, Aliased, SelectList, SelectQuery, Subquery};
