@@ -3,6 +3,8 @@
 
 #[path = "support/db.rs"]
 mod db;
+#[path = "support/harness.rs"]
+mod harness;
 mod support;
 
 use std::time::Duration;
@@ -54,26 +56,22 @@ macro_rules! async_engine_test {
                     super::$name(&t).await;
                 }
             }
-            async fn run(dialect: Dialect) {
-                run_with(dialect, tandem_core::SqliteDriver::default()).await
-            }
-            /// SQLite through rusqlite on blocking threads (the default).
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn sqlite() {
-                run(Dialect::Sqlite).await
-            }
-            /// SQLite through sqlx's driver.
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn sqlite_sqlx() {
-                run_with(Dialect::Sqlite, tandem_core::SqliteDriver::Sqlx).await
-            }
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn postgres() {
-                run(Dialect::Postgres).await
-            }
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn mysql() {
-                run(Dialect::MySql).await
+            /// The engine's cases: SQLite through rusqlite (the default) and through sqlx's driver,
+            /// PostgreSQL, MariaDB.
+            pub(crate) fn cases() -> Vec<crate::harness::Case> {
+                let name = stringify!($name);
+                let case = |engine: &str, dialect: Dialect, driver: tandem_core::SqliteDriver| {
+                    crate::harness::Case::new(format!("{name}::{engine}"), move || {
+                        crate::block_on(run_with(dialect, driver))
+                    })
+                };
+                let default = tandem_core::SqliteDriver::default();
+                vec![
+                    case("sqlite", Dialect::Sqlite, default),
+                    case("sqlite_sqlx", Dialect::Sqlite, tandem_core::SqliteDriver::Sqlx),
+                    case("postgres", Dialect::Postgres, default),
+                    case("mysql", Dialect::MySql, default),
+                ]
             }
         }
     };
@@ -813,7 +811,6 @@ async fn killed_mid_transaction(t: &ADb) {
 }
 
 /// `pg_terminate_backend` mid-transaction.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killed_mid_transaction_postgres() {
     if let Some(t) = adb(Dialect::Postgres, "akilled", PoolConfig::default()).await {
         killed_mid_transaction(&t).await;
@@ -821,7 +818,6 @@ async fn killed_mid_transaction_postgres() {
 }
 
 /// MariaDB `KILL` mid-transaction.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killed_mid_transaction_mysql() {
     if let Some(t) = adb(Dialect::MySql, "akilled", PoolConfig::default()).await {
         killed_mid_transaction(&t).await;
@@ -829,7 +825,6 @@ async fn killed_mid_transaction_mysql() {
 }
 
 /// On PostgreSQL a one-transaction batch goes through binary COPY and stores exactly the rows given.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn copy_path_postgres() {
     let Some(t) = adb(Dialect::Postgres, "acopy", PoolConfig::default()).await else {
         return;
@@ -870,7 +865,6 @@ async fn copy_path_postgres() {
 }
 
 /// An unreachable server is a typed connection error at connect time, without the password.
-#[tokio::test]
 async fn unreachable_server() {
     let err = Database::connect_with(
         "postgres://u:secret@127.0.0.1:1/none",
@@ -890,7 +884,6 @@ async fn unreachable_server() {
 }
 
 /// Repository calls and transaction futures can be spawned on tokio (they are `Send`), as web handlers need.
-#[tokio::test]
 async fn futures_are_send() {
     let t = adb(Dialect::Sqlite, "send", PoolConfig::default())
         .await
@@ -992,7 +985,6 @@ async fn real_conflict_is_retried(t: &ADb) {
 }
 
 /// PostgreSQL: a real conflict is retried.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn real_conflict_is_retried_postgres() {
     if let Some(t) = adb(Dialect::Postgres, "aconflict", PoolConfig::default()).await {
         real_conflict_is_retried(&t).await;
@@ -1000,9 +992,64 @@ async fn real_conflict_is_retried_postgres() {
 }
 
 /// MariaDB: a real deadlock is retried.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn real_conflict_is_retried_mysql() {
     if let Some(t) = adb(Dialect::MySql, "aconflict", PoolConfig::default()).await {
         real_conflict_is_retried(&t).await;
     }
+}
+
+fn main() {
+    harness::main(
+        [
+            crud::cases(),
+            finders_and_pages::cases(),
+            batches_and_bulk_changes::cases(),
+            batch_beyond_parameter_limit::cases(),
+            transaction_rules::cases(),
+            transaction_options_and_retry::cases(),
+            bad_input::cases(),
+            cancellation::cases(),
+            cancelled_transactions::cases(),
+            text_semantics::cases(),
+            streams_in_transactions::cases(),
+            vec![harness::Case::new(
+                "killed_mid_transaction_postgres",
+                move || block_on(killed_mid_transaction_postgres()),
+            )],
+            vec![harness::Case::new(
+                "killed_mid_transaction_mysql",
+                move || block_on(killed_mid_transaction_mysql()),
+            )],
+            vec![harness::Case::new("copy_path_postgres", move || {
+                block_on(copy_path_postgres())
+            })],
+            vec![harness::Case::new("unreachable_server", move || {
+                block_on(unreachable_server())
+            })],
+            vec![harness::Case::new("futures_are_send", move || {
+                block_on(futures_are_send())
+            })],
+            vec![harness::Case::new(
+                "real_conflict_is_retried_postgres",
+                move || block_on(real_conflict_is_retried_postgres()),
+            )],
+            vec![harness::Case::new(
+                "real_conflict_is_retried_mysql",
+                move || block_on(real_conflict_is_retried_mysql()),
+            )],
+        ]
+        .into_iter()
+        .flatten()
+        .collect(),
+    );
+}
+
+/// Runs a future on a fresh two-worker runtime, as `#[tokio::test(flavor = "multi_thread")]` did.
+fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a tokio runtime")
+        .block_on(f)
 }

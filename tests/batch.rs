@@ -3,6 +3,8 @@
 
 #[path = "support/db.rs"]
 mod db;
+#[path = "support/harness.rs"]
+mod harness;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -133,19 +135,16 @@ fn runners(dialect: Dialect) {
 }
 
 /// SQLite: both runners, parallelism 1, 4 and 8, exactly 10,000 right rows.
-#[test]
 fn essay_job_sqlite() {
     runners(Dialect::Sqlite);
 }
 
 /// PostgreSQL: both runners, parallelism 1, 4 and 8.
-#[test]
 fn essay_job_postgres() {
     runners(Dialect::Postgres);
 }
 
 /// MariaDB: both runners, parallelism 1, 4 and 8.
-#[test]
 fn essay_job_mysql() {
     runners(Dialect::MySql);
 }
@@ -250,19 +249,16 @@ fn bare_started_row(db: &Database, name: &str) {
 
 /// A run stopped by an error resumes after its last committed chunk and writes every row once, also past a
 /// run row left without steps (SQLite).
-#[test]
 fn restart_after_failure_sqlite() {
     restart_after_failure(Dialect::Sqlite);
 }
 
 /// The same on PostgreSQL.
-#[test]
 fn restart_after_failure_postgres() {
     restart_after_failure(Dialect::Postgres);
 }
 
 /// The same on MariaDB.
-#[test]
 fn restart_after_failure_mysql() {
     restart_after_failure(Dialect::MySql);
 }
@@ -350,32 +346,27 @@ fn killed_connections(dialect: Dialect, use_async: bool) {
 }
 
 /// PostgreSQL: `pg_terminate_backend` of the job's connections; the rerun completes exactly once.
-#[test]
 fn killed_connections_postgres() {
     killed_connections(Dialect::Postgres, false);
 }
 
 /// PostgreSQL, async runner.
-#[test]
 fn killed_connections_postgres_async() {
     killed_connections(Dialect::Postgres, true);
 }
 
 /// MariaDB: `KILL` of the job's connections; the rerun completes exactly once.
-#[test]
 fn killed_connections_mysql() {
     killed_connections(Dialect::MySql, false);
 }
 
 /// MariaDB, async runner.
-#[test]
 fn killed_connections_mysql_async() {
     killed_connections(Dialect::MySql, true);
 }
 
 /// The example job as a child process, SIGKILLed midway, then run again: every row exactly once, and the job
 /// repository shows the abandoned run as failed and the rerun as completed.
-#[test]
 fn killed_process_resumes() {
     for use_async in [false, true] {
         let t = db::open(Dialect::Sqlite, "process", PoolConfig::default()).unwrap();
@@ -481,26 +472,22 @@ fn concurrent_processes(dialect: Dialect) {
 }
 
 /// SQLite file: the lock file beside the database.
-#[test]
 fn concurrent_processes_sqlite() {
     concurrent_processes(Dialect::Sqlite);
 }
 
 /// PostgreSQL: a session advisory lock.
-#[test]
 fn concurrent_processes_postgres() {
     concurrent_processes(Dialect::Postgres);
 }
 
 /// MariaDB: a named lock.
-#[test]
 fn concurrent_processes_mysql() {
     concurrent_processes(Dialect::MySql);
 }
 
 /// In one process, two runs of the same job on one pool: the second is refused while the first runs, and
 /// runs once the first is done (then finding it completed). Also in memory.
-#[test]
 fn concurrent_runs_in_process() {
     for url in ["sqlite::memory:".to_owned(), String::new()] {
         let target = db::target(Dialect::Sqlite, "inproc").unwrap();
@@ -541,7 +528,6 @@ fn concurrent_runs_in_process() {
 }
 
 /// An empty source completes with nothing to do; keys with gaps are all read once.
-#[test]
 fn empty_source_and_gaps() {
     let t = db::open(Dialect::Sqlite, "gaps", PoolConfig::default()).unwrap();
     reset(&t.db, 0);
@@ -569,7 +555,6 @@ fn empty_source_and_gaps() {
 }
 
 /// A processor error fails the job naming the row's key; with a skip policy the row is skipped and counted.
-#[test]
 fn processor_errors_and_skips() {
     let t = db::open(Dialect::Sqlite, "skips", PoolConfig::default()).unwrap();
     let bad = |s: Source| -> Result<Processed<Target>, ProcessError> {
@@ -633,4 +618,73 @@ fn processor_errors_and_skips() {
     let r = tandem_batch::blocking::run(&t.db, &BatchJob::new("dups", dup).ignore_duplicates())
         .unwrap();
     assert_eq!((r.read, r.written, r.skipped), (100, 10, 90));
+}
+
+fn main() {
+    harness::main(
+        [
+            vec![harness::Case::new("essay_job_sqlite", essay_job_sqlite)],
+            vec![harness::Case::new("essay_job_postgres", essay_job_postgres)],
+            vec![harness::Case::new("essay_job_mysql", essay_job_mysql)],
+            vec![harness::Case::new(
+                "restart_after_failure_sqlite",
+                restart_after_failure_sqlite,
+            )],
+            vec![harness::Case::new(
+                "restart_after_failure_postgres",
+                restart_after_failure_postgres,
+            )],
+            vec![harness::Case::new(
+                "restart_after_failure_mysql",
+                restart_after_failure_mysql,
+            )],
+            vec![harness::Case::new(
+                "killed_connections_postgres",
+                killed_connections_postgres,
+            )],
+            vec![harness::Case::new(
+                "killed_connections_postgres_async",
+                killed_connections_postgres_async,
+            )],
+            vec![harness::Case::new(
+                "killed_connections_mysql",
+                killed_connections_mysql,
+            )],
+            vec![harness::Case::new(
+                "killed_connections_mysql_async",
+                killed_connections_mysql_async,
+            )],
+            vec![harness::Case::new(
+                "killed_process_resumes",
+                killed_process_resumes,
+            )],
+            vec![harness::Case::new(
+                "concurrent_processes_sqlite",
+                concurrent_processes_sqlite,
+            )],
+            vec![harness::Case::new(
+                "concurrent_processes_postgres",
+                concurrent_processes_postgres,
+            )],
+            vec![harness::Case::new(
+                "concurrent_processes_mysql",
+                concurrent_processes_mysql,
+            )],
+            vec![harness::Case::new(
+                "concurrent_runs_in_process",
+                concurrent_runs_in_process,
+            )],
+            vec![harness::Case::new(
+                "empty_source_and_gaps",
+                empty_source_and_gaps,
+            )],
+            vec![harness::Case::new(
+                "processor_errors_and_skips",
+                processor_errors_and_skips,
+            )],
+        ]
+        .into_iter()
+        .flatten()
+        .collect(),
+    );
 }

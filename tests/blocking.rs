@@ -3,6 +3,8 @@
 
 #[path = "support/db.rs"]
 mod db;
+#[path = "support/harness.rs"]
+mod harness;
 mod support;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -374,7 +376,6 @@ fn killed_mid_transaction(t: &TestDb) {
 }
 
 /// `pg_terminate_backend` mid-transaction.
-#[test]
 fn killed_mid_transaction_postgres() {
     if let Some(t) = db::open(Dialect::Postgres, "killed", PoolConfig::default()) {
         killed_mid_transaction(&t);
@@ -382,7 +383,6 @@ fn killed_mid_transaction_postgres() {
 }
 
 /// MariaDB `KILL` mid-transaction.
-#[test]
 fn killed_mid_transaction_mysql() {
     if let Some(t) = db::open(Dialect::MySql, "killed", PoolConfig::default()) {
         killed_mid_transaction(&t);
@@ -390,7 +390,6 @@ fn killed_mid_transaction_mysql() {
 }
 
 /// An async service runs a blocking transaction on tokio's blocking pool and gets its result back.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bridge_from_async() {
     let t = db::open(Dialect::Sqlite, "bridge", PoolConfig::default()).unwrap();
     setup(&t.db);
@@ -411,7 +410,6 @@ async fn bridge_from_async() {
 }
 
 /// An unreachable server is a typed connection error at connect time, naming the URL without its password.
-#[test]
 fn unreachable_server() {
     let err = Database::connect_with(
         "postgres://u:secret@127.0.0.1:1/none",
@@ -430,7 +428,6 @@ fn unreachable_server() {
 }
 
 /// Creating and dropping declared tables, twice over (IF [NOT] EXISTS).
-#[test]
 fn schema_helpers() {
     let t = db::open(Dialect::Sqlite, "schema", PoolConfig::default()).unwrap();
     setup(&t.db);
@@ -454,7 +451,6 @@ fn schema_helpers() {
 }
 
 /// On PostgreSQL a batch in one transaction goes through binary COPY, and stores exactly the rows given.
-#[test]
 fn copy_path_postgres() {
     let Some(t) = db::open(Dialect::Postgres, "copy", PoolConfig::default()) else {
         return;
@@ -549,7 +545,6 @@ fn real_conflict_is_retried(t: &TestDb) {
 }
 
 /// PostgreSQL: a serialization failure or deadlock is retried.
-#[test]
 fn real_conflict_is_retried_postgres() {
     if let Some(t) = db::open(Dialect::Postgres, "conflict", PoolConfig::default()) {
         real_conflict_is_retried(&t);
@@ -557,7 +552,6 @@ fn real_conflict_is_retried_postgres() {
 }
 
 /// MariaDB: a deadlock is retried.
-#[test]
 fn real_conflict_is_retried_mysql() {
     if let Some(t) = db::open(Dialect::MySql, "conflict", PoolConfig::default()) {
         real_conflict_is_retried(&t);
@@ -637,3 +631,60 @@ engine_test!(
         );
     }
 );
+
+fn main() {
+    harness::main(
+        [
+            harness::engines("crud", crud::run),
+            harness::engines("finders_and_pages", finders_and_pages::run),
+            harness::engines("batches_and_bulk_changes", batches_and_bulk_changes::run),
+            harness::engines(
+                "batch_beyond_parameter_limit",
+                batch_beyond_parameter_limit::run,
+            ),
+            harness::engines("transaction_rules", transaction_rules::run),
+            harness::engines(
+                "transaction_options_and_retry",
+                transaction_options_and_retry::run,
+            ),
+            harness::engines("bad_input", bad_input::run),
+            harness::engines("streams", streams::run),
+            vec![harness::Case::new(
+                "killed_mid_transaction_postgres",
+                killed_mid_transaction_postgres,
+            )],
+            vec![harness::Case::new(
+                "killed_mid_transaction_mysql",
+                killed_mid_transaction_mysql,
+            )],
+            vec![harness::Case::new("bridge_from_async", move || {
+                block_on(bridge_from_async())
+            })],
+            vec![harness::Case::new("unreachable_server", unreachable_server)],
+            vec![harness::Case::new("schema_helpers", schema_helpers)],
+            vec![harness::Case::new("copy_path_postgres", copy_path_postgres)],
+            vec![harness::Case::new(
+                "real_conflict_is_retried_postgres",
+                real_conflict_is_retried_postgres,
+            )],
+            vec![harness::Case::new(
+                "real_conflict_is_retried_mysql",
+                real_conflict_is_retried_mysql,
+            )],
+            harness::engines("text_and_float_semantics", text_and_float_semantics::run),
+        ]
+        .into_iter()
+        .flatten()
+        .collect(),
+    );
+}
+
+/// Runs a future on a fresh two-worker runtime, as `#[tokio::test(flavor = "multi_thread")]` did.
+fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a tokio runtime")
+        .block_on(f)
+}

@@ -3,6 +3,8 @@
 
 #[path = "support/db.rs"]
 mod db;
+#[path = "support/harness.rs"]
+mod harness;
 
 use std::net::TcpListener;
 use std::time::{Duration, Instant};
@@ -54,7 +56,6 @@ fn connect_both(url: &str) -> [(Result<(), Error>, Duration); 2] {
 
 /// A server that accepts and never answers: a typed connect timeout naming host and port, on both
 /// executors, for both protocols — not a hang (the blocking drivers bound only the TCP connect).
-#[test]
 fn silent_server_is_a_connect_timeout() {
     let port = silent_server();
     for scheme in ["postgres", "mysql"] {
@@ -82,7 +83,6 @@ fn server(dialect: Dialect) -> Option<ConnectOptions> {
 /// A MySQL client at PostgreSQL's port waits for a greeting PostgreSQL never sends (each side waits for
 /// the other): bounded, typed. A PostgreSQL client at MariaDB's port gets an answer it cannot read: an error
 /// at once. Same outcome on both executors.
-#[test]
 fn wrong_protocol_is_bounded() {
     let (Some(pg), Some(my)) = (server(Dialect::Postgres), server(Dialect::MySql)) else {
         return;
@@ -129,7 +129,6 @@ fn same_failure(url: &str, kind: DbErrorKind, codes: &[&str]) {
 /// PostgreSQL: an unknown role is an authentication failure, an unknown database its own kind, with the
 /// server's SQLSTATE — the same from both executors. (The local server trusts 127.0.0.1, so a wrong
 /// password is not refused there.)
-#[test]
 fn connect_failures_postgres() {
     let Some(pg) = server(Dialect::Postgres) else {
         return;
@@ -149,7 +148,6 @@ fn connect_failures_postgres() {
 
 /// MariaDB: wrong password and unknown user are authentication failures (1045 / 1698), an unknown
 /// database is 1049 — the same from both executors.
-#[test]
 fn connect_failures_mysql() {
     let Some(my) = server(Dialect::MySql) else {
         return;
@@ -173,5 +171,31 @@ fn connect_failures_mysql() {
         &format!("mysql://{auth}@{at}/no_such_db_tandem"),
         DbErrorKind::UnknownDatabase,
         &["1049"],
+    );
+}
+
+fn main() {
+    harness::main(
+        [
+            vec![harness::Case::new(
+                "silent_server_is_a_connect_timeout",
+                silent_server_is_a_connect_timeout,
+            )],
+            vec![
+                harness::Case::new("wrong_protocol_is_bounded", wrong_protocol_is_bounded)
+                    .needs(&[Dialect::Postgres, Dialect::MySql]),
+            ],
+            vec![harness::Case::new(
+                "connect_failures_postgres",
+                connect_failures_postgres,
+            )],
+            vec![harness::Case::new(
+                "connect_failures_mysql",
+                connect_failures_mysql,
+            )],
+        ]
+        .into_iter()
+        .flatten()
+        .collect(),
     );
 }

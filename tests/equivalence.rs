@@ -4,6 +4,8 @@
 
 #[path = "support/db.rs"]
 mod db;
+#[path = "support/harness.rs"]
+mod harness;
 mod support;
 
 use futures_util::TryStreamExt;
@@ -317,25 +319,47 @@ fn equivalence_with(dialect: Dialect, driver: tandem_core::SqliteDriver) {
 }
 
 /// SQLite: both executors agree step by step.
-#[test]
 fn equivalent_on_sqlite() {
     equivalence(Dialect::Sqlite);
 }
 
 /// SQLite with the async executor on sqlx's driver: still the same results as rusqlite.
-#[test]
 fn equivalent_on_sqlite_with_sqlx() {
     equivalence_with(Dialect::Sqlite, tandem_core::SqliteDriver::Sqlx);
 }
 
 /// PostgreSQL: both executors agree step by step.
-#[test]
 fn equivalent_on_postgres() {
     equivalence(Dialect::Postgres);
 }
 
 /// MariaDB: both executors agree step by step.
-#[test]
 fn equivalent_on_mysql() {
     equivalence(Dialect::MySql);
+}
+
+fn main() {
+    harness::main(
+        [
+            vec![harness::Case::new(
+                "equivalent_on_sqlite",
+                equivalent_on_sqlite,
+            )],
+            vec![harness::Case::new(
+                "equivalent_on_sqlite_with_sqlx",
+                equivalent_on_sqlite_with_sqlx,
+            )],
+            vec![harness::Case::new(
+                "equivalent_on_postgres",
+                equivalent_on_postgres,
+            )],
+            vec![harness::Case::new(
+                "equivalent_on_mysql",
+                equivalent_on_mysql,
+            )],
+        ]
+        .into_iter()
+        .flatten()
+        .collect(),
+    );
 }

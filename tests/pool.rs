@@ -4,6 +4,8 @@
 
 #[path = "support/db.rs"]
 mod db;
+#[path = "support/harness.rs"]
+mod harness;
 #[path = "support/pools.rs"]
 mod pools;
 
@@ -33,7 +35,6 @@ fn on_both_sides(name: &str, config: PoolConfig, f: impl Fn(&Exec)) {
 
 /// A full queue refuses the next acquire at once with a typed `PoolSaturated`, counted as rejected; the
 /// queued waiter is still served.
-#[test]
 fn saturated_pool_refuses_at_once() {
     on_both_sides("saturated", small(1, 1, 30_000), |exec| {
         let held = exec.hold();
@@ -71,7 +72,6 @@ fn saturated_pool_refuses_at_once() {
 
 /// An acquire that gets nothing within the timeout fails with `PoolTimeout` carrying its wait; the pool
 /// serves the next caller once the holder lets go.
-#[test]
 fn timeout_carries_the_wait() {
     on_both_sides("timeout", small(1, 8, 150), |exec| {
         let held = exec.hold();
@@ -88,7 +88,6 @@ fn timeout_carries_the_wait() {
 }
 
 /// Waiters are served in the order they arrived.
-#[test]
 fn waiters_are_served_in_arrival_order() {
     on_both_sides("fifo", small(1, 16, 30_000), |exec| {
         let held = exec.hold();
@@ -115,7 +114,6 @@ fn waiters_are_served_in_arrival_order() {
 }
 
 /// A dropped async acquire gives its place in the queue up at once and leaks no connection.
-#[test]
 fn cancelled_async_acquire_frees_its_place() {
     let (exec, _t) =
         Exec::open(Side::Async, Dialect::Sqlite, "cancel", small(1, 1, 30_000)).unwrap();
@@ -138,7 +136,6 @@ fn cancelled_async_acquire_frees_its_place() {
 }
 
 /// Warm-up opens `min_idle` connections before the pool reports ready: the server sees them at once.
-#[test]
 fn warm_up_opens_min_idle_first() {
     for dialect in [Dialect::Sqlite, Dialect::Postgres, Dialect::MySql] {
         for side in [Side::Blocking, Side::Async] {
@@ -163,7 +160,6 @@ fn warm_up_opens_min_idle_first() {
 
 /// An unreachable server is a typed connection error when the pool is built; warm-up that cannot open its
 /// connections in time is a typed `PoolWarmUp` that carries the cause.
-#[test]
 fn warm_up_failures_are_typed() {
     for side in [Side::Blocking, Side::Async] {
         let err = Exec::connect(
@@ -256,7 +252,6 @@ fn runtime() -> tokio::runtime::Runtime {
 
 /// With validation on checkout, connections killed while idle are replaced unseen: every call succeeds.
 /// Without it, each dead connection fails one call with connection-lost and is then dropped.
-#[test]
 fn validation_replaces_dead_connections() {
     for dialect in [Dialect::Postgres, Dialect::MySql] {
         for side in [Side::Blocking, Side::Async] {
@@ -301,7 +296,6 @@ fn validation_replaces_dead_connections() {
 
 /// `pg_terminate_backend` of every pool connection while eight workers run: the pool drops the broken
 /// connections, serves new ones, and the server ends up with exactly the connections the pool holds.
-#[test]
 fn recovers_after_every_connection_is_terminated() {
     for dialect in [Dialect::Postgres, Dialect::MySql] {
         for side in [Side::Blocking, Side::Async] {
@@ -350,4 +344,52 @@ fn recovers_after_every_connection_is_terminated() {
             assert!(m.closed >= 1 && m.created >= 5, "{side:?} {dialect}: {m:?}");
         }
     }
+}
+
+fn main() {
+    harness::main(
+        [
+            vec![harness::Case::new(
+                "saturated_pool_refuses_at_once",
+                saturated_pool_refuses_at_once,
+            )],
+            vec![harness::Case::new(
+                "timeout_carries_the_wait",
+                timeout_carries_the_wait,
+            )],
+            vec![harness::Case::new(
+                "waiters_are_served_in_arrival_order",
+                waiters_are_served_in_arrival_order,
+            )],
+            vec![harness::Case::new(
+                "cancelled_async_acquire_frees_its_place",
+                cancelled_async_acquire_frees_its_place,
+            )],
+            vec![
+                harness::Case::new("warm_up_opens_min_idle_first", warm_up_opens_min_idle_first)
+                    .needs(&[Dialect::Postgres, Dialect::MySql]),
+            ],
+            vec![
+                harness::Case::new("warm_up_failures_are_typed", warm_up_failures_are_typed)
+                    .needs(&[Dialect::Postgres]),
+            ],
+            vec![
+                harness::Case::new(
+                    "validation_replaces_dead_connections",
+                    validation_replaces_dead_connections,
+                )
+                .needs(&[Dialect::Postgres, Dialect::MySql]),
+            ],
+            vec![
+                harness::Case::new(
+                    "recovers_after_every_connection_is_terminated",
+                    recovers_after_every_connection_is_terminated,
+                )
+                .needs(&[Dialect::Postgres, Dialect::MySql]),
+            ],
+        ]
+        .into_iter()
+        .flatten()
+        .collect(),
+    );
 }

@@ -7,6 +7,8 @@
 
 #[path = "support/db.rs"]
 mod db;
+#[path = "support/harness.rs"]
+mod harness;
 #[path = "support/pools.rs"]
 mod pools;
 
@@ -63,7 +65,6 @@ fn restart(admin: &tandem_blocking::Database) {
 }
 
 /// A MariaDB restart under both executors' pools.
-#[test]
 fn pools_recover_after_a_mariadb_restart() {
     let Some(target) = db::target(Dialect::MySql, "restart") else {
         return;
@@ -125,4 +126,19 @@ fn pools_recover_after_a_mariadb_restart() {
         let m = exec.metrics();
         assert!(m.closed >= 4 && m.created >= 8, "{:?}: {m:?}", exec.side);
     }
+}
+
+fn main() {
+    harness::main(
+        [vec![
+            harness::Case::new(
+                "pools_recover_after_a_mariadb_restart",
+                pools_recover_after_a_mariadb_restart,
+            )
+            .needs(&[Dialect::MySql]),
+        ]]
+        .into_iter()
+        .flatten()
+        .collect(),
+    );
 }

@@ -4,6 +4,8 @@
 
 #[path = "support/db.rs"]
 mod db;
+#[path = "support/harness.rs"]
+mod harness;
 mod support;
 
 use futures_util::StreamExt;
@@ -128,9 +130,23 @@ fn check(dialect: Dialect) {
 
 /// SQLite, then PostgreSQL and MariaDB when reachable, one after the other in one test so measurements do
 /// not overlap.
-#[test]
 fn slow_consumers_hold_bounded_memory() {
     check(Dialect::Sqlite);
     check(Dialect::Postgres);
     check(Dialect::MySql);
+}
+
+fn main() {
+    harness::main(
+        [vec![
+            harness::Case::new(
+                "slow_consumers_hold_bounded_memory",
+                slow_consumers_hold_bounded_memory,
+            )
+            .needs(&[Dialect::Postgres, Dialect::MySql]),
+        ]]
+        .into_iter()
+        .flatten()
+        .collect(),
+    );
 }

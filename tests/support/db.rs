@@ -187,7 +187,7 @@ macro_rules! engine_test {
         $(#[$doc])*
         mod $name {
             use super::*;
-            fn run(dialect: tandem_sql::Dialect) {
+            pub(crate) fn run(dialect: tandem_sql::Dialect) {
                 if let Some(t) = $crate::db::open(dialect, stringify!($name), tandem_blocking::PoolConfig::default()) {
                     let body: fn(&$crate::db::TestDb) = $body;
                     body(&t);

@@ -1,0 +1,113 @@
+//! The test harness of the test files that need database servers (`harness = false` in Cargo.toml), built
+//! on libtest-mimic so that a test whose server is unreachable is reported as *ignored*, with the reason,
+//! instead of passing without having run. Under `CI=true` the same test fails.
+//!
+//! Each file's `main` lists its tests as [`Case`]s. A case needs PostgreSQL and/or MariaDB when its name
+//! says so (`…postgres…`, `…mysql…`), or when [`Case::needs`] adds them; each server is probed once.
+#![allow(dead_code)]
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use libtest_mimic::{Arguments, Completion, Failed, Trial};
+use tandem_sql::Dialect;
+
+/// One test.
+pub struct Case {
+    name: String,
+    needs: Vec<Dialect>,
+    run: Box<dyn FnOnce() + Send + 'static>,
+}
+
+impl Case {
+    /// A test called `name`; the servers its name mentions are needed.
+    pub fn new(name: impl Into<String>, run: impl FnOnce() + Send + 'static) -> Case {
+        let name = name.into();
+        let needs = [("postgres", Dialect::Postgres), ("mysql", Dialect::MySql)]
+            .into_iter()
+            .filter(|(word, _)| name.contains(word))
+            .map(|(_, d)| d)
+            .collect();
+        Case {
+            name,
+            needs,
+            run: Box::new(run),
+        }
+    }
+
+    /// Also needs these servers.
+    pub fn needs(mut self, servers: &[Dialect]) -> Case {
+        for d in servers {
+            if !self.needs.contains(d) {
+                self.needs.push(*d);
+            }
+        }
+        self
+    }
+}
+
+/// `name::sqlite`, `name::postgres` and `name::mysql`, each running `run` on its engine.
+pub fn engines(name: &str, run: fn(Dialect)) -> Vec<Case> {
+    [
+        ("sqlite", Dialect::Sqlite),
+        ("postgres", Dialect::Postgres),
+        ("mysql", Dialect::MySql),
+    ]
+    .into_iter()
+    .map(|(engine, d)| Case::new(format!("{name}::{engine}"), move || run(d)))
+    .collect()
+}
+
+/// Whether the server answers; the reason (which URL, which variable sets it) when it does not.
+fn probe(dialect: Dialect) -> Result<(), String> {
+    let (url, var) = crate::db::server_url(dialect);
+    let config = tandem_core::PoolConfig {
+        max_size: 1,
+        min_idle: Some(0),
+        connect_timeout: Duration::from_secs(5),
+        ..tandem_core::PoolConfig::default()
+    };
+    tandem_blocking::Database::connect_with(&url, config)
+        .map(drop)
+        .map_err(|e| {
+            format!(
+                "{dialect} unreachable at {} ({e}); set {var} to a reachable server",
+                tandem_core::options::redact(&url)
+            )
+        })
+}
+
+/// Runs the cases with libtest's command line (filters, `--list`, `--test-threads`, …).
+pub fn main(cases: Vec<Case>) {
+    let args = Arguments::from_args();
+    let ci = std::env::var("CI").is_ok_and(|v| v == "true");
+    let mut servers: HashMap<Dialect, Result<(), String>> = HashMap::new();
+    if !args.list {
+        for d in [Dialect::Postgres, Dialect::MySql] {
+            if cases.iter().any(|c| c.needs.contains(&d)) {
+                servers.insert(d, probe(d));
+            }
+        }
+    }
+    let trials = cases
+        .into_iter()
+        .map(|c| {
+            let missing = c
+                .needs
+                .iter()
+                .find_map(|d| servers.get(d).and_then(|r| r.clone().err()));
+            let run = c.run;
+            Trial::ignorable_test(c.name, move || match missing {
+                Some(reason) if !ci => Ok(Completion::ignored_with(reason)),
+                Some(reason) => Err(Failed::from(format!(
+                    "{reason} (CI=true: a missing server is a failure)"
+                ))),
+                None => {
+                    run();
+                    Ok(Completion::Completed)
+                }
+            })
+        })
+        .collect();
+    libtest_mimic::run(&args, trials).exit();
+}
