@@ -290,7 +290,19 @@ fn killed_connections(dialect: Dialect, use_async: bool) {
     let killer = {
         let (admin, opts) = (admin.clone(), t.target.options.clone());
         std::thread::spawn(move || {
-            std::thread::sleep(Duration::from_millis(150));
+            // Kill once the run has committed chunks (not at a fixed time: on a loaded machine the run may
+            // still be starting, and then there is nothing to resume).
+            {
+                let watcher = Database::open(opts.clone(), PoolConfig::default()).unwrap();
+                let deadline = std::time::Instant::now() + Duration::from_secs(60);
+                while committed_chunks(&watcher) < 2 {
+                    assert!(
+                        std::time::Instant::now() < deadline,
+                        "the job made no progress"
+                    );
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+            }
             let sql = match dialect {
                 Dialect::Postgres => format!(
                     "SELECT CAST(COUNT(pg_terminate_backend(pid)) AS BIGINT) FROM pg_stat_activity WHERE application_name = '{}'",
@@ -345,6 +357,17 @@ fn killed_connections(dialect: Dialect, use_async: bool) {
     );
 }
 
+/// Chunks committed so far by the job's steps (0 before the job tables exist).
+fn committed_chunks(db: &Database) -> i64 {
+    db.fetch_optional::<(Option<i64>,)>(
+        &batch_step_execution::table.select(sum(batch_step_execution::chunk_count)),
+    )
+    .ok()
+    .flatten()
+    .and_then(|(n,)| n)
+    .unwrap_or(0)
+}
+
 /// PostgreSQL: `pg_terminate_backend` of the job's connections; the rerun completes exactly once.
 fn killed_connections_postgres() {
     killed_connections(Dialect::Postgres, false);
@@ -380,15 +403,7 @@ fn killed_process_resumes() {
             .args(&args)
             .spawn()
             .unwrap();
-        let chunks = |db: &Database| -> i64 {
-            db.fetch_optional::<(Option<i64>,)>(
-                &batch_step_execution::table.select(sum(batch_step_execution::chunk_count)),
-            )
-            .ok()
-            .flatten()
-            .and_then(|(n,)| n)
-            .unwrap_or(0)
-        };
+        let chunks = committed_chunks;
         let deadline = std::time::Instant::now() + Duration::from_secs(30);
         while chunks(&t.db) < 6 {
             assert!(
