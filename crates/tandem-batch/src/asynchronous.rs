@@ -15,7 +15,9 @@ use crate::job::{
     new_execution, new_steps, page_statement, process_page, resume_query, source_ranges,
     steps_query,
 };
-use crate::lock::{RunLock, already_running, job_key, local_lock, server_lock_statement};
+use crate::lock::{
+    RunLock, already_running, job_key, local_lock, server_lock_statement, server_unlock_statement,
+};
 use crate::model::{
     JobExecution, StepExecution, batch_job_execution as jx, batch_step_execution as sx, status,
 };
@@ -34,10 +36,27 @@ where
     S: Entity + FromRow + Send + 'static,
     T: Entity + Sync + 'static,
 {
-    let started = Instant::now();
     // The lock first: it needs no table, and two processes creating the tables at once can collide
     // (PostgreSQL's CREATE TABLE IF NOT EXISTS is not safe against a concurrent twin).
-    let _lock = lock(db, job).await?;
+    let lock = lock(db, job).await?;
+    let result = run_locked(db, job).await;
+    // Released on the server before returning, so a rerun right after does not find it still held by a
+    // session that is closing. (If this future is dropped instead, the connection is closed and the server
+    // drops the lock with the session, a moment later.)
+    if let RunLock::Server(mut conn) = lock {
+        let _ = conn
+            .execute(&server_unlock_statement(db.dialect(), job_key(job)))
+            .await;
+    }
+    result
+}
+
+async fn run_locked<S, T>(db: &Database, job: &BatchJob<S, T>) -> Result<JobReport, JobError>
+where
+    S: Entity + FromRow + Send + 'static,
+    T: Entity + Sync + 'static,
+{
+    let started = Instant::now();
     prepare(db).await?;
     let Start {
         execution,

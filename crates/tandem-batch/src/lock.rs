@@ -54,6 +54,20 @@ pub(crate) fn server_lock_statement(dialect: Dialect, key: u64) -> Option<RawSql
     }
 }
 
+/// The statement that releases the lock [`server_lock_statement`] took (same name).
+pub(crate) fn server_unlock_statement(dialect: Dialect, key: u64) -> RawSql {
+    match dialect {
+        Dialect::Postgres => raw(
+            "SELECT pg_advisory_unlock(hashtextextended(COALESCE(current_schema(), ''), $1))",
+            vec![Value::I64(key as i64)],
+        ),
+        _ => raw(
+            "SELECT RELEASE_LOCK(CONCAT('tandem-batch-', ?, '-', MD5(COALESCE(DATABASE(), ''))))",
+            vec![Value::Text(format!("{key:016x}"))],
+        ),
+    }
+}
+
 /// The error for a lock someone else holds.
 pub(crate) fn already_running<S, T>(job: &BatchJob<S, T>) -> JobError {
     JobError::AlreadyRunning {
