@@ -984,6 +984,71 @@ async fn real_conflict_is_retried(t: &ADb) {
     );
 }
 
+/// The same conflict from two spawned tasks that begin their transactions by hand: `tandem_async::retry`
+/// reruns the one that fails, and its future is `Send` (it runs inside `tokio::spawn`).
+async fn spawned_conflict_is_retried(t: &ADb) {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU32, Ordering};
+    let db = t.db.clone();
+    setup(&db).await;
+    let repo = db.repository::<User>();
+    repo.insert(&user("a", 0)).await.unwrap();
+    repo.insert(&user("b", 0)).await.unwrap();
+    let barrier = Arc::new(tokio::sync::Barrier::new(2));
+    let attempts = Arc::new(AtomicU32::new(0));
+    let opts = TxOptions::default()
+        .isolation(Isolation::Serializable)
+        .max_attempts(5);
+    let task = |first: &'static str, second: &'static str| {
+        let (db, barrier, attempts, opts) =
+            (db.clone(), barrier.clone(), attempts.clone(), opts.clone());
+        tokio::spawn(async move {
+            let mine = AtomicU32::new(0);
+            tandem_async::retry(&opts, || async {
+                let n = mine.fetch_add(1, Ordering::SeqCst) + 1;
+                attempts.fetch_add(1, Ordering::SeqCst);
+                let tx = db.begin(opts.clone()).await?;
+                let bump = |name: &'static str| {
+                    users::table
+                        .update()
+                        .set(users::age, users::age + 1)
+                        .filter(users::name.eq(name))
+                };
+                tx.execute(&bump(first)).await?;
+                if n == 1 {
+                    barrier.wait().await;
+                }
+                tx.execute(&bump(second)).await?;
+                tx.commit().await
+            })
+            .await
+        })
+    };
+    let (one, two) = (task("a", "b"), task("b", "a"));
+    one.await.unwrap().unwrap();
+    two.await.unwrap().unwrap();
+    let ages: Vec<(i32,)> = db
+        .fetch_all(&users::table.select(users::age).order_by(users::name.asc()))
+        .await
+        .unwrap();
+    assert_eq!(ages, [(2,), (2,)], "both transactions committed once each");
+    assert!(attempts.load(Ordering::SeqCst) >= 3, "one was retried");
+}
+
+/// PostgreSQL: spawned, hand-begun transactions in conflict are retried.
+async fn spawned_conflict_is_retried_postgres() {
+    if let Some(t) = adb(Dialect::Postgres, "sconflict", PoolConfig::default()).await {
+        spawned_conflict_is_retried(&t).await;
+    }
+}
+
+/// MariaDB: the same.
+async fn spawned_conflict_is_retried_mysql() {
+    if let Some(t) = adb(Dialect::MySql, "sconflict", PoolConfig::default()).await {
+        spawned_conflict_is_retried(&t).await;
+    }
+}
+
 /// PostgreSQL: a real conflict is retried.
 async fn real_conflict_is_retried_postgres() {
     if let Some(t) = adb(Dialect::Postgres, "aconflict", PoolConfig::default()).await {
@@ -1036,6 +1101,14 @@ fn main() {
             vec![harness::Case::new(
                 "real_conflict_is_retried_mysql",
                 move || block_on(real_conflict_is_retried_mysql()),
+            )],
+            vec![harness::Case::new(
+                "spawned_conflict_is_retried_postgres",
+                move || block_on(spawned_conflict_is_retried_postgres()),
+            )],
+            vec![harness::Case::new(
+                "spawned_conflict_is_retried_mysql",
+                move || block_on(spawned_conflict_is_retried_mysql()),
             )],
         ]
         .into_iter()

@@ -7,7 +7,8 @@
 //! - [`Database`] (`database`): sqlx pools, statement execution, streams, transactions with async closures,
 //!   plans.
 //! - [`Transaction`] (`transaction`): BEGIN … COMMIT on one connection; rolled back on `Err`, on panic and
-//!   when its future is dropped; savepoints when nested.
+//!   when its future is dropped; savepoints when nested. [`retry`]: the retry rule for transactions begun by
+//!   hand, `Send` for spawned tasks.
 //! - [`RowStream`] (`stream`): a `Stream` that reads from the server as it is polled, memory bounded.
 //! - [`Repository`] (`repository`): the repository method set, running `tandem-core`'s plans.
 //! - [`PooledConnection`] (`conn`): one pooled connection and the statement loop; `backend`: binding, decoding and errors per
@@ -29,4 +30,4 @@ pub use tandem_core::{
     BatchOptions, BatchResult, BatchTransaction, ConnectOptions, CursorPage, DbError, DbErrorKind,
     Error, Find, Isolation, Page, PoolConfig, PoolMetrics, Result, TxOptions,
 };
-pub use transaction::Transaction;
+pub use transaction::{Transaction, retry};

@@ -238,6 +238,29 @@ impl Transaction {
     }
 }
 
+/// Runs `attempt` again while it fails with a retriable error (serialization failure, deadlock, lock
+/// timeout, SQLite busy), at most `opts.max_attempts` times in all — the rule
+/// [`crate::Database::transaction_with`] applies, for code that opens its transactions by hand with
+/// [`crate::Database::begin`]. The closure returns a plain future, so when it is `Send` (it captures
+/// `Sync` data only) the whole retry is `Send` and can run inside `tokio::spawn`, which the closure-taking
+/// `transaction` cannot promise on stable Rust. Each attempt should begin its own transaction.
+pub async fn retry<T, F, Fut>(opts: &TxOptions, mut attempt: F) -> Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T>>,
+{
+    let mut n = 1;
+    loop {
+        match attempt().await {
+            Err(e) if opts.should_retry(&e, n) => {
+                tracing::debug!(attempt = n, error = %e, "retrying");
+                n += 1;
+            }
+            other => return other,
+        }
+    }
+}
+
 fn gone() -> Error {
     Error::Usage("the transaction has no connection".into())
 }

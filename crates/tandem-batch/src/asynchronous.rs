@@ -228,20 +228,25 @@ where
                 return Ok(());
             }
             for chunk in process_page(job, page, failed_rows)? {
-                // begin/commit rather than a closure: the task's future must be Send.
-                let tx = db.begin(TxOptions::default()).await?;
-                let written = if chunk.rows.is_empty() {
-                    0
-                } else {
-                    tx.repository::<T>()
-                        .batch_insert(&chunk.rows, &opts)
-                        .await?
-                        .inserted
-                };
-                let duplicates = chunk.rows.len() as u64 - written;
-                tx.execute(&checkpoint_statement(step.id, &chunk, written, duplicates))
-                    .await?;
-                tx.commit().await?;
+                // begin/commit rather than a closure, so the task's future is Send; a chunk that meets a
+                // deadlock or serialization failure is written again, as the blocking runner does.
+                let (written, duplicates) = tandem_async::retry(&TxOptions::default(), || async {
+                    let tx = db.begin(TxOptions::default()).await?;
+                    let written = if chunk.rows.is_empty() {
+                        0
+                    } else {
+                        tx.repository::<T>()
+                            .batch_insert(&chunk.rows, &opts)
+                            .await?
+                            .inserted
+                    };
+                    let duplicates = chunk.rows.len() as u64 - written;
+                    tx.execute(&checkpoint_statement(step.id, &chunk, written, duplicates))
+                        .await?;
+                    tx.commit().await?;
+                    Ok((written, duplicates))
+                })
+                .await?;
                 after = chunk.last_key;
                 report.read += chunk.read;
                 report.written += written;
