@@ -542,6 +542,53 @@ fn concurrent_runs_in_process() {
     }
 }
 
+/// A processor that panics fails its job with the partition and the message (not a count mismatch), on
+/// both runners; the run is recorded as failed and a rerun resumes after the committed chunks.
+fn panicking_processor() {
+    let t = db::open(Dialect::Sqlite, "panics", PoolConfig::default()).unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let adb = rt
+        .block_on(tandem_async::Database::open(
+            t.target.options.clone(),
+            PoolConfig::default(),
+        ))
+        .unwrap();
+    for use_async in [false, true] {
+        reset(&t.db, 2_000);
+        let armed = Arc::new(AtomicBool::new(true));
+        let job = |armed: Arc<AtomicBool>| {
+            BatchJob::new("panics", move |s: Source| {
+                if s.id == 1_500 && armed.swap(false, Ordering::SeqCst) {
+                    panic!("processor bug at {}", s.id);
+                }
+                essay::transform(s)
+            })
+            .sizes(100, 100)
+        };
+        let run = |job: &BatchJob<Source, Target>| {
+            if use_async {
+                rt.block_on(tandem_batch::asynchronous::run(&adb, job))
+            } else {
+                tandem_batch::blocking::run(&t.db, job)
+            }
+        };
+        let err = run(&job(armed.clone())).unwrap_err();
+        assert!(
+            matches!(&err, JobError::Panicked { partition, message }
+                if partition == "partition-0" && message == "processor bug at 1500"),
+            "{err}"
+        );
+        let report = run(&job(armed)).unwrap();
+        assert!(report.resumed);
+        assert_target(&t.db, &expected(1..=2_000));
+        assert_eq!(executions(&t.db), [status::FAILED, status::COMPLETED]);
+    }
+}
+
 /// An empty source completes with nothing to do; keys with gaps are all read once.
 fn empty_source_and_gaps() {
     let t = db::open(Dialect::Sqlite, "gaps", PoolConfig::default()).unwrap();
@@ -692,6 +739,10 @@ fn main() {
             vec![harness::Case::new(
                 "empty_source_and_gaps",
                 empty_source_and_gaps,
+            )],
+            vec![harness::Case::new(
+                "panicking_processor",
+                panicking_processor,
             )],
             vec![harness::Case::new(
                 "processor_errors_and_skips",

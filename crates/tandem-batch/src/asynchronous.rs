@@ -78,6 +78,7 @@ where
         }
     };
     let failed_rows = Arc::new(AtomicU64::new(0));
+    let names: Vec<String> = steps.iter().map(|s| s.step_name.clone()).collect();
     let tasks: Vec<_> = steps
         .into_iter()
         .map(|step| {
@@ -86,10 +87,17 @@ where
         })
         .collect();
     let mut results = Vec::with_capacity(tasks.len());
-    for t in tasks {
+    for (t, partition) in tasks.into_iter().zip(names) {
         results.push(match t.await {
             Ok(r) => r,
-            Err(_) => Err(JobError::Inconsistent("a partition task panicked".into())),
+            Err(e) => Err(JobError::Panicked {
+                partition,
+                message: if e.is_panic() {
+                    tandem_core::tx::panic_message(&*e.into_panic())
+                } else {
+                    "the task was cancelled".into()
+                },
+            }),
         });
     }
     let (mut report, outcome) =

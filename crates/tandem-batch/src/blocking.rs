@@ -69,9 +69,13 @@ where
             .collect();
         handles
             .into_iter()
-            .map(|h| {
-                h.join().unwrap_or_else(|_| {
-                    Err(JobError::Inconsistent("a partition thread panicked".into()))
+            .zip(&steps)
+            .map(|(h, step)| {
+                h.join().unwrap_or_else(|payload| {
+                    Err(JobError::Panicked {
+                        partition: step.step_name.clone(),
+                        message: tandem_core::tx::panic_message(&*payload),
+                    })
                 })
             })
             .collect()

@@ -153,6 +153,15 @@ pub enum JobError {
         /// The processor's message.
         message: String,
     },
+    /// A partition's thread or task panicked (in the processor, most likely). Its committed chunks stay,
+    /// with their checkpoint: a rerun resumes after them.
+    #[error("partition {partition} panicked: {message}")]
+    Panicked {
+        /// `partition-<n>`.
+        partition: String,
+        /// The panic message, when it was a string.
+        message: String,
+    },
     /// The counts do not add up: rows were lost or written twice.
     #[error("counts do not add up: {0}")]
     Inconsistent(String),
