@@ -258,6 +258,8 @@ pub(crate) fn error(dialect: Dialect, e: sqlx::Error) -> Error {
         | sqlx::Error::WorkerCrashed => {
             Error::Database(DbError::connection_lost(dialect, e.to_string()))
         }
+        // Only pool acquires time out, and both places that acquire replace this with the real figures
+        // (`Database::admitted`: the wait and the pool size; warm-up: the connect timeout).
         sqlx::Error::PoolTimedOut => Error::PoolTimeout {
             waited: std::time::Duration::ZERO,
             max_size: 0,

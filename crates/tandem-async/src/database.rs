@@ -116,7 +116,14 @@ async fn open_pool<DB: sqlx::Database>(
         .await
         .map_err(|_| failed(pool.size(), timed_out()))?;
     for c in conns {
-        c.map_err(|e| failed(pool.size(), connect_error(dialect, options, e)))?;
+        c.map_err(|e| {
+            let cause = match e {
+                // The pool gave up on its connect attempts: that is the connect timeout passing.
+                sqlx::Error::PoolTimedOut => timed_out(),
+                e => connect_error(dialect, options, e),
+            };
+            failed(pool.size(), cause)
+        })?;
     }
     Ok(pool)
 }
