@@ -10,7 +10,7 @@ use tandem_sql::prelude::*;
 use crate::job::{
     BatchJob, JobError, JobReport, PartitionReport, Start, abandon_statement, bounds_statement,
     check_last_run, checkpoint_statement, end_job_statement, end_step_statement, last_run_query,
-    new_execution, new_steps, page_statement, process_page, resume_query, source_ranges,
+    new_execution, new_steps, page_statement, process_page, resume_query, set_step_ids,
     steps_query,
 };
 use crate::lock::{
@@ -149,17 +149,10 @@ fn start<S: Entity, T>(db: &Database, job: &BatchJob<S, T>) -> Result<Start, Job
         let (lo, hi, source_rows): (Option<i64>, Option<i64>, i64) =
             tx.fetch_one(&bounds_statement::<S>())?;
         let execution = jobs.insert(&new_execution(job))?;
-        let resumed = !previous.is_empty();
-        let mut steps = new_steps(
-            execution,
-            Some(previous),
-            source_ranges(lo, hi, job.parallelism),
-        );
+        let (mut steps, resumed) = new_steps(execution, previous, (lo, hi), job.parallelism);
         if !steps.is_empty() {
             let ids = tx.repository::<StepExecution>().insert_all(&steps)?;
-            for (s, id) in steps.iter_mut().zip(ids) {
-                s.id = id;
-            }
+            set_step_ids(&mut steps, ids);
         }
         Ok(Ok(Start {
             execution,

@@ -431,16 +431,23 @@ pub(crate) fn end_job_statement(
         .filter(j::id.eq(execution))
 }
 
-/// The steps of a new run: fresh partitions, or the unfinished run's steps carried over (same ranges,
-/// checkpoints and counts) so the job resumes where it stopped.
+/// The steps of a new run, and whether it resumes: the latest earlier run's steps carried over (same ranges,
+/// checkpoints and counts) so the job resumes where it stopped, or — when there are none — fresh partitions
+/// of the source's key range `[lo, hi]` (from its `MIN`/`MAX`, both `None` when it is empty).
 pub(crate) fn new_steps(
     execution: i64,
-    previous: Option<Vec<StepExecution>>,
-    ranges: Vec<(i64, i64)>,
-) -> Vec<StepExecution> {
+    previous: Vec<StepExecution>,
+    (lo, hi): (Option<i64>, Option<i64>),
+    parallelism: usize,
+) -> (Vec<StepExecution>, bool) {
     let now = crate::model::now_ms();
-    match previous {
-        Some(steps) if !steps.is_empty() => steps
+    let resumed = !previous.is_empty();
+    let ranges = match (lo, hi) {
+        (Some(lo), Some(hi)) if !resumed => partitions(lo, hi, parallelism),
+        _ => Vec::new(),
+    };
+    let steps = if resumed {
+        previous
             .into_iter()
             .map(|s| StepExecution {
                 id: 0,
@@ -455,8 +462,9 @@ pub(crate) fn new_steps(
                 error_text: None,
                 ..s
             })
-            .collect(),
-        _ => ranges
+            .collect()
+    } else {
+        ranges
             .into_iter()
             .enumerate()
             .map(|(i, (lo, hi))| StepExecution {
@@ -475,8 +483,9 @@ pub(crate) fn new_steps(
                 ended_at: None,
                 error_text: None,
             })
-            .collect(),
-    }
+            .collect()
+    };
+    (steps, resumed)
 }
 
 /// Checks that every source row in the job's range was read once and is written or skipped.
@@ -631,15 +640,10 @@ pub(crate) struct Start {
     pub source_rows: i64,
 }
 
-/// The key range of the source as partitions, from its `MIN`/`MAX` (both `None` when it is empty).
-pub(crate) fn source_ranges(
-    lo: Option<i64>,
-    hi: Option<i64>,
-    parallelism: usize,
-) -> Vec<(i64, i64)> {
-    match (lo, hi) {
-        (Some(lo), Some(hi)) => partitions(lo, hi, parallelism),
-        _ => Vec::new(),
+/// Puts the keys the database generated on the steps just inserted.
+pub(crate) fn set_step_ids(steps: &mut [StepExecution], ids: Vec<i64>) {
+    for (s, id) in steps.iter_mut().zip(ids) {
+        s.id = id;
     }
 }
 
