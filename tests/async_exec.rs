@@ -62,7 +62,7 @@ macro_rules! async_engine_test {
                 let name = stringify!($name);
                 let case = |engine: &str, dialect: Dialect, driver: tandem_core::SqliteDriver| {
                     crate::harness::Case::new(format!("{name}::{engine}"), move || {
-                        crate::block_on(run_with(dialect, driver))
+                        crate::harness::block_on(run_with(dialect, driver))
                     })
                 };
                 let default = tandem_core::SqliteDriver::default();
@@ -1079,50 +1079,40 @@ fn main() {
             streams_in_transactions::cases(),
             vec![harness::Case::new(
                 "killed_mid_transaction_postgres",
-                move || block_on(killed_mid_transaction_postgres()),
+                move || harness::block_on(killed_mid_transaction_postgres()),
             )],
             vec![harness::Case::new(
                 "killed_mid_transaction_mysql",
-                move || block_on(killed_mid_transaction_mysql()),
+                move || harness::block_on(killed_mid_transaction_mysql()),
             )],
             vec![harness::Case::new("copy_path_postgres", move || {
-                block_on(copy_path_postgres())
+                harness::block_on(copy_path_postgres())
             })],
             vec![harness::Case::new("unreachable_server", move || {
-                block_on(unreachable_server())
+                harness::block_on(unreachable_server())
             })],
             vec![harness::Case::new("futures_are_send", move || {
-                block_on(futures_are_send())
+                harness::block_on(futures_are_send())
             })],
             vec![harness::Case::new(
                 "real_conflict_is_retried_postgres",
-                move || block_on(real_conflict_is_retried_postgres()),
+                move || harness::block_on(real_conflict_is_retried_postgres()),
             )],
             vec![harness::Case::new(
                 "real_conflict_is_retried_mysql",
-                move || block_on(real_conflict_is_retried_mysql()),
+                move || harness::block_on(real_conflict_is_retried_mysql()),
             )],
             vec![harness::Case::new(
                 "spawned_conflict_is_retried_postgres",
-                move || block_on(spawned_conflict_is_retried_postgres()),
+                move || harness::block_on(spawned_conflict_is_retried_postgres()),
             )],
             vec![harness::Case::new(
                 "spawned_conflict_is_retried_mysql",
-                move || block_on(spawned_conflict_is_retried_mysql()),
+                move || harness::block_on(spawned_conflict_is_retried_mysql()),
             )],
         ]
         .into_iter()
         .flatten()
         .collect(),
     );
-}
-
-/// Runs a future on a fresh two-worker runtime, as `#[tokio::test(flavor = "multi_thread")]` did.
-fn block_on<F: std::future::Future>(f: F) -> F::Output {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("a tokio runtime")
-        .block_on(f)
 }

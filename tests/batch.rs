@@ -403,9 +403,8 @@ fn killed_process_resumes() {
             .args(&args)
             .spawn()
             .unwrap();
-        let chunks = committed_chunks;
         let deadline = std::time::Instant::now() + Duration::from_secs(30);
-        while chunks(&t.db) < 6 {
+        while committed_chunks(&t.db) < 6 {
             assert!(
                 std::time::Instant::now() < deadline,
                 "the job made no progress"
@@ -439,7 +438,8 @@ fn killed_process_resumes() {
 }
 
 /// Two processes start the same job at once (one blocking, one async): exactly one runs it, the other is
-/// refused with "already running" before it writes anything; every row is written once.
+/// refused with "already running" before it writes anything; every row is written once. The lock is a file
+/// beside a SQLite database, an advisory lock on PostgreSQL, a named lock on MariaDB.
 fn concurrent_processes(dialect: Dialect) {
     let Some(t) = db::open(dialect, "twoproc", PoolConfig::default()) else {
         return;
@@ -484,21 +484,6 @@ fn concurrent_processes(dialect: Dialect) {
     );
     assert_target(&t.db, &expected(1..=ROWS));
     assert_eq!(executions(&t.db), [status::COMPLETED]);
-}
-
-/// SQLite file: the lock file beside the database.
-fn concurrent_processes_sqlite() {
-    concurrent_processes(Dialect::Sqlite);
-}
-
-/// PostgreSQL: a session advisory lock.
-fn concurrent_processes_postgres() {
-    concurrent_processes(Dialect::Postgres);
-}
-
-/// MariaDB: a named lock.
-fn concurrent_processes_mysql() {
-    concurrent_processes(Dialect::MySql);
 }
 
 /// In one process, two runs of the same job on one pool: the second is refused while the first runs, and
@@ -720,18 +705,7 @@ fn main() {
                 "killed_process_resumes",
                 killed_process_resumes,
             )],
-            vec![harness::Case::new(
-                "concurrent_processes_sqlite",
-                concurrent_processes_sqlite,
-            )],
-            vec![harness::Case::new(
-                "concurrent_processes_postgres",
-                concurrent_processes_postgres,
-            )],
-            vec![harness::Case::new(
-                "concurrent_processes_mysql",
-                concurrent_processes_mysql,
-            )],
+            harness::engines("concurrent_processes", concurrent_processes),
             vec![harness::Case::new(
                 "concurrent_runs_in_process",
                 concurrent_runs_in_process,

@@ -658,7 +658,7 @@ fn main() {
                 killed_mid_transaction_mysql,
             )],
             vec![harness::Case::new("bridge_from_async", move || {
-                block_on(bridge_from_async())
+                harness::block_on(bridge_from_async())
             })],
             vec![harness::Case::new("unreachable_server", unreachable_server)],
             vec![harness::Case::new("schema_helpers", schema_helpers)],
@@ -677,14 +677,4 @@ fn main() {
         .flatten()
         .collect(),
     );
-}
-
-/// Runs a future on a fresh two-worker runtime, as `#[tokio::test(flavor = "multi_thread")]` did.
-fn block_on<F: std::future::Future>(f: F) -> F::Output {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("a tokio runtime")
-        .block_on(f)
 }

@@ -34,21 +34,13 @@ fn silent_server() -> u16 {
     port
 }
 
-fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
 /// Both executors' errors for `url`, each with how long it took.
 fn connect_both(url: &str) -> [(Result<(), Error>, Duration); 2] {
     let started = Instant::now();
     let blocking = tandem_blocking::Database::connect_with(url, config()).map(drop);
     let b = (blocking, started.elapsed());
     let started = Instant::now();
-    let asynchronous = rt()
+    let asynchronous = harness::runtime()
         .block_on(tandem_async::Database::connect_with(url, config()))
         .map(drop);
     [b, (asynchronous, started.elapsed())]

@@ -195,7 +195,7 @@ fn warm_up_failures_are_typed() {
         };
         let err = match side {
             Side::Blocking => tandem_blocking::Database::open(options.clone(), config).map(drop),
-            Side::Async => runtime()
+            Side::Async => harness::runtime()
                 .block_on(tandem_async::Database::open(options.clone(), config))
                 .map(drop),
         }
@@ -240,14 +240,6 @@ fn first_only_proxy(host: &str, port: u16) -> u16 {
         }
     });
     local
-}
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
 }
 
 /// With validation on checkout, connections killed while idle are replaced unseen: every call succeeds.

@@ -111,3 +111,17 @@ pub fn main(cases: Vec<Case>) {
         .collect();
     libtest_mimic::run(&args, trials).exit();
 }
+
+/// A two-worker tokio runtime, as `#[tokio::test(flavor = "multi_thread", worker_threads = 2)]` builds.
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a tokio runtime")
+}
+
+/// Runs a future to its end on a fresh [`runtime`].
+pub fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    runtime().block_on(f)
+}
