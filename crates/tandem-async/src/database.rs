@@ -90,10 +90,7 @@ async fn open_pool<DB: sqlx::Database>(
     let dialect = options.dialect;
     let wanted = config.effective_min_idle();
     let started = Instant::now();
-    let timed_out = || Error::ConnectTimeout {
-        target: format!("{}:{}", options.host, options.port),
-        timeout: config.connect_timeout,
-    };
+    let timed_out = || Error::connect_timeout(options, config.connect_timeout);
     let failed = |opened: u32, last_error: Error| Error::PoolWarmUp {
         opened,
         wanted: wanted.max(1),
@@ -442,31 +439,22 @@ impl Database {
 
     /// Creates a declared table and its indexes (`IF NOT EXISTS`).
     pub async fn create_table(&self, table: &CreateTable) -> Result<()> {
+        let table = match self.dialect() {
+            Dialect::MySql => {
+                let collation = match self.inner.mysql_collation.get() {
+                    Some(c) => *c,
+                    None => tandem_core::ddl::choose(
+                        &self
+                            .fetch_all(&tandem_core::ddl::mysql_collations())
+                            .await?,
+                    ),
+                };
+                let _ = self.inner.mysql_collation.set(collation);
+                std::borrow::Cow::Owned(tandem_core::ddl::for_server(table, collation))
+            }
+            _ => std::borrow::Cow::Borrowed(table),
+        };
         let mut conn = self.acquire().await?;
-        let mut table = std::borrow::Cow::Borrowed(table);
-        if self.dialect() == Dialect::MySql {
-            let collation = match self.inner.mysql_collation.get() {
-                Some(c) => *c,
-                None => {
-                    let mut rows = Collect(Vec::new());
-                    conn.run(
-                        &tandem_core::ddl::mysql_collations().render(Dialect::MySql)?,
-                        &mut rows,
-                    )
-                    .await?;
-                    let names: Vec<(String,)> = rows
-                        .0
-                        .into_iter()
-                        .map(<(String,)>::from_row)
-                        .collect::<std::result::Result<_, _>>()?;
-                    *self
-                        .inner
-                        .mysql_collation
-                        .get_or_init(|| tandem_core::ddl::choose(&names))
-                }
-            };
-            table = std::borrow::Cow::Owned(tandem_core::ddl::for_server(&table, collation));
-        }
         for r in table.render_all(self.dialect())? {
             conn.run(&r, &mut Discard).await?;
         }

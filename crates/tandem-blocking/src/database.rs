@@ -127,14 +127,15 @@ impl Database {
         let started = Instant::now();
         while self.inner.pool.state().connections < wanted {
             if started.elapsed() >= self.inner.config.connect_timeout {
-                let o = &self.inner.options;
                 let cause = last_error
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
                     .take()
-                    .unwrap_or(Error::ConnectTimeout {
-                        target: format!("{}:{}", o.host, o.port),
-                        timeout: self.inner.config.connect_timeout,
+                    .unwrap_or_else(|| {
+                        Error::connect_timeout(
+                            &self.inner.options,
+                            self.inner.config.connect_timeout,
+                        )
                     });
                 return Err(Error::PoolWarmUp {
                     opened: self.inner.pool.state().connections,
@@ -327,22 +328,20 @@ impl Database {
 
     /// Creates a declared table and its indexes (`IF NOT EXISTS`).
     pub fn create_table(&self, table: &CreateTable) -> Result<()> {
+        let table = match self.dialect() {
+            Dialect::MySql => {
+                let collation = match self.inner.mysql_collation.get() {
+                    Some(c) => *c,
+                    None => tandem_core::ddl::choose(
+                        &self.fetch_all(&tandem_core::ddl::mysql_collations())?,
+                    ),
+                };
+                let _ = self.inner.mysql_collation.set(collation);
+                std::borrow::Cow::Owned(tandem_core::ddl::for_server(table, collation))
+            }
+            _ => std::borrow::Cow::Borrowed(table),
+        };
         let mut conn = self.acquire()?;
-        let mut table = std::borrow::Cow::Borrowed(table);
-        if self.dialect() == Dialect::MySql {
-            let collation = match self.inner.mysql_collation.get() {
-                Some(c) => *c,
-                None => {
-                    let sql = tandem_core::ddl::mysql_collations().render(Dialect::MySql)?;
-                    let names: Vec<(String,)> = collect(&mut conn, &sql)?;
-                    *self
-                        .inner
-                        .mysql_collation
-                        .get_or_init(|| tandem_core::ddl::choose(&names))
-                }
-            };
-            table = std::borrow::Cow::Owned(tandem_core::ddl::for_server(&table, collation));
-        }
         for r in table.render_all(self.dialect())? {
             conn.run(&r, &mut |_| Ok(true))?;
         }

@@ -106,6 +106,14 @@ impl From<tandem_pool::AdmissionError> for Error {
 }
 
 impl Error {
+    /// [`Error::ConnectTimeout`] for a connection to `options`' host and port.
+    pub fn connect_timeout(options: &crate::ConnectOptions, timeout: Duration) -> Error {
+        Error::ConnectTimeout {
+            target: format!("{}:{}", options.host, options.port),
+            timeout,
+        }
+    }
+
     /// The database error kind, if this is a database error.
     pub fn kind(&self) -> Option<DbErrorKind> {
         match self {

@@ -54,10 +54,7 @@ fn bounded<T: Send + 'static>(
     timeout: Duration,
     connect: impl FnOnce() -> Result<T> + Send + 'static,
 ) -> Result<T> {
-    let timed_out = || Error::ConnectTimeout {
-        target: format!("{}:{}", opts.host, opts.port),
-        timeout,
-    };
+    let timed_out = || Error::connect_timeout(opts, timeout);
     if HANGING.load(Ordering::Relaxed) >= MAX_HANGING {
         return Err(timed_out());
     }
