@@ -6,27 +6,20 @@ use std::sync::Arc;
 use futures_util::TryStreamExt;
 use sqlx::pool::PoolConnection;
 use sqlx::{AssertSqlSafe, Column, Either, Row as _};
-use tandem_blocking::engine::PooledConnection as BlockingConnection;
-use tandem_core::plan::{Outcome, Step};
+use tandem_core::plan::{Done, Outcome, Step};
 use tandem_core::{DbError, Error, Result};
 use tandem_pool::Permit;
 use tandem_sql::{Dialect, Rendered, Row};
 
 use crate::backend::{Backend, error};
-
-/// What a statement did, besides its rows.
-#[derive(Debug, Default, Clone, Copy)]
-pub(crate) struct Done {
-    pub affected: u64,
-    pub last_insert_id: Option<i64>,
-}
+use crate::sqlite::PooledWorker;
 
 /// Receives rows; returns `false` to stop reading. Async so that a stream's sink can wait for its
 /// consumer: that wait is the backpressure.
 pub(crate) trait Sink: Send {
     fn push(&mut self, row: Row) -> impl Future<Output = Result<bool>> + Send;
-    /// How many rows a driver that cannot call back into async code should hand over (rusqlite on a blocking
-    /// thread): all of them, or only the first.
+    /// How many rows a driver that cannot call back into async code should hand over (rusqlite on its
+    /// worker thread): all of them, or only the first.
     fn keep(&self) -> usize {
         usize::MAX
     }
@@ -81,46 +74,14 @@ pub(crate) enum Link {
     Postgres(PoolConnection<sqlx::Postgres>),
     MySql(PoolConnection<sqlx::MySql>),
     Sqlite(PoolConnection<sqlx::Sqlite>),
-    /// A rusqlite connection, driven on tokio's blocking threads; `None` while a cancelled call still has it.
-    Rusqlite(Option<BlockingConnection>),
+    /// A rusqlite connection on its worker thread.
+    Rusqlite(PooledWorker),
+    /// Left behind by a connection handed to a cleanup task.
+    Abandoned,
 }
 
-/// Runs `f` on the connection on a blocking thread and brings the connection back. If the caller's future is
-/// dropped meanwhile, the connection goes back to its pool from the thread, which ends any transaction it
-/// was left in first.
-pub(crate) async fn hop<R: Send + 'static>(
-    slot: &mut Option<BlockingConnection>,
-    f: impl FnOnce(&mut BlockingConnection) -> Result<R> + Send + 'static,
-) -> Result<R> {
-    let mut conn = slot
-        .take()
-        .ok_or_else(|| Error::Usage("the connection was lost by a cancelled call".into()))?;
-    // Dropped with this future: a caller that gives up also stops the statement, instead of leaving it
-    // to run to its end on the blocking thread.
-    let mut stop = InterruptOnDrop(conn.interrupter());
-    let (back, rx) = tokio::sync::oneshot::channel();
-    tokio::task::spawn_blocking(move || {
-        let result = f(&mut conn);
-        // If the caller is gone, `conn` is dropped here: its pool ends any transaction it was left in
-        // before pooling it (see `tandem_blocking`'s `has_broken`).
-        let _ = back.send((conn, result));
-    });
-    let (conn, result) = rx
-        .await
-        .map_err(|_| Error::Usage("a blocking SQLite call panicked".into()))?;
-    stop.0 = None;
-    *slot = Some(conn);
-    result
-}
-
-struct InterruptOnDrop(Option<tandem_blocking::engine::Interrupter>);
-
-impl Drop for InterruptOnDrop {
-    fn drop(&mut self) {
-        if let Some(i) = &self.0 {
-            i.interrupt();
-        }
-    }
+fn abandoned() -> Error {
+    Error::Internal("a connection handed to its cleanup task was used".into())
 }
 
 async fn run_on<B: Backend, S: Sink>(
@@ -212,7 +173,7 @@ impl Conn {
         match &self.link {
             Link::Postgres(_) => Dialect::Postgres,
             Link::MySql(_) => Dialect::MySql,
-            Link::Sqlite(_) | Link::Rusqlite(_) => Dialect::Sqlite,
+            Link::Sqlite(_) | Link::Rusqlite(_) | Link::Abandoned => Dialect::Sqlite,
         }
     }
 
@@ -222,20 +183,21 @@ impl Conn {
             Link::Postgres(c) => run_on(c, r, sink).await,
             Link::MySql(c) => run_on(c, r, sink).await,
             Link::Sqlite(c) => run_on(c, r, sink).await,
-            Link::Rusqlite(slot) => {
+            Link::Rusqlite(worker) => {
                 let keep = sink.keep();
                 let r = r.clone();
-                let got = hop(slot, move |c| {
-                    let mut rows = Vec::new();
-                    let done = c.run(&r, &mut |row| {
-                        if rows.len() < keep {
-                            rows.push(row);
-                        }
-                        Ok(keep == usize::MAX || rows.len() < keep || keep == 0)
-                    })?;
-                    Ok((rows, done))
-                })
-                .await;
+                let got = worker
+                    .call(move |c| {
+                        let mut rows = Vec::new();
+                        let done = tandem_core::Runner::run(c, &r, &mut |row| {
+                            if rows.len() < keep {
+                                rows.push(row);
+                            }
+                            Ok(keep == usize::MAX || rows.len() < keep || keep == 0)
+                        })?;
+                        Ok((rows, done))
+                    })
+                    .await;
                 match got {
                     Ok((rows, done)) => {
                         for row in rows {
@@ -243,14 +205,12 @@ impl Conn {
                                 break;
                             }
                         }
-                        Ok(Done {
-                            affected: done.affected,
-                            last_insert_id: done.last_insert_id,
-                        })
+                        Ok(done)
                     }
                     Err(e) => Err(e),
                 }
             }
+            Link::Abandoned => Err(abandoned()),
         };
         self.note(result)
     }
@@ -261,10 +221,11 @@ impl Conn {
             Link::Postgres(c) => simple_on(c, sql).await,
             Link::MySql(c) => simple_on(c, sql).await,
             Link::Sqlite(c) => simple_on(c, sql).await,
-            Link::Rusqlite(slot) => {
+            Link::Rusqlite(worker) => {
                 let sql = sql.to_owned();
-                hop(slot, move |c| c.simple(&sql)).await
+                worker.call(move |c| c.simple(&sql)).await
             }
+            Link::Abandoned => Err(abandoned()),
         };
         self.note(result)
     }
@@ -277,10 +238,12 @@ impl Conn {
             rows,
         } = step
         else {
-            return Err(Error::Usage("copy_in needs a COPY step".into()));
+            return Err(Error::Internal("copy_in needs a COPY step".into()));
         };
         let Link::Postgres(c) = &mut self.link else {
-            return Err(Error::Usage("COPY is planned for PostgreSQL only".into()));
+            return Err(Error::Internal(
+                "COPY is planned for PostgreSQL only".into(),
+            ));
         };
         let payload = tandem_core::copy::encode_binary(schema, columns, rows)?;
         let sql = tandem_core::copy::copy_statement(schema, columns);
@@ -296,10 +259,12 @@ impl Conn {
         &mut self,
         steps: &std::sync::Arc<[Step]>,
     ) -> Result<Vec<Outcome>> {
-        if let Link::Rusqlite(slot) = &mut self.link {
-            // The whole plan in one hop to the blocking thread.
+        if let Link::Rusqlite(worker) = &mut self.link {
+            // The whole plan in one call on the worker thread.
             let steps = steps.clone();
-            return hop(slot, move |c| c.run_steps(&steps)).await;
+            return worker
+                .call(move |c| tandem_core::plan::run_steps(c, &steps))
+                .await;
         }
         let steps: &[Step] = steps;
         let mut outcomes = Vec::with_capacity(steps.len());
@@ -308,15 +273,7 @@ impl Conn {
                 Step::Sql(r) => {
                     let mut rows = Collect(Vec::new());
                     let done = self.run(r, &mut rows).await?;
-                    Outcome {
-                        rows: rows.0,
-                        affected: done.affected,
-                        last_insert_id: if tandem_core::repo::wants_last_insert_id(r) {
-                            done.last_insert_id
-                        } else {
-                            None
-                        },
-                    }
+                    Outcome::of(r, rows.0, done)
                 }
                 copy @ Step::Copy { .. } => Outcome {
                     affected: self.copy_in(copy).await?,
@@ -347,9 +304,8 @@ impl Conn {
             Link::Postgres(c) => c.close_on_drop(),
             Link::MySql(c) => c.close_on_drop(),
             Link::Sqlite(c) => c.close_on_drop(),
-            Link::Rusqlite(Some(c)) => c.close_on_drop(),
-            // A cancelled call's thread has it; it ends its transaction before giving it back.
-            Link::Rusqlite(None) => {}
+            Link::Rusqlite(w) => w.close_on_drop(),
+            Link::Abandoned => {}
         }
     }
 }
@@ -360,7 +316,7 @@ impl Drop for Conn {
     /// rolls back, and nothing the abandoned transaction set (MySQL's `SET TRANSACTION` for the next one, a
     /// read-only mode) can leak. sqlx SQLite connections (possibly the only one of an in-memory database)
     /// are rolled back on a task that holds them, and their permit, until it is done. rusqlite connections
-    /// are rolled back by their pool as they return.
+    /// get the rollback queued on their worker thread, where it runs before any later caller's call.
     fn drop(&mut self) {
         if !self.in_transaction {
             return;
@@ -369,7 +325,7 @@ impl Drop for Conn {
             Link::Postgres(c) => c.close_on_drop(),
             Link::MySql(c) => c.close_on_drop(),
             Link::Sqlite(_) => {
-                let link = std::mem::replace(&mut self.link, Link::Rusqlite(None));
+                let link = std::mem::replace(&mut self.link, Link::Abandoned);
                 let abandoned = Conn::new(link, self._permit.take(), self.losses.take());
                 match tokio::runtime::Handle::try_current() {
                     Ok(rt) => {
@@ -381,7 +337,8 @@ impl Drop for Conn {
                     }
                 }
             }
-            Link::Rusqlite(_) => {}
+            Link::Rusqlite(w) => w.end_abandoned_transaction(),
+            Link::Abandoned => {}
         }
     }
 }

@@ -22,8 +22,8 @@ enum Pools {
     Postgres(sqlx::PgPool),
     MySql(sqlx::MySqlPool),
     Sqlite(sqlx::SqlitePool),
-    /// SQLite through rusqlite (the default; see [`tandem_core::SqliteDriver`]).
-    Rusqlite(tandem_blocking::Database),
+    /// SQLite through rusqlite on worker threads (the default; see [`tandem_core::SqliteDriver`]).
+    Rusqlite(Arc<crate::sqlite::SqlitePool>),
 }
 
 /// A database: a bounded sqlx pool to one SQLite file (or memory), PostgreSQL or MySQL database. Cheap to
@@ -35,7 +35,7 @@ pub struct Database {
 
 struct Inner {
     pools: Pools,
-    /// Admission in front of the sqlx pools (the rusqlite path uses its blocking database's own).
+    /// Admission in front of the pools.
     admission: Admission,
     options: ConnectOptions,
     config: PoolConfig,
@@ -212,11 +212,10 @@ impl Database {
                 )
             }
             Dialect::Sqlite if options.sqlite_driver == tandem_core::SqliteDriver::Rusqlite => {
-                let (o, c) = (options.clone(), config.clone());
-                let db = tokio::task::spawn_blocking(move || tandem_blocking::Database::open(o, c))
-                    .await
-                    .map_err(|e| Error::Usage(format!("opening SQLite: {e}")))??;
-                Pools::Rusqlite(db)
+                Pools::Rusqlite(
+                    crate::sqlite::SqlitePool::open(options.clone(), config.clone(), &admission)
+                        .await?,
+                )
             }
             Dialect::Sqlite => {
                 let mut o = sqlx::sqlite::SqliteConnectOptions::new()
@@ -276,19 +275,14 @@ impl Database {
             Pools::Postgres(p) => (p.size(), p.num_idle() as u32),
             Pools::MySql(p) => (p.size(), p.num_idle() as u32),
             Pools::Sqlite(p) => (p.size(), p.num_idle() as u32),
-            Pools::Rusqlite(db) => db.pool_state(),
+            Pools::Rusqlite(p) => p.state(),
         }
     }
 
     /// The pool's status and counters (see [`PoolMetrics`]).
     pub fn pool_metrics(&self) -> PoolMetrics {
-        match &self.inner.pools {
-            Pools::Rusqlite(db) => db.pool_metrics(),
-            _ => {
-                let (open, idle) = self.pool_state();
-                self.inner.admission.metrics(open, idle)
-            }
-        }
+        let (open, idle) = self.pool_state();
+        self.inner.admission.metrics(open, idle)
     }
 
     /// Admission first (a bounded queue, in arrival order), then the connection from the pool within what
@@ -298,11 +292,15 @@ impl Database {
             Pools::Postgres(p) => self.admitted(link(p, Link::Postgres)).await,
             Pools::MySql(p) => self.admitted(link(p, Link::MySql)).await,
             Pools::Sqlite(p) => self.admitted(link(p, Link::Sqlite)).await,
-            Pools::Rusqlite(db) => Ok(Conn::new(
-                Link::Rusqlite(Some(db.checkout_async().await?)),
-                None,
-                None,
-            )),
+            Pools::Rusqlite(p) => {
+                let started = Instant::now();
+                let admission = &self.inner.admission;
+                let permit = admission.acquire().await?;
+                match p.checkout(admission.remaining(started)).await? {
+                    Some(w) => Ok(Conn::new(Link::Rusqlite(w), permit, None)),
+                    None => Err(admission.timed_out(started).into()),
+                }
+            }
         }
     }
 

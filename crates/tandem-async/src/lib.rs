@@ -19,6 +19,7 @@ mod backend;
 mod conn;
 mod database;
 pub(crate) mod repository;
+mod sqlite;
 mod stream;
 mod transaction;
 

@@ -54,29 +54,32 @@ impl<T> RowStream<T> {
     /// Starts the producer; the connection comes back through `home` when the statement ends.
     pub(crate) fn start(mut conn: Conn, r: Rendered, home: Option<oneshot::Sender<Conn>>) -> Self {
         let (tx, rx) = mpsc::channel(BUFFERED);
-        if matches!(conn.link, Link::Rusqlite(_)) {
-            // rusqlite steps on a blocking thread; `blocking_send` waits for the consumer there.
-            tokio::task::spawn_blocking(move || {
-                if let Link::Rusqlite(Some(c)) = &mut conn.link {
-                    let mut batch = Vec::with_capacity(BATCH);
-                    let result = c.run(&r, &mut |row| {
-                        batch.push(row);
-                        if batch.len() == BATCH {
-                            let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH));
-                            return Ok(tx.blocking_send(Ok(full)).is_ok());
-                        }
-                        Ok(true)
-                    });
-                    match result {
-                        Ok(_) if !batch.is_empty() => {
-                            let _ = tx.blocking_send(Ok(batch));
-                        }
-                        Ok(_) => {}
-                        Err(e) => {
-                            let _ = tx.blocking_send(Err(e));
-                        }
+        if let Link::Rusqlite(worker) = &conn.link {
+            // rusqlite steps on the connection's worker thread; `blocking_send` waits for the consumer
+            // there. The task holds the connection until the statement is done.
+            let call = worker.call(move |c| {
+                let mut batch = Vec::with_capacity(BATCH);
+                let result = tandem_core::Runner::run(c, &r, &mut |row| {
+                    batch.push(row);
+                    if batch.len() == BATCH {
+                        let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH));
+                        return Ok(tx.blocking_send(Ok(full)).is_ok());
+                    }
+                    Ok(true)
+                });
+                match result {
+                    Ok(_) if !batch.is_empty() => {
+                        let _ = tx.blocking_send(Ok(batch));
+                    }
+                    Ok(_) => {}
+                    Err(e) => {
+                        let _ = tx.blocking_send(Err(e));
                     }
                 }
+                Ok(())
+            });
+            tokio::spawn(async move {
+                let _ = call.await;
                 if let Some(home) = home {
                     let _ = home.send(conn);
                 }

@@ -410,30 +410,5 @@ pub(crate) fn first<T: FromRow>(conn: &mut Conn, r: &Rendered) -> Result<Option<
 
 /// Runs steps on one connection, collecting each outcome.
 pub(crate) fn run_steps(conn: &mut Conn, steps: &[Step]) -> Result<Vec<Outcome>> {
-    let mut outcomes = Vec::with_capacity(steps.len());
-    for step in steps {
-        outcomes.push(match step {
-            Step::Sql(r) => {
-                let mut rows = Vec::new();
-                let done = conn.run(r, &mut |row| {
-                    rows.push(row);
-                    Ok(true)
-                })?;
-                Outcome {
-                    rows,
-                    affected: done.affected,
-                    last_insert_id: if tandem_core::repo::wants_last_insert_id(r) {
-                        done.last_insert_id
-                    } else {
-                        None
-                    },
-                }
-            }
-            copy @ Step::Copy { .. } => Outcome {
-                affected: conn.copy_in(copy)?,
-                ..Outcome::default()
-            },
-        });
-    }
-    Ok(outcomes)
+    tandem_core::plan::run_steps(conn, steps)
 }

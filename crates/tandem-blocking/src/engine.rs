@@ -1,5 +1,5 @@
-//! One pooled blocking connection, for code that drives it itself: the async executor runs SQLite through
-//! these on tokio's blocking threads (rusqlite is much faster than sqlx's SQLite driver on batch work).
+//! One pooled blocking connection, for code that drives it itself (the batch runner's run lock, a session
+//! setting that must stay on one connection).
 
 use tandem_core::Result;
 use tandem_core::plan::{Outcome, Step};
@@ -10,25 +10,7 @@ use crate::database::{Database, Pooled, run_steps};
 /// A connection checked out of a blocking [`Database`]; it goes back to the pool when dropped.
 pub struct PooledConnection(Pooled);
 
-/// What a statement did, besides its rows.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Done {
-    /// Rows affected.
-    pub affected: u64,
-    /// The last insert id, where the engine reports one.
-    pub last_insert_id: Option<i64>,
-}
-
-/// Stops the statement a SQLite connection is running (it fails with an "interrupted" error); a no-op when
-/// none is running.
-pub struct Interrupter(rusqlite::InterruptHandle);
-
-impl Interrupter {
-    /// Interrupts the running statement, if any.
-    pub fn interrupt(&self) {
-        self.0.interrupt();
-    }
-}
+pub use tandem_core::plan::Done;
 
 impl PooledConnection {
     /// The engine.
@@ -38,11 +20,7 @@ impl PooledConnection {
 
     /// Runs one statement, handing each row to `sink` (which returns `false` to stop reading).
     pub fn run(&mut self, r: &Rendered, sink: &mut dyn FnMut(Row) -> Result<bool>) -> Result<Done> {
-        let d = self.0.run(r, sink)?;
-        Ok(Done {
-            affected: d.affected,
-            last_insert_id: d.last_insert_id,
-        })
+        self.0.run(r, sink)
     }
 
     /// Runs a statement; returns rows affected.
@@ -69,16 +47,6 @@ impl PooledConnection {
     /// that must not outlive its user (an advisory lock, a changed setting).
     pub fn close_on_drop(&mut self) {
         self.0.broken = true;
-    }
-
-    /// A handle that stops this connection's running statement from another thread (SQLite only: the
-    /// server engines' statements are cancelled by closing their connection). The async executor uses it
-    /// when the future waiting for a statement is dropped.
-    pub fn interrupter(&self) -> Option<Interrupter> {
-        match &self.0.driver {
-            crate::driver::Driver::Sqlite(c) => Some(Interrupter(c.get_interrupt_handle())),
-            _ => None,
-        }
     }
 
     /// Runs plan steps, collecting each outcome.

@@ -82,6 +82,31 @@ pub enum Error {
         /// The panic message, when it was a string.
         message: String,
     },
+    /// A value kind this driver cannot bind, or a column type it cannot decode.
+    #[error("{dialect}: {what} is not supported by this executor")]
+    Unsupported {
+        /// The engine.
+        dialect: Dialect,
+        /// What was asked for (`"uuid values"`, `"the column type INTERVAL"`).
+        what: String,
+    },
+    /// A cell that could not be read as the value its column declares.
+    #[error("{dialect}: decoding a {column_type} column: {message}")]
+    Decode {
+        /// The engine.
+        dialect: Dialect,
+        /// The column's type, as the driver names it.
+        column_type: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// The call was given up before it finished (its future was dropped, or the connection's worker
+    /// stopped); what it did may or may not have taken effect.
+    #[error("the call was cancelled: {0}")]
+    Cancelled(String),
+    /// An internal invariant did not hold: a bug in tandem, please report it.
+    #[error("internal error: {0}")]
+    Internal(String),
     /// A misuse the executor detects (a statement that needs rows used where none come back, …).
     #[error("{0}")]
     Usage(String),

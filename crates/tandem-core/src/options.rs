@@ -39,8 +39,8 @@ pub struct ConnectOptions {
 /// How the async executor reaches SQLite.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum SqliteDriver {
-    /// rusqlite connections driven on tokio's blocking threads: the default, about twice as fast as sqlx's
-    /// SQLite driver on batch work here (see `tandem-bench seed`).
+    /// rusqlite connections, each on a worker thread of its own (`tandem-sqlite`): the default, about twice
+    /// as fast as sqlx's SQLite driver on batch work here (see `tandem-bench seed`).
     #[default]
     Rusqlite,
     /// sqlx's own SQLite driver (its worker thread per connection).

@@ -35,6 +35,70 @@ pub struct Outcome {
     pub last_insert_id: Option<i64>,
 }
 
+impl Outcome {
+    /// The outcome of statement `r`: its rows and what it did. The last insert id is kept only for a
+    /// statement that generates one (see [`crate::repo::wants_last_insert_id`]).
+    pub fn of(r: &Rendered, rows: Vec<Row>, done: Done) -> Outcome {
+        Outcome {
+            rows,
+            affected: done.affected,
+            last_insert_id: if crate::repo::wants_last_insert_id(r) {
+                done.last_insert_id
+            } else {
+                None
+            },
+        }
+    }
+}
+
+/// What a statement did, besides its rows.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Done {
+    /// Rows affected.
+    pub affected: u64,
+    /// The connection's last insert id, where the engine reports one.
+    pub last_insert_id: Option<i64>,
+}
+
+/// Receives rows one at a time; returns `false` to stop reading.
+pub type Sink<'s> = dyn FnMut(Row) -> Result<bool> + 's;
+
+/// A blocking connection that runs statements (the blocking executor's drivers, and the async executor's
+/// SQLite worker threads): enough to run a plan's steps with [`run_steps`].
+pub trait Runner {
+    /// Runs one statement, handing each row to `sink`.
+    fn run(&mut self, r: &Rendered, sink: &mut Sink<'_>) -> Result<Done>;
+    /// A PostgreSQL binary COPY step; other engines never get one planned.
+    fn copy_in(&mut self, step: &Step) -> Result<u64> {
+        let _ = step;
+        Err(crate::Error::Internal(
+            "COPY is planned for PostgreSQL only".into(),
+        ))
+    }
+}
+
+/// Runs steps on one blocking connection, collecting each outcome.
+pub fn run_steps(conn: &mut impl Runner, steps: &[Step]) -> Result<Vec<Outcome>> {
+    let mut outcomes = Vec::with_capacity(steps.len());
+    for step in steps {
+        outcomes.push(match step {
+            Step::Sql(r) => {
+                let mut rows = Vec::new();
+                let done = conn.run(r, &mut |row| {
+                    rows.push(row);
+                    Ok(true)
+                })?;
+                Outcome::of(r, rows, done)
+            }
+            copy @ Step::Copy { .. } => Outcome {
+                affected: conn.copy_in(copy)?,
+                ..Outcome::default()
+            },
+        });
+    }
+    Ok(outcomes)
+}
+
 /// How the steps of a plan commit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Atomicity {

@@ -6,25 +6,16 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use tandem_core::{ConnectOptions, DbError, Error, Result};
-use tandem_sql::{Dialect, Rendered, Row};
+use tandem_sql::{Dialect, Rendered};
 
 pub(crate) mod mysql;
 pub(crate) mod postgres;
-pub(crate) mod sqlite;
 
-/// What a statement did, besides its rows.
-#[derive(Debug, Default, Clone, Copy)]
-pub(crate) struct Done {
-    pub affected: u64,
-    pub last_insert_id: Option<i64>,
-}
-
-/// Receives rows one at a time; returns `false` to stop reading.
-pub(crate) type Sink<'s> = dyn FnMut(Row) -> Result<bool> + 's;
+pub(crate) use tandem_core::plan::{Done, Sink};
 
 /// One open connection of any engine.
 pub(crate) enum Driver {
-    Sqlite(rusqlite::Connection),
+    Sqlite(tandem_sqlite::Connection),
     Postgres(Box<postgres::PgConn>),
     MySql(::mysql::Conn),
 }
@@ -69,14 +60,16 @@ fn bounded<T: Send + 'static>(
         });
     if let Err(e) = spawned {
         HANGING.fetch_sub(1, Ordering::Relaxed);
-        return Err(Error::Usage(format!("cannot start a connect thread: {e}")));
+        return Err(Error::Internal(format!(
+            "cannot start a connect thread: {e}"
+        )));
     }
     match rx.recv_timeout(timeout) {
         Ok(result) => result,
         Err(std::sync::mpsc::RecvTimeoutError::Timeout) => Err(timed_out()),
-        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
-            Err(Error::Usage("the connect thread panicked".into()))
-        }
+        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => Err(Error::Panicked {
+            message: "the connect thread panicked".into(),
+        }),
     }
 }
 
@@ -84,7 +77,7 @@ impl Conn {
     /// Opens a connection; server engines within `timeout`, handshake included.
     pub(crate) fn open(opts: &ConnectOptions, timeout: Duration) -> Result<Conn> {
         let driver = match opts.dialect {
-            Dialect::Sqlite => Driver::Sqlite(sqlite::open(opts)?),
+            Dialect::Sqlite => Driver::Sqlite(tandem_sqlite::Connection::open(opts)?),
             Dialect::Postgres => {
                 let o = opts.clone();
                 Driver::Postgres(Box::new(bounded(opts, timeout, move || {
@@ -117,7 +110,7 @@ impl Conn {
         let span = tracing::debug_span!("statement", sql = %r.sql, params = r.params.len());
         let _enter = span.enter();
         let result = match &mut self.driver {
-            Driver::Sqlite(c) => sqlite::run(c, r, sink),
+            Driver::Sqlite(c) => tandem_core::Runner::run(c, r, sink),
             Driver::Postgres(c) => postgres::run(c, r, sink),
             Driver::MySql(c) => mysql::run(c, r, sink),
         };
@@ -127,7 +120,7 @@ impl Conn {
     /// Runs a statement without parameters or rows (BEGIN, COMMIT, SAVEPOINT, pragmas).
     pub(crate) fn simple(&mut self, sql: &str) -> Result<()> {
         let result = match &mut self.driver {
-            Driver::Sqlite(c) => c.execute_batch(sql).map_err(sqlite::error),
+            Driver::Sqlite(c) => c.simple(sql),
             Driver::Postgres(c) => c.client.batch_execute(sql).map_err(postgres::error),
             Driver::MySql(c) => {
                 ::mysql::prelude::Queryable::query_drop(c, sql).map_err(mysql::error)
@@ -140,7 +133,9 @@ impl Conn {
     pub(crate) fn copy_in(&mut self, step: &tandem_core::Step) -> Result<u64> {
         let result = match &mut self.driver {
             Driver::Postgres(c) => postgres::copy_in(c, step),
-            _ => Err(Error::Usage("COPY is planned for PostgreSQL only".into())),
+            _ => Err(Error::Internal(
+                "COPY is planned for PostgreSQL only".into(),
+            )),
         };
         self.note(result)
     }
@@ -164,14 +159,10 @@ impl Conn {
     /// transaction, see `tandem_core::tx::begin`, so it is reset here too.) Server engines' transactions are
     /// ended by their owners.
     pub(crate) fn end_abandoned_transaction(&mut self) -> bool {
-        let Driver::Sqlite(c) = &mut self.driver else {
-            return true;
-        };
-        if c.is_autocommit() {
-            return true;
+        match &mut self.driver {
+            Driver::Sqlite(c) => c.end_abandoned_transaction(),
+            _ => true,
         }
-        let _ = c.execute_batch("PRAGMA query_only = OFF; ROLLBACK");
-        c.is_autocommit()
     }
 
     /// Marks the connection broken when an error says it is, and tells the pool.
@@ -205,6 +196,15 @@ impl Conn {
     }
 }
 
+impl tandem_core::Runner for Conn {
+    fn run(&mut self, r: &Rendered, sink: &mut Sink<'_>) -> Result<Done> {
+        Conn::run(self, r, sink)
+    }
+    fn copy_in(&mut self, step: &tandem_core::Step) -> Result<u64> {
+        Conn::copy_in(self, step)
+    }
+}
+
 /// Column names shared by every row of a result.
 pub(crate) fn names(iter: impl IntoIterator<Item = String>) -> Arc<[String]> {
     iter.into_iter().collect::<Vec<_>>().into()
@@ -212,8 +212,8 @@ pub(crate) fn names(iter: impl IntoIterator<Item = String>) -> Arc<[String]> {
 
 /// A value kind this executor does not bind or decode yet.
 pub(crate) fn unsupported_value(dialect: Dialect, v: &tandem_sql::Value) -> Error {
-    Error::Usage(format!(
-        "{dialect}: {} values are not supported by the blocking executor",
-        v.kind_name()
-    ))
+    Error::Unsupported {
+        dialect,
+        what: format!("{} values", v.kind_name()),
+    }
 }

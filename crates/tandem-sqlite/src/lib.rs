@@ -1,0 +1,195 @@
+//! `tandem-sqlite`: tandem's SQLite driver on rusqlite, shared by both executors. The blocking executor
+//! keeps these connections in its r2d2 pool; the async executor runs each one on a worker thread of its own.
+//!
+//! Statements are stepped row by row (never the whole result in memory) through cached prepared
+//! statements; parameters are bound borrowed (no copy of a text or blob per cell); file databases get WAL
+//! mode and a busy timeout.
+#![forbid(unsafe_code)]
+
+/// Stops the statement a connection is running, from any thread (see [`Connection::interrupt_handle`]).
+pub use rusqlite::InterruptHandle;
+use rusqlite::ToSql;
+use rusqlite::types::{ToSqlOutput, ValueRef};
+use tandem_core::plan::{Done, Runner, Sink};
+use tandem_core::{ConnectOptions, DbError, DbErrorKind, Error, Result};
+use tandem_sql::{Dialect, Rendered, Row, SqlType, Value};
+
+/// One SQLite connection.
+pub struct Connection(rusqlite::Connection);
+
+impl std::fmt::Debug for Connection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Connection").field(&self.0.path()).finish()
+    }
+}
+
+impl Connection {
+    /// Opens the file (created when missing) or a fresh in-memory database, with tandem's settings: foreign
+    /// keys on, case-sensitive LIKE (the same on every engine), and for files WAL, `synchronous = NORMAL`
+    /// (durable across application crashes in WAL mode) and a 5 s busy timeout.
+    pub fn open(opts: &ConnectOptions) -> Result<Connection> {
+        let conn = match &opts.path {
+            Some(path) => rusqlite::Connection::open(path),
+            None => rusqlite::Connection::open_in_memory(),
+        }
+        .map_err(error)?;
+        let pragmas = if opts.path.is_some() {
+            "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = 5000; PRAGMA foreign_keys = ON; PRAGMA case_sensitive_like = ON;"
+        } else {
+            "PRAGMA foreign_keys = ON; PRAGMA case_sensitive_like = ON;"
+        };
+        conn.execute_batch(pragmas).map_err(error)?;
+        conn.set_prepared_statement_cache_capacity(64);
+        Ok(Connection(conn))
+    }
+
+    /// Runs statements without parameters or rows (BEGIN, COMMIT, SAVEPOINT, pragmas).
+    pub fn simple(&mut self, sql: &str) -> Result<()> {
+        self.0.execute_batch(sql).map_err(error)
+    }
+
+    /// A handle that stops the statement this connection is running, from any thread.
+    pub fn interrupt_handle(&self) -> InterruptHandle {
+        self.0.get_interrupt_handle()
+    }
+
+    /// Ends a transaction its user abandoned (a cancelled future in the async executor): `false` when the
+    /// connection is still inside one afterwards and must not be used again. One C call when there is
+    /// nothing to do. (`query_only` is only ever on inside a transaction, see `tandem_core::tx::begin`, so
+    /// it is reset here too.)
+    pub fn end_abandoned_transaction(&mut self) -> bool {
+        if self.0.is_autocommit() {
+            return true;
+        }
+        let _ = self.0.execute_batch("PRAGMA query_only = OFF; ROLLBACK");
+        self.0.is_autocommit()
+    }
+}
+
+impl Runner for Connection {
+    fn run(&mut self, r: &Rendered, sink: &mut Sink<'_>) -> Result<Done> {
+        let conn = &self.0;
+        let mut stmt = conn.prepare_cached(&r.sql).map_err(error)?;
+        for (i, v) in r.params.iter().enumerate() {
+            stmt.raw_bind_parameter(i + 1, Bind(v)).map_err(error)?;
+        }
+        let width = stmt.column_count();
+        if width == 0 {
+            let affected = stmt.raw_execute().map_err(error)? as u64;
+            drop(stmt);
+            return Ok(Done {
+                affected,
+                last_insert_id: Some(conn.last_insert_rowid()),
+            });
+        }
+        let columns: std::sync::Arc<[String]> = stmt
+            .column_names()
+            .into_iter()
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+            .into();
+        let mut rows = stmt.raw_query();
+        while let Some(row) = rows.next().map_err(error)? {
+            let mut values = Vec::with_capacity(width);
+            for i in 0..width {
+                values.push(decode(row.get_ref(i).map_err(error)?)?);
+            }
+            if !sink(Row::new(columns.clone(), values))? {
+                break;
+            }
+        }
+        drop(rows);
+        drop(stmt);
+        Ok(Done {
+            affected: conn.changes(),
+            last_insert_id: None,
+        })
+    }
+}
+
+/// A value bound as SQLite stores it, borrowed.
+struct Bind<'a>(&'a Value);
+
+impl ToSql for Bind<'_> {
+    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        Ok(match self.0 {
+            Value::Null(_) => ToSqlOutput::Borrowed(ValueRef::Null),
+            Value::Bool(b) => ToSqlOutput::Borrowed(ValueRef::Integer(i64::from(*b))),
+            Value::I16(i) => ToSqlOutput::Borrowed(ValueRef::Integer(i64::from(*i))),
+            Value::I32(i) => ToSqlOutput::Borrowed(ValueRef::Integer(i64::from(*i))),
+            Value::I64(i) => ToSqlOutput::Borrowed(ValueRef::Integer(*i)),
+            Value::F32(f) => ToSqlOutput::Borrowed(ValueRef::Real(f64::from(*f))),
+            Value::F64(f) => ToSqlOutput::Borrowed(ValueRef::Real(*f)),
+            Value::Text(s) => ToSqlOutput::Borrowed(ValueRef::Text(s.as_bytes())),
+            Value::Bytes(b) => ToSqlOutput::Borrowed(ValueRef::Blob(b)),
+            other => {
+                return Err(rusqlite::Error::ToSqlConversionFailure(Box::new(
+                    unsupported(other),
+                )));
+            }
+        })
+    }
+}
+
+fn unsupported(v: &Value) -> Error {
+    Error::Unsupported {
+        dialect: Dialect::Sqlite,
+        what: format!("{} values", v.kind_name()),
+    }
+}
+
+fn decode(v: ValueRef<'_>) -> Result<Value> {
+    Ok(match v {
+        ValueRef::Null => Value::Null(SqlType::Text),
+        ValueRef::Integer(i) => Value::I64(i),
+        ValueRef::Real(f) => Value::F64(f),
+        ValueRef::Text(t) => Value::Text(
+            std::str::from_utf8(t)
+                .map_err(|e| Error::Decode {
+                    dialect: Dialect::Sqlite,
+                    column_type: "TEXT".into(),
+                    message: format!("not UTF-8: {e}"),
+                })?
+                .to_owned(),
+        ),
+        ValueRef::Blob(b) => Value::Bytes(b.to_vec()),
+    })
+}
+
+/// Maps a rusqlite error to tandem's, classified by the extended result code.
+pub fn error(e: rusqlite::Error) -> Error {
+    let (failure, message) = match &e {
+        rusqlite::Error::SqliteFailure(f, msg) => (f, msg.clone().unwrap_or_else(|| f.to_string())),
+        // A statement that does not prepare (syntax, unknown table or column), with the offending offset.
+        rusqlite::Error::SqlInputError { error, msg, .. } => (error, msg.clone()),
+        rusqlite::Error::ToSqlConversionFailure(inner) => {
+            return match inner.downcast_ref::<Error>() {
+                Some(Error::Unsupported { dialect, what }) => Error::Unsupported {
+                    dialect: *dialect,
+                    what: what.clone(),
+                },
+                _ => Error::Usage(inner.to_string()),
+            };
+        }
+        _ => {
+            return Error::Database(DbError {
+                dialect: Dialect::Sqlite,
+                kind: DbErrorKind::Other,
+                code: None,
+                message: e.to_string(),
+                constraint: None,
+            });
+        }
+    };
+    // "UNIQUE constraint failed: users.name" names the columns; CHECK failures name the constraint.
+    let constraint = message
+        .split_once("constraint failed: ")
+        .map(|(_, c)| c.to_owned());
+    Error::Database(DbError {
+        dialect: Dialect::Sqlite,
+        kind: tandem_core::error::classify_sqlite(failure.extended_code),
+        code: Some(failure.extended_code.to_string()),
+        message,
+        constraint,
+    })
+}
