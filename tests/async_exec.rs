@@ -10,7 +10,7 @@ mod support;
 use std::time::Duration;
 
 use futures_util::{StreamExt, TryStreamExt};
-use support::{Order, User, orders, users};
+use support::{Order, User, check_unique_violation_source, orders, users};
 use tandem_async::{
     BatchOptions, BatchTransaction, Database, DbErrorKind, Error, Find, Isolation, PoolConfig,
     TxOptions,
@@ -249,6 +249,7 @@ async fn batches_and_bulk_changes(t: &ADb) {
         .unwrap_err();
     assert_eq!(dup.kind(), Some(DbErrorKind::UniqueViolation), "{dup}");
     assert_eq!(repo.count().await.unwrap(), 2_500);
+    check_unique_violation_source(db.dialect(), &dup);
     let ignored = repo
         .batch_insert(
             &again,
@@ -431,6 +432,7 @@ async fn transaction_options_and_retry(t: &ADb) {
             code: None,
             message: "simulated".into(),
             constraint: None,
+            source: None,
         })
     };
     let mut attempts = 0;

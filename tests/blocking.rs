@@ -10,7 +10,7 @@ mod support;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use db::TestDb;
-use support::{Order, User, orders, users};
+use support::{Order, User, check_unique_violation_source, orders, users};
 use tandem_blocking::{
     BatchOptions, BatchTransaction, Database, DbErrorKind, Error, Find, Isolation, PoolConfig,
     TxOptions,
@@ -128,6 +128,7 @@ engine_test!(
         let again: Vec<User> = (2_400..2_600).map(|i| user(&format!("n{i}"), -1)).collect();
         let dup = repo.batch_insert(&again, &BatchOptions::default()).unwrap_err();
         assert_eq!(dup.kind(), Some(DbErrorKind::UniqueViolation), "{dup}");
+        check_unique_violation_source(db.dialect(), &dup);
         assert_eq!(repo.count().unwrap(), 2_500, "the failing chunk left nothing behind");
         let ignored = repo
             .batch_insert(&again, &BatchOptions { ignore_duplicates: true, ..BatchOptions::default() })
@@ -235,6 +236,7 @@ engine_test!(
                 code: None,
                 message: "simulated".into(),
                 constraint: None,
+                source: None,
             })
         };
         let mut attempts = 0;

@@ -36,3 +36,34 @@ pub fn sql3(stmt: &impl Render) -> [String; 3] {
         Err(e) => format!("ERR: {e}"),
     })
 }
+
+/// The driver's error under a database error, as its `Debug` text through the whole source chain: what
+/// tandem does not classify (PostgreSQL's detail and hint) must still be there. Fails when there is none.
+pub fn driver_error_text(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut chain = Vec::new();
+    let mut next = e.source();
+    while let Some(s) = next {
+        chain.push(format!("{s:?}"));
+        next = s.source();
+    }
+    assert!(
+        !chain.is_empty(),
+        "the database error keeps no driver error: {e}"
+    );
+    chain.join(" <- ")
+}
+
+/// Checks a unique violation's driver error: present on every engine, with PostgreSQL's detail (which names
+/// the duplicated key) kept.
+pub fn check_unique_violation_source(
+    dialect: tandem_sql::Dialect,
+    e: &(dyn std::error::Error + 'static),
+) {
+    let text = driver_error_text(e);
+    if dialect == tandem_sql::Dialect::Postgres {
+        assert!(
+            text.contains("already exists"),
+            "PostgreSQL's detail is lost: {text}"
+        );
+    }
+}

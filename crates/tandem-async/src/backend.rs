@@ -19,15 +19,19 @@ pub(crate) trait Backend: Database {
     fn last_insert_id(r: &Self::QueryResult) -> Option<i64>;
 }
 
-fn unsupported(d: Dialect, v: &Value) -> Error {
-    Error::Usage(format!(
-        "{d}: {} values are not supported by the async executor",
-        v.kind_name()
-    ))
+fn unsupported(dialect: Dialect, v: &Value) -> Error {
+    Error::Unsupported {
+        dialect,
+        what: format!("{} values", v.kind_name()),
+    }
 }
 
-fn decode_err(d: Dialect, ty: &str, e: sqlx::Error) -> Error {
-    Error::Usage(format!("{d}: decoding a {ty} column: {e}"))
+fn decode_err(dialect: Dialect, ty: &str, e: impl std::fmt::Display) -> Error {
+    Error::Decode {
+        dialect,
+        column_type: ty.to_owned(),
+        message: e.to_string(),
+    }
 }
 
 /// Binds the integer and float widths as they are; PostgreSQL casts between integer widths on assignment
@@ -85,9 +89,10 @@ impl Backend for sqlx::Postgres {
             "TEXT" | "VARCHAR" | "BPCHAR" | "NAME" | "UNKNOWN" => get!(String, Text),
             "BYTEA" => get!(Vec<u8>, Blob),
             other => {
-                return Err(Error::Usage(format!(
-                    "PostgreSQL type {other} is not decoded by the async executor yet"
-                )));
+                return Err(Error::Unsupported {
+                    dialect: Dialect::Postgres,
+                    what: format!("the column type {other}"),
+                });
             }
         })
     }
@@ -124,11 +129,9 @@ impl Backend for sqlx::MySql {
             "TINYINT UNSIGNED" | "SMALLINT UNSIGNED" | "MEDIUMINT UNSIGNED" | "INT UNSIGNED"
             | "BIGINT UNSIGNED" => {
                 let u = row.try_get_unchecked::<u64, _>(i).map_err(err)?;
-                Value::I64(
-                    i64::try_from(u).map_err(|_| {
-                        Error::Usage(format!("unsigned value {u} does not fit in i64"))
-                    })?,
-                )
+                Value::I64(i64::try_from(u).map_err(|_| {
+                    decode_err(Dialect::MySql, &ty, format!("{u} does not fit in i64"))
+                })?)
             }
             "FLOAT" => Value::F32(row.try_get_unchecked::<f32, _>(i).map_err(err)?),
             "DOUBLE" => Value::F64(row.try_get_unchecked::<f64, _>(i).map_err(err)?),
@@ -145,10 +148,9 @@ impl Backend for sqlx::MySql {
                 let s = row.try_get_unchecked::<String, _>(i).map_err(err)?;
                 match s.parse::<i64>() {
                     Ok(n) => Value::I64(n),
-                    Err(_) => Value::F64(
-                        s.parse()
-                            .map_err(|_| Error::Usage(format!("DECIMAL {s:?} is not a number")))?,
-                    ),
+                    Err(_) => Value::F64(s.parse().map_err(|_| {
+                        decode_err(Dialect::MySql, &ty, format!("{s:?} is not a number"))
+                    })?),
                 }
             }
             _ => Value::Text(row.try_get_unchecked::<String, _>(i).map_err(err)?),
@@ -234,6 +236,8 @@ pub(crate) fn error(dialect: Dialect, e: sqlx::Error) -> Error {
                 }
             };
             let message = db.message().to_owned();
+            let db: std::sync::Arc<dyn sqlx::error::DatabaseError> = std::sync::Arc::from(db);
+            let source: tandem_core::error::DriverError = db.clone();
             let constraint = db
                 .constraint()
                 .map(str::to_owned)
@@ -250,13 +254,14 @@ pub(crate) fn error(dialect: Dialect, e: sqlx::Error) -> Error {
                 code,
                 message,
                 constraint,
+                source: Some(source),
             })
         }
         sqlx::Error::Io(_)
         | sqlx::Error::Protocol(_)
         | sqlx::Error::Tls(_)
         | sqlx::Error::WorkerCrashed => {
-            Error::Database(DbError::connection_lost(dialect, e.to_string()))
+            Error::Database(DbError::connection_lost(dialect, e.to_string()).with_source(e))
         }
         // Only pool acquires time out, and both places that acquire replace this with the real figures
         // (`Database::admitted`: the wait and the pool size; warm-up: the connect timeout).
@@ -264,12 +269,16 @@ pub(crate) fn error(dialect: Dialect, e: sqlx::Error) -> Error {
             waited: std::time::Duration::ZERO,
             max_size: 0,
         },
-        other => Error::Database(DbError {
-            dialect,
-            kind: DbErrorKind::Other,
-            code: None,
-            message: other.to_string(),
-            constraint: None,
-        }),
+        other => Error::Database(
+            DbError {
+                dialect,
+                kind: DbErrorKind::Other,
+                code: None,
+                message: other.to_string(),
+                constraint: None,
+                source: None,
+            }
+            .with_source(other),
+        ),
     }
 }

@@ -154,8 +154,14 @@ impl Error {
     }
 }
 
-/// A classified error from the database or its connection.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+/// The driver's own error behind a [`DbError`], shared so that `DbError` stays `Clone`.
+pub type DriverError = std::sync::Arc<dyn std::error::Error + Send + Sync + 'static>;
+
+/// A classified error from the database or its connection. Its [`source`](std::error::Error::source) is the
+/// driver's own error, when there is one: downcast it (to `postgres::error::DbError`,
+/// `sqlx::postgres::PgDatabaseError`, …) for what tandem does not classify, such as PostgreSQL's detail and
+/// hint. Two `DbError`s are equal when everything but the source is.
+#[derive(Debug, Clone, thiserror::Error)]
 #[error("{dialect} {kind:?}{}: {message}", code.as_ref().map(|c| format!(" [{c}]")).unwrap_or_default())]
 pub struct DbError {
     /// Which engine.
@@ -169,9 +175,28 @@ pub struct DbError {
     pub message: String,
     /// The violated constraint or index, when the engine names it.
     pub constraint: Option<String>,
+    /// The driver's error.
+    #[source]
+    pub source: Option<DriverError>,
+}
+
+impl PartialEq for DbError {
+    fn eq(&self, other: &Self) -> bool {
+        self.dialect == other.dialect
+            && self.kind == other.kind
+            && self.code == other.code
+            && self.message == other.message
+            && self.constraint == other.constraint
+    }
 }
 
 impl DbError {
+    /// This error with the driver's error as its source.
+    pub fn with_source(mut self, source: impl std::error::Error + Send + Sync + 'static) -> Self {
+        self.source = Some(std::sync::Arc::new(source));
+        self
+    }
+
     /// A connection-level failure (I/O error, closed socket).
     pub fn connection_lost(dialect: Dialect, message: impl Into<String>) -> Self {
         DbError {
@@ -180,6 +205,7 @@ impl DbError {
             code: None,
             message: message.into(),
             constraint: None,
+            source: None,
         }
     }
 }

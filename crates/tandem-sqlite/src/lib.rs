@@ -172,24 +172,28 @@ pub fn error(e: rusqlite::Error) -> Error {
             };
         }
         _ => {
-            return Error::Database(DbError {
+            let classified = DbError {
                 dialect: Dialect::Sqlite,
                 kind: DbErrorKind::Other,
                 code: None,
                 message: e.to_string(),
                 constraint: None,
-            });
+                source: None,
+            };
+            return Error::Database(classified.with_source(e));
         }
     };
     // "UNIQUE constraint failed: users.name" names the columns; CHECK failures name the constraint.
     let constraint = message
         .split_once("constraint failed: ")
         .map(|(_, c)| c.to_owned());
-    Error::Database(DbError {
+    let classified = DbError {
         dialect: Dialect::Sqlite,
         kind: tandem_core::error::classify_sqlite(failure.extended_code),
         code: Some(failure.extended_code.to_string()),
         message,
         constraint,
-    })
+        source: None,
+    };
+    Error::Database(classified.with_source(e))
 }

@@ -44,13 +44,17 @@ fn bind(v: &Value) -> Result<mysql::Value> {
 const BINARY_CHARSET: u16 = 63;
 
 fn decode(v: mysql::Value, col: &mysql::Column) -> Result<Value> {
+    let err = |message: String| Error::Decode {
+        dialect: Dialect::MySql,
+        column_type: format!("{:?}", col.column_type()),
+        message,
+    };
     Ok(match v {
         mysql::Value::NULL => Value::Null(SqlType::Text),
         mysql::Value::Int(i) => Value::I64(i),
-        mysql::Value::UInt(u) => Value::I64(
-            i64::try_from(u)
-                .map_err(|_| Error::Usage(format!("unsigned value {u} does not fit in i64")))?,
-        ),
+        mysql::Value::UInt(u) => {
+            Value::I64(i64::try_from(u).map_err(|_| err(format!("{u} does not fit in i64")))?)
+        }
         mysql::Value::Float(f) => Value::F32(f),
         mysql::Value::Double(f) => Value::F64(f),
         mysql::Value::Bytes(b) => match col.column_type() {
@@ -61,7 +65,7 @@ fn decode(v: mysql::Value, col: &mysql::Column) -> Result<Value> {
                     Ok(i) => Value::I64(i),
                     Err(_) => Value::F64(
                         s.parse()
-                            .map_err(|_| Error::Usage(format!("DECIMAL {s:?} is not a number")))?,
+                            .map_err(|_| err(format!("{s:?} is not a number")))?,
                     ),
                 }
             }
@@ -70,15 +74,13 @@ fn decode(v: mysql::Value, col: &mysql::Column) -> Result<Value> {
             {
                 Value::Bytes(b)
             }
-            _ => Value::Text(
-                String::from_utf8(b)
-                    .map_err(|_| Error::Usage("MySQL returned text that is not UTF-8".into()))?,
-            ),
+            _ => Value::Text(String::from_utf8(b).map_err(|e| err(format!("not UTF-8: {e}")))?),
         },
         other => {
-            return Err(Error::Usage(format!(
-                "MySQL value {other:?} is not decoded by the blocking executor yet"
-            )));
+            return Err(Error::Unsupported {
+                dialect: Dialect::MySql,
+                what: format!("the value {other:?} of a {:?} column", col.column_type()),
+            });
         }
     })
 }
@@ -155,11 +157,15 @@ pub(crate) fn error(e: mysql::Error) -> Error {
         _ => (DbErrorKind::Other, None, e.to_string()),
     };
     let constraint = tandem_core::error::mysql_constraint(&message);
-    Error::Database(DbError {
-        dialect: Dialect::MySql,
-        kind,
-        code,
-        message,
-        constraint,
-    })
+    Error::Database(
+        DbError {
+            dialect: Dialect::MySql,
+            kind,
+            code,
+            message,
+            constraint,
+            source: None,
+        }
+        .with_source(e),
+    )
 }

@@ -97,7 +97,11 @@ impl ToSql for Bind<'_> {
 
 fn decode(row: &postgres::Row, i: usize) -> Result<Value> {
     let ty = row.columns()[i].type_().clone();
-    let get_err = |e: postgres::Error| Error::Usage(format!("decoding a {ty} column: {e}"));
+    let get_err = |e: postgres::Error| Error::Decode {
+        dialect: Dialect::Postgres,
+        column_type: ty.to_string(),
+        message: e.to_string(),
+    };
     macro_rules! get {
         ($t:ty, $variant:ident) => {
             row.try_get::<_, Option<$t>>(i)
@@ -121,9 +125,10 @@ fn decode(row: &postgres::Row, i: usize) -> Result<Value> {
             .map_err(get_err)?
             .map_or(Value::Null(SqlType::BigInt), |v| Value::I64(v.into())),
         other => {
-            return Err(Error::Usage(format!(
-                "PostgreSQL type {other} is not decoded by the blocking executor yet"
-            )));
+            return Err(Error::Unsupported {
+                dialect: Dialect::Postgres,
+                what: format!("the column type {other}"),
+            });
         }
     })
 }
@@ -180,7 +185,7 @@ pub(crate) fn copy_in(c: &mut PgConn, step: &Step) -> Result<u64> {
         rows,
     } = step
     else {
-        return Err(Error::Usage("copy_in needs a COPY step".into()));
+        return Err(Error::Internal("copy_in needs a COPY step".into()));
     };
     let payload = tandem_core::copy::encode_binary(schema, columns, rows)?;
     let sql = tandem_core::copy::copy_statement(schema, columns);
@@ -195,13 +200,15 @@ pub(crate) fn copy_in(c: &mut PgConn, step: &Step) -> Result<u64> {
 /// I/O failure as [`DbErrorKind::ConnectionLost`].
 pub(crate) fn error(e: postgres::Error) -> Error {
     if let Some(db) = e.as_db_error() {
-        return Error::Database(DbError {
+        let classified = DbError {
             dialect: Dialect::Postgres,
             kind: tandem_core::error::classify_postgres(db.code().code()),
             code: Some(db.code().code().to_owned()),
             message: db.message().to_owned(),
             constraint: db.constraint().map(str::to_owned),
-        });
+            source: None,
+        };
+        return Error::Database(classified.with_source(e));
     }
     let io = e.source().is_some_and(|s| s.is::<std::io::Error>());
     let kind = if e.is_closed() || io {
@@ -209,11 +216,15 @@ pub(crate) fn error(e: postgres::Error) -> Error {
     } else {
         DbErrorKind::Other
     };
-    Error::Database(DbError {
-        dialect: Dialect::Postgres,
-        kind,
-        code: None,
-        message: e.to_string(),
-        constraint: None,
-    })
+    Error::Database(
+        DbError {
+            dialect: Dialect::Postgres,
+            kind,
+            code: None,
+            message: e.to_string(),
+            constraint: None,
+            source: None,
+        }
+        .with_source(e),
+    )
 }
