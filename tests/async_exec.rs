@@ -10,7 +10,7 @@ mod support;
 use std::time::Duration;
 
 use futures_util::{StreamExt, TryStreamExt};
-use support::{Order, User, check_unique_violation_source, orders, users};
+use support::{AppError, Order, User, check_unique_violation_source, orders, users};
 use tandem_async::{
     BatchOptions, BatchTransaction, Database, DbErrorKind, Error, Find, Isolation, PoolConfig,
     TxOptions,
@@ -363,7 +363,7 @@ async fn transaction_rules(t: &ADb) {
             if tx.dialect() == tx.dialect() {
                 panic!("boom");
             }
-            Ok(())
+            Ok::<_, Error>(())
         }),
     ))
     .await;
@@ -380,7 +380,7 @@ async fn transaction_rules(t: &ADb) {
         assert!(inner.is_err());
         tx.transaction(async |tx| tx.repository::<User>().insert(&user("inner-ok", 6)).await)
             .await?;
-        Ok(())
+        Ok::<_, Error>(())
     })
     .await
     .unwrap();
@@ -389,6 +389,70 @@ async fn transaction_rules(t: &ADb) {
 async_engine_test!(
     /// Commit on Ok; rollback on Err and on panic leaves no row; a rolled-back savepoint keeps the outer work.
     transaction_rules
+);
+
+async fn own_error_type(t: &ADb) {
+    let db = &t.db;
+    setup(db).await;
+    let mut attempts = 0;
+    let refused = db
+        .transaction(async |tx| {
+            attempts += 1;
+            tx.repository::<User>().insert(&user("refused", 1)).await?;
+            Err::<(), _>(AppError::Rule("no"))
+        })
+        .await;
+    assert!(matches!(refused, Err(AppError::Rule("no"))), "{refused:?}");
+    assert_eq!(attempts, 1, "a rule failure is not retried");
+    db.repository::<User>()
+        .insert(&user("taken", 1))
+        .await
+        .unwrap();
+    let mut attempts = 0;
+    let dup = db
+        .transaction(async |tx| -> Result<(), AppError> {
+            attempts += 1;
+            tx.repository::<User>()
+                .insert(&user("before-dup", 1))
+                .await?;
+            tx.repository::<User>().insert(&user("taken", 2)).await?;
+            Ok(())
+        })
+        .await;
+    assert!(
+        matches!(&dup, Err(AppError::Db(e)) if e.kind() == Some(DbErrorKind::UniqueViolation)),
+        "{dup:?}"
+    );
+    assert_eq!(attempts, 1, "not retried");
+    assert_eq!(names(db).await, ["taken"], "rolled back");
+
+    let Some((prepare, fail)) = support::retriable_failure(db.dialect()) else {
+        return;
+    };
+    if let Some(sql) = prepare {
+        db.execute(&raw(sql, vec![])).await.unwrap();
+    }
+    let mut attempts = 0;
+    let out = db
+        .transaction(async |tx| -> Result<u32, AppError> {
+            attempts += 1;
+            tx.repository::<User>()
+                .insert(&user(&format!("attempt{attempts}"), 1))
+                .await?;
+            if attempts == 1 {
+                tx.execute(&raw(fail, vec![])).await.map_err(AppError::Db)?;
+            }
+            Ok(attempts)
+        })
+        .await
+        .unwrap();
+    assert_eq!(out, 2, "the retriable failure reran the transaction");
+    assert_eq!(names(db).await, ["taken", "attempt2"]);
+}
+async_engine_test!(
+    /// A transaction whose closure returns the application's own error type: any `Err` rolls back; only a
+    /// retriable database failure (a real one from the server, turned into the app's error) reruns it.
+    own_error_type
 );
 
 /// Waits (up to 5 s) for a background rollback to land.
@@ -617,7 +681,7 @@ async fn cancellation(t: &ADb) {
         db.transaction(async |tx| {
             tx.repository::<User>().insert(&user("never", 1)).await?;
             tokio::time::sleep(Duration::from_secs(5)).await;
-            Ok(())
+            Ok::<_, Error>(())
         }),
     )
     .await;
@@ -757,7 +821,7 @@ async fn streams_in_transactions(t: &ADb) {
                 3_000,
                 "the connection came back from the stream"
             );
-            Ok(n)
+            Ok::<_, Error>(n)
         })
         .await
         .unwrap();
@@ -799,7 +863,7 @@ async fn killed_mid_transaction(t: &ADb) {
             tx.repository::<User>()
                 .insert(&user("doomed-too", 2))
                 .await?;
-            Ok(())
+            Ok::<_, Error>(())
         })
         .await
         .unwrap_err();
@@ -966,7 +1030,7 @@ async fn real_conflict_is_retried(t: &ADb) {
                             .filter(users::name.eq(second))
                     })
                     .await?;
-                    Ok(())
+                    Ok::<_, Error>(())
                 },
             )
             .await
@@ -1074,6 +1138,7 @@ fn main() {
             batch_beyond_parameter_limit::cases(),
             transaction_rules::cases(),
             transaction_options_and_retry::cases(),
+            own_error_type::cases(),
             bad_input::cases(),
             cancellation::cases(),
             cancelled_transactions::cases(),

@@ -10,7 +10,7 @@ mod support;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use db::TestDb;
-use support::{Order, User, check_unique_violation_source, orders, users};
+use support::{AppError, Order, User, check_unique_violation_source, orders, users};
 use tandem_blocking::{
     BatchOptions, BatchTransaction, Database, DbErrorKind, Error, Find, Isolation, PoolConfig,
     TxOptions,
@@ -195,7 +195,7 @@ engine_test!(
                 tx.repository::<User>().insert(&user("panic", 3))?;
                 panic!("boom");
                 #[allow(unreachable_code)]
-                Ok(())
+                Ok::<_, Error>(())
             })
         }));
         assert!(panicked.is_err());
@@ -210,7 +210,7 @@ engine_test!(
             });
             assert!(inner.is_err());
             tx.transaction(|tx| tx.repository::<User>().insert(&user("inner-ok", 6)))?;
-            Ok(())
+            Ok::<_, Error>(())
         })
         .unwrap();
         assert_eq!(names(db), ["kept", "outer", "inner-ok"]);
@@ -263,6 +263,55 @@ engine_test!(
             Err::<(), _>(Error::Usage("not retriable".into()))
         });
         assert_eq!(once, 1);
+    }
+);
+
+engine_test!(
+    /// A transaction whose closure returns the application's own error type: any `Err` rolls back; only a
+    /// retriable database failure (here a real one from the server, turned into the app's error) reruns it.
+    own_error_type,
+    |t: &TestDb| {
+        let db = &t.db;
+        setup(db);
+        let mut attempts = 0;
+        let refused = db.transaction(|tx| {
+            attempts += 1;
+            tx.repository::<User>().insert(&user("refused", 1))?;
+            Err::<(), _>(AppError::Rule("no"))
+        });
+        assert!(matches!(refused, Err(AppError::Rule("no"))), "{refused:?}");
+        assert_eq!(attempts, 1, "a rule failure is not retried");
+        db.repository::<User>().insert(&user("taken", 1)).unwrap();
+        let mut attempts = 0;
+        let dup = db.transaction(|tx| -> Result<(), AppError> {
+            attempts += 1;
+            tx.repository::<User>().insert(&user("before-dup", 1))?;
+            tx.repository::<User>().insert(&user("taken", 2))?;
+            Ok(())
+        });
+        assert!(
+            matches!(&dup, Err(AppError::Db(e)) if e.kind() == Some(DbErrorKind::UniqueViolation)),
+            "{dup:?}"
+        );
+        assert_eq!((attempts, names(db)), (1, vec!["taken".to_string()]), "rolled back, not retried");
+
+        let Some((prepare, fail)) = support::retriable_failure(db.dialect()) else { return };
+        if let Some(sql) = prepare {
+            db.execute(&raw(sql, vec![])).unwrap();
+        }
+        let mut attempts = 0;
+        let out = db
+            .transaction(|tx| -> Result<u32, AppError> {
+                attempts += 1;
+                tx.repository::<User>().insert(&user(&format!("attempt{attempts}"), 1))?;
+                if attempts == 1 {
+                    tx.execute(&raw(fail, vec![])).map_err(AppError::Db)?;
+                }
+                Ok(attempts)
+            })
+            .unwrap();
+        assert_eq!(out, 2, "the retriable failure reran the transaction");
+        assert_eq!(names(db), ["taken", "attempt2"]);
     }
 );
 
@@ -338,7 +387,7 @@ engine_test!(
                 }
                 drop(s);
                 assert_eq!(r.count()?, 3_000);
-                Ok(n)
+                Ok::<_, Error>(n)
             })
             .unwrap();
         assert_eq!(n, 3_000);
@@ -364,7 +413,7 @@ fn killed_mid_transaction(t: &TestDb) {
             admin.execute(&raw(kill(id), vec![]))?;
             std::thread::sleep(std::time::Duration::from_millis(100));
             tx.repository::<User>().insert(&user("doomed-too", 2))?;
-            Ok(())
+            Ok::<_, Error>(())
         })
         .unwrap_err();
     assert_eq!(err.kind(), Some(DbErrorKind::ConnectionLost), "{err}");
@@ -527,7 +576,7 @@ fn real_conflict_is_retried(t: &TestDb) {
                         u.set(users::age, users::age + 1)
                             .filter(users::name.eq(second))
                     })?;
-                    Ok(())
+                    Ok::<_, Error>(())
                 },
             )
         })
@@ -649,6 +698,7 @@ fn main() {
                 "transaction_options_and_retry",
                 transaction_options_and_retry::run,
             ),
+            harness::engines("own_error_type", own_error_type::run),
             harness::engines("bad_input", bad_input::run),
             harness::engines("streams", streams::run),
             vec![harness::Case::new(

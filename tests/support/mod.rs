@@ -67,3 +67,40 @@ pub fn check_unique_violation_source(
         );
     }
 }
+
+/// A statement that the server fails with a real retriable error (PostgreSQL serialization failure 40001,
+/// MariaDB deadlock 1213), and what must run once before it; `None` on SQLite, whose retriable error (busy)
+/// takes a second writer and its busy timeout to produce.
+pub fn retriable_failure(
+    dialect: tandem_sql::Dialect,
+) -> Option<(Option<&'static str>, &'static str)> {
+    match dialect {
+        tandem_sql::Dialect::Postgres => Some((
+            None,
+            "DO $$ BEGIN RAISE EXCEPTION 'simulated' USING ERRCODE = '40001'; END $$",
+        )),
+        tandem_sql::Dialect::MySql => Some((
+            Some(
+                "CREATE PROCEDURE IF NOT EXISTS tandem_simulated_deadlock() \
+                 SIGNAL SQLSTATE '40001' SET MYSQL_ERRNO = 1213, MESSAGE_TEXT = 'simulated deadlock'",
+            ),
+            "CALL tandem_simulated_deadlock()",
+        )),
+        tandem_sql::Dialect::Sqlite => None,
+    }
+}
+
+/// An application's own error type, for transactions whose closures return it.
+#[derive(Debug)]
+pub enum AppError {
+    /// A database failure.
+    Db(tandem_core::Error),
+    /// A business rule said no.
+    Rule(&'static str),
+}
+
+impl From<tandem_core::Error> for AppError {
+    fn from(e: tandem_core::Error) -> Self {
+        AppError::Db(e)
+    }
+}

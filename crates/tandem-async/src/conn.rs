@@ -64,6 +64,9 @@ pub(crate) struct Conn {
     /// Set before a transaction's first statement is sent and cleared once it has ended: a `Conn` dropped
     /// with it set (its future was cancelled somewhere in between) must not go back to the pool as it is.
     pub(crate) in_transaction: bool,
+    /// Set when a statement failed with a retriable error (deadlock, serialization failure, busy): a
+    /// transaction reads it to decide on a retry whatever error type its closure returned.
+    pub(crate) retriable_seen: bool,
     _permit: Option<Permit>,
     /// The pool's record of lost connections (sqlx pools; the rusqlite path keeps its own).
     losses: Option<Arc<tandem_pool::LossClock>>,
@@ -151,6 +154,7 @@ impl Conn {
         Conn {
             link,
             in_transaction: false,
+            retriable_seen: false,
             _permit: permit,
             losses,
         }
@@ -284,8 +288,14 @@ impl Conn {
         Ok(outcomes)
     }
 
-    /// A connection that broke is closed instead of going back to the pool.
+    /// A connection that broke is closed instead of going back to the pool; a retriable failure is
+    /// remembered.
     fn note<T>(&mut self, result: Result<T>) -> Result<T> {
+        if let Err(e) = &result
+            && e.is_retriable()
+        {
+            self.retriable_seen = true;
+        }
         if let Err(Error::Database(DbError {
             kind: tandem_core::DbErrorKind::ConnectionLost,
             ..

@@ -369,32 +369,47 @@ impl Database {
 
     /// Runs `f` in a transaction with default options: commit on `Ok`; rollback on `Err`, on panic and when
     /// this future is dropped before it finishes; the whole transaction rerun on a retriable error (up to 3
-    /// attempts).
-    pub async fn transaction<T>(&self, f: impl AsyncFnMut(&Transaction) -> Result<T>) -> Result<T> {
+    /// attempts). `f` returns tandem's [`Error`] or an error type of the caller's own that tandem's converts
+    /// into; see [`Database::transaction_with`].
+    pub async fn transaction<T, E: From<Error> + 'static>(
+        &self,
+        f: impl AsyncFnMut(&Transaction) -> Result<T, E>,
+    ) -> Result<T, E> {
         self.transaction_with(TxOptions::default(), f).await
     }
 
-    /// Runs `f` in a transaction with these options.
-    pub async fn transaction_with<T>(
+    /// Runs `f` in a transaction with these options. Any `Err` rolls back. The attempt is run again (up to
+    /// `opts.max_attempts`) when it failed because of a retriable database error — the error `f` returned
+    /// is tandem's and retriable, or one of the transaction's statements failed retriably, whatever error
+    /// `f` turned that into (see [`TxOptions::should_retry_any`]).
+    pub async fn transaction_with<T, E: From<Error> + 'static>(
         &self,
         opts: TxOptions,
-        mut f: impl AsyncFnMut(&Transaction) -> Result<T>,
-    ) -> Result<T> {
+        mut f: impl AsyncFnMut(&Transaction) -> Result<T, E>,
+    ) -> Result<T, E> {
         let mut attempt = 1;
         loop {
             let conn = self.acquire().await?;
-            let tx = Transaction::begin(conn, &opts).await?;
+            let tx = match Transaction::begin(conn, &opts).await {
+                Ok(tx) => tx,
+                Err(e) if opts.should_retry(&e, attempt) => {
+                    attempt += 1;
+                    continue;
+                }
+                Err(e) => return Err(e.into()),
+            };
             let result = match f(&tx).await {
-                Ok(v) => tx.end(&opts, true).await.map(|()| v),
+                Ok(v) => tx.end(&opts, true).await.map(|()| v).map_err(E::from),
                 Err(e) => {
                     let _ = tx.end(&opts, false).await;
                     Err(e)
                 }
             };
+            let seen = result.is_err() && tx.retriable_seen().await;
             drop(tx);
             match result {
-                Err(e) if opts.should_retry(&e, attempt) => {
-                    tracing::debug!(attempt, error = %e, "retrying transaction");
+                Err(e) if opts.should_retry_any(&e, seen, attempt) => {
+                    tracing::debug!(attempt, "retrying transaction");
                     attempt += 1;
                 }
                 other => return other,

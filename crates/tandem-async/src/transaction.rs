@@ -33,6 +33,7 @@ impl Transaction {
         let dialect = conn.dialect();
         // From here until the transaction has ended, dropping the connection does not pool it as it is.
         conn.in_transaction = true;
+        conn.retriable_seen = false;
         for sql in tx::begin(dialect, opts) {
             conn.simple(&sql).await?;
         }
@@ -63,6 +64,14 @@ impl Transaction {
         }
         self.ended.store(true, Ordering::SeqCst);
         result
+    }
+
+    /// Whether one of this transaction's statements failed with a retriable error.
+    pub(crate) async fn retriable_seen(&self) -> bool {
+        match self.conn().await.as_deref() {
+            Ok(Slot::Here(c)) => c.retriable_seen,
+            _ => false,
+        }
     }
 
     async fn run_all(&self, statements: Vec<String>) -> Result<()> {
@@ -161,14 +170,14 @@ impl Transaction {
 
     /// A nested transaction: a savepoint, released on `Ok`, rolled back to on `Err`; the outer transaction
     /// goes on either way.
-    pub async fn transaction<T>(
+    pub async fn transaction<T, E: From<Error>>(
         &self,
-        mut f: impl AsyncFnMut(&Transaction) -> Result<T>,
-    ) -> Result<T> {
+        mut f: impl AsyncFnMut(&Transaction) -> Result<T, E>,
+    ) -> Result<T, E> {
         let depth = self.depth.fetch_add(1, Ordering::SeqCst) + 1;
         if let Err(e) = self.simple(&tx::savepoint(depth)).await {
             self.depth.fetch_sub(1, Ordering::SeqCst);
-            return Err(e);
+            return Err(e.into());
         }
         let result = f(self).await;
         self.depth.fetch_sub(1, Ordering::SeqCst);

@@ -66,7 +66,7 @@ where
     } = {
         // begin/commit rather than a closure: the caller's future must be Send.
         let tx = db.begin(TxOptions::default()).await?;
-        match start(&tx, job).await? {
+        match start(&tx, job).await {
             Ok(start) => {
                 tx.commit().await?;
                 start
@@ -152,15 +152,10 @@ async fn lock<S, T>(
 /// Creates the run inside `tx`: earlier unfinished runs marked FAILED, the new execution row, and its steps
 /// (fresh partitions, or the steps of the latest run that has any, carried over with their checkpoints). The
 /// caller commits; a run that stops at any point leaves either all of this or none of it.
-async fn start<S: Entity, T>(
-    tx: &Transaction,
-    job: &BatchJob<S, T>,
-) -> tandem_core::Result<Result<Start, JobError>> {
+async fn start<S: Entity, T>(tx: &Transaction, job: &BatchJob<S, T>) -> Result<Start, JobError> {
     let jobs = tx.repository::<JobExecution>();
     let last: Option<JobExecution> = jobs.find_all(last_run_query(job)).await?.try_next().await?;
-    if let Err(e) = check_last_run(job, last.as_ref()) {
-        return Ok(Err(e));
-    }
+    check_last_run(job, last.as_ref())?;
     tx.execute(&abandon_statement(job)).await?;
     let resume_from: Option<JobExecution> =
         jobs.find_all(resume_query(job)).await?.try_next().await?;
@@ -182,12 +177,12 @@ async fn start<S: Entity, T>(
         let ids = tx.repository::<StepExecution>().insert_all(&steps).await?;
         set_step_ids(&mut steps, ids);
     }
-    Ok(Ok(Start {
+    Ok(Start {
         execution,
         steps,
         resumed,
         source_rows,
-    }))
+    })
 }
 
 async fn run_step<S, T>(

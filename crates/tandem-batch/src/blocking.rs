@@ -133,9 +133,7 @@ fn start<S: Entity, T>(db: &Database, job: &BatchJob<S, T>) -> Result<Start, Job
     db.transaction(|tx| {
         let jobs = tx.repository::<JobExecution>();
         let last: Option<JobExecution> = jobs.find_all(last_run_query(job))?.next().transpose()?;
-        if let Err(e) = check_last_run(job, last.as_ref()) {
-            return Ok(Err(e));
-        }
+        check_last_run(job, last.as_ref())?;
         tx.execute(&abandon_statement(job))?;
         let resume_from: Option<JobExecution> =
             jobs.find_all(resume_query(job))?.next().transpose()?;
@@ -154,13 +152,13 @@ fn start<S: Entity, T>(db: &Database, job: &BatchJob<S, T>) -> Result<Start, Job
             let ids = tx.repository::<StepExecution>().insert_all(&steps)?;
             set_step_ids(&mut steps, ids);
         }
-        Ok(Ok(Start {
+        Ok(Start {
             execution,
             steps,
             resumed,
             source_rows,
-        }))
-    })?
+        })
+    })
 }
 
 fn run_step<S, T>(
@@ -210,7 +208,7 @@ where
                     };
                     let duplicates = chunk.rows.len() as u64 - written;
                     tx.execute(&checkpoint_statement(step.id, &chunk, written, duplicates))?;
-                    Ok((written, duplicates))
+                    Ok::<_, tandem_core::Error>((written, duplicates))
                 })?;
                 after = chunk.last_key;
                 report.read += chunk.read;

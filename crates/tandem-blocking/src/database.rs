@@ -288,27 +288,34 @@ impl Database {
     }
 
     /// Runs `f` in a transaction with default options: commit on `Ok`, rollback on `Err` or panic, the whole
-    /// transaction rerun on a retriable error (up to 3 attempts).
-    pub fn transaction<T>(&self, f: impl FnMut(&Transaction) -> Result<T>) -> Result<T> {
+    /// transaction rerun on a retriable error (up to 3 attempts). `f` returns tandem's [`Error`] or an
+    /// error type of the caller's own that tandem's converts into; see [`Database::transaction_with`].
+    pub fn transaction<T, E: From<Error> + 'static>(
+        &self,
+        f: impl FnMut(&Transaction) -> Result<T, E>,
+    ) -> Result<T, E> {
         self.transaction_with(TxOptions::default(), f)
     }
 
     // ANCHOR: transaction
-    /// Runs `f` in a transaction with these options.
-    pub fn transaction_with<T>(
+    /// Runs `f` in a transaction with these options. Any `Err` rolls back. The attempt is run again (up to
+    /// `opts.max_attempts`) when it failed because of a retriable database error — the error `f` returned
+    /// is tandem's and retriable, or one of the transaction's statements failed retriably, whatever error
+    /// `f` turned that into (see [`TxOptions::should_retry_any`]).
+    pub fn transaction_with<T, E: From<Error> + 'static>(
         &self,
         opts: TxOptions,
-        mut f: impl FnMut(&Transaction) -> Result<T>,
-    ) -> Result<T> {
+        mut f: impl FnMut(&Transaction) -> Result<T, E>,
+    ) -> Result<T, E> {
         let mut attempt = 1;
         loop {
             let conn = self.acquire()?;
             match Transaction::run_closure(conn, &opts, &mut f) {
-                Err(e) if opts.should_retry(&e, attempt) => {
-                    tracing::debug!(attempt, error = %e, "retrying transaction");
+                (Err(e), seen) if opts.should_retry_any(&e, seen, attempt) => {
+                    tracing::debug!(attempt, "retrying transaction");
                     attempt += 1;
                 }
-                other => return other,
+                (other, _) => return other,
             }
         }
     }

@@ -20,11 +20,13 @@ pub struct Transaction {
 }
 
 impl Transaction {
-    pub(crate) fn run_closure<T>(
-        conn: Pooled,
+    /// Runs one attempt; the flag says whether a statement failed with a retriable error meanwhile.
+    pub(crate) fn run_closure<T, E: From<Error>>(
+        mut conn: Pooled,
         opts: &TxOptions,
-        f: &mut dyn FnMut(&Transaction) -> Result<T>,
-    ) -> Result<T> {
+        f: &mut dyn FnMut(&Transaction) -> Result<T, E>,
+    ) -> (Result<T, E>, bool) {
+        conn.retriable_seen = false;
         let dialect = conn.dialect();
         let tx = Transaction {
             slot: RefCell::new(Some(conn)),
@@ -34,16 +36,19 @@ impl Transaction {
         let span = tracing::debug_span!("transaction", %dialect);
         let _enter = span.enter();
         for sql in tx::begin(dialect, opts) {
-            tx.simple(&sql)?;
+            if let Err(e) = tx.simple(&sql) {
+                let retriable = e.is_retriable();
+                return (Err(e.into()), retriable);
+            }
         }
-        match catch_unwind(AssertUnwindSafe(|| f(&tx))) {
+        let result = match catch_unwind(AssertUnwindSafe(|| f(&tx))) {
             Ok(Ok(value)) => match tx.finish(opts, true) {
                 Ok(()) => Ok(value),
                 Err(e) => {
                     // A failed COMMIT can leave the transaction open (SQLite busy): end it before the
                     // connection goes back to the pool.
                     let _ = tx.finish(opts, false);
-                    Err(e)
+                    Err(e.into())
                 }
             },
             Ok(Err(e)) => {
@@ -54,7 +59,9 @@ impl Transaction {
                 let _ = tx.finish(opts, false);
                 resume_unwind(panic)
             }
-        }
+        };
+        let seen = tx.slot.borrow().as_ref().is_some_and(|c| c.retriable_seen);
+        (result, seen)
     }
 
     fn finish(&self, opts: &TxOptions, commit: bool) -> Result<()> {
@@ -133,7 +140,10 @@ impl Transaction {
 
     /// A nested transaction: a savepoint, released on `Ok`, rolled back to on `Err` or panic; the outer
     /// transaction goes on either way.
-    pub fn transaction<T>(&self, mut f: impl FnMut(&Transaction) -> Result<T>) -> Result<T> {
+    pub fn transaction<T, E: From<Error>>(
+        &self,
+        mut f: impl FnMut(&Transaction) -> Result<T, E>,
+    ) -> Result<T, E> {
         let depth = self.depth.get() + 1;
         self.simple(&tx::savepoint(depth))?;
         self.depth.set(depth);

@@ -74,6 +74,22 @@ impl TxOptions {
     pub fn should_retry(&self, err: &Error, attempt: u32) -> bool {
         attempt < self.max_attempts && err.is_retriable()
     }
+
+    /// [`TxOptions::should_retry`] for a transaction whose closure returns its own error type: the attempt
+    /// is run again when that error is tandem's and retriable, or when one of the transaction's statements
+    /// (BEGIN and COMMIT included) failed with a retriable error during the attempt (`seen_retriable`) —
+    /// the closure's error then comes from it, whatever type it was turned into.
+    pub fn should_retry_any<E: 'static>(
+        &self,
+        err: &E,
+        seen_retriable: bool,
+        attempt: u32,
+    ) -> bool {
+        let ours = (err as &dyn std::any::Any)
+            .downcast_ref::<Error>()
+            .is_some_and(Error::is_retriable);
+        attempt < self.max_attempts && (ours || seen_retriable)
+    }
 }
 
 /// The statements that open a transaction with `opts` on `dialect`, in order.

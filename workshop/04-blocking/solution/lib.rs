@@ -37,7 +37,9 @@ impl From<tandem_blocking::Error> for TransferError {
 // ANCHOR: transfer
 /// Moves `amount` from `from` to `to` in one transaction.
 pub fn transfer(db: &Database, from: i64, to: i64, amount: i64) -> Result<(), TransferError> {
-    let outcome = db.transaction(|tx| {
+    // The closure returns our own error type: any `Err` rolls the whole transaction back, and tandem's
+    // errors convert into it with `?` (`From<tandem_blocking::Error>`).
+    db.transaction(|tx| {
         let repo = tx.repository::<Account>();
         // Debit first, conditionally: the row lock it takes makes concurrent transfers wait their turn.
         let debited = repo.update_all(|u| {
@@ -45,30 +47,21 @@ pub fn transfer(db: &Database, from: i64, to: i64, amount: i64) -> Result<(), Tr
                 .filter(accounts::id.eq(from).and(accounts::balance.ge(amount)))
         })?;
         if debited == 0 {
-            let missing = !repo.exists_by_id(from)?;
-            return Ok(Err(if missing {
-                TransferError::NoAccount
-            } else {
+            return Err(if repo.exists_by_id(from)? {
                 TransferError::Insufficient
-            }));
+            } else {
+                TransferError::NoAccount
+            });
         }
         let credited = repo.update_all(|u| {
             u.set(accounts::balance, accounts::balance + amount)
                 .filter(accounts::id.eq(to))
         })?;
         if credited == 0 {
-            // Err rolls the whole transaction back, the debit included.
-            return Err(tandem_blocking::Error::NotFound {
-                table: "accounts".into(),
-                key: to.to_string(),
-            });
+            // The debit above is rolled back with the rest.
+            return Err(TransferError::NoAccount);
         }
-        Ok(Ok(()))
-    });
-    match outcome {
-        Ok(result) => result,
-        Err(tandem_blocking::Error::NotFound { .. }) => Err(TransferError::NoAccount),
-        Err(e) => Err(e.into()),
-    }
+        Ok(())
+    })
 }
 // ANCHOR_END: transfer

@@ -42,7 +42,8 @@ impl From<tandem_blocking::Error> for TransferError {
 
 // ANCHOR: transfer
 /// TODO: moves `amount` cents from account `from` to account `to`, in one transaction
-/// (`db.transaction(|tx| ..)`): both balances change, or neither does.
+/// (`db.transaction(|tx| ..)`, whose closure may return `TransferError` itself: any `Err` rolls back):
+/// both balances change, or neither does.
 ///
 /// - `from` would go below zero: `Err(TransferError::Insufficient)`, nothing changed;
 /// - `from` or `to` does not exist: `Err(TransferError::NoAccount)`, nothing changed;

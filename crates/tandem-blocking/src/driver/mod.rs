@@ -27,6 +27,9 @@ pub struct Conn {
     /// The pool's record of lost connections, and when this one was last known good on it.
     pub(crate) losses: Option<Arc<tandem_pool::LossClock>>,
     pub(crate) known_good: u64,
+    /// Set when a statement failed with a retriable error (deadlock, serialization failure, busy): a
+    /// transaction reads it to decide on a retry whatever error type its closure returned.
+    pub(crate) retriable_seen: bool,
 }
 
 /// Connect attempts given up on whose thread is still blocked in the driver (see [`bounded`]).
@@ -94,6 +97,7 @@ impl Conn {
             broken: false,
             losses: None,
             known_good: 0,
+            retriable_seen: false,
         })
     }
 
@@ -165,8 +169,14 @@ impl Conn {
         }
     }
 
-    /// Marks the connection broken when an error says it is, and tells the pool.
+    /// Marks the connection broken when an error says it is, and tells the pool; remembers a retriable
+    /// failure.
     fn note<T>(&mut self, result: Result<T>) -> Result<T> {
+        if let Err(e) = &result
+            && e.is_retriable()
+        {
+            self.retriable_seen = true;
+        }
         if let Err(Error::Database(DbError {
             kind: tandem_core::DbErrorKind::ConnectionLost,
             ..
