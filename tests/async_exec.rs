@@ -391,6 +391,77 @@ async_engine_test!(
     transaction_rules
 );
 
+async fn typed_loads(t: &ADb) {
+    let db = &t.db;
+    setup(db).await;
+    let users_repo = db.repository::<User>();
+    let ann = users_repo
+        .insert(&User {
+            email: Some("ann@x".into()),
+            ..user("ann", 30)
+        })
+        .await
+        .unwrap();
+    users_repo.insert(&user("bob", 40)).await.unwrap();
+    db.repository::<Order>()
+        .insert(&Order {
+            id: 0,
+            user_id: ann,
+            code: "A1".into(),
+            total: 2.5,
+            shipped: true,
+        })
+        .await
+        .unwrap();
+    let q = users::table
+        .select((users::name, users::age, users::email))
+        .order_by(users::id.asc());
+    let rows: Vec<(String, i32, Option<String>)> = db.load(&q).await.unwrap();
+    assert_eq!(
+        rows,
+        [
+            ("ann".into(), 30, Some("ann@x".into())),
+            ("bob".into(), 40, None)
+        ]
+    );
+    let everyone: Vec<User> = db
+        .load(&users::table.select_all().order_by(users::id.asc()))
+        .await
+        .unwrap();
+    assert_eq!(everyone.len(), 2);
+    let joined = users::table
+        .left_join(orders::table, orders::user_id.eq(users::id))
+        .select((users::name, orders::code))
+        .order_by(users::id.asc());
+    let rows: Vec<(String, Option<String>)> = db.load(&joined).await.unwrap();
+    assert_eq!(
+        rows,
+        [("ann".into(), Some("A1".into())), ("bob".into(), None)]
+    );
+    let none: Vec<(i64, Option<i64>)> = db
+        .load(
+            &users::table
+                .filter(users::age.gt(100))
+                .select((count_star(), sum(users::age))),
+        )
+        .await
+        .unwrap();
+    assert_eq!(none, [(0, None)]);
+    let in_tx: Vec<(String,)> = db
+        .transaction(async |tx| {
+            tx.load(&users::table.select(users::name).filter(users::age.lt(35)))
+                .await
+        })
+        .await
+        .unwrap();
+    assert_eq!(in_tx, [("ann".to_string(),)]);
+}
+async_engine_test!(
+    /// Typed loads: tuples of the selected columns' types, `Option` for nullable ones, the entity from
+    /// `select_all()`, inside a transaction too.
+    typed_loads
+);
+
 async fn own_error_type(t: &ADb) {
     let db = &t.db;
     setup(db).await;
@@ -1139,6 +1210,7 @@ fn main() {
             transaction_rules::cases(),
             transaction_options_and_retry::cases(),
             own_error_type::cases(),
+            typed_loads::cases(),
             bad_input::cases(),
             cancellation::cases(),
             cancelled_transactions::cases(),

@@ -267,6 +267,48 @@ engine_test!(
 );
 
 engine_test!(
+    /// Typed loads: tuples of the selected columns' types, `Option` for nullable columns (an `Option` field,
+    /// a LEFT JOINed table, SUM), the entity from `select_all()`, inside a transaction too.
+    typed_loads,
+    |t: &TestDb| {
+        let db = &t.db;
+        setup(db);
+        let users_repo = db.repository::<User>();
+        let ann = users_repo.insert(&User { email: Some("ann@x".into()), ..user("ann", 30) }).unwrap();
+        users_repo.insert(&user("bob", 40)).unwrap();
+        db.repository::<Order>()
+            .insert(&Order { id: 0, user_id: ann, code: "A1".into(), total: 2.5, shipped: true })
+            .unwrap();
+
+        let q = users::table.select((users::name, users::age, users::email)).order_by(users::id.asc());
+        let rows: Vec<(String, i32, Option<String>)> = db.load(&q).unwrap();
+        assert_eq!(rows, [("ann".into(), 30, Some("ann@x".into())), ("bob".into(), 40, None)]);
+
+        let everyone: Vec<User> = db.load(&users::table.select_all().order_by(users::id.asc())).unwrap();
+        assert_eq!(everyone.iter().map(|u| u.name.as_str()).collect::<Vec<_>>(), ["ann", "bob"]);
+
+        let joined = users::table
+            .left_join(orders::table, orders::user_id.eq(users::id))
+            .select((users::name, orders::code, orders::total))
+            .order_by(users::id.asc());
+        let rows: Vec<(String, Option<String>, Option<f64>)> = db.load(&joined).unwrap();
+        assert_eq!(rows, [("ann".into(), Some("A1".into()), Some(2.5)), ("bob".into(), None, None)]);
+
+        let counted: Vec<(i64, Option<i64>)> =
+            db.load(&users::table.select((count_star(), sum(users::age)))).unwrap();
+        assert_eq!(counted, [(2, Some(70))]);
+        let none: Vec<(i64, Option<i64>)> =
+            db.load(&users::table.filter(users::age.gt(100)).select((count_star(), sum(users::age)))).unwrap();
+        assert_eq!(none, [(0, None)], "SUM over no rows is NULL, which is why it loads into an Option");
+
+        let in_tx: Vec<(String,)> = db
+            .transaction(|tx| tx.load(&users::table.select(users::name).filter(users::age.lt(35))))
+            .unwrap();
+        assert_eq!(in_tx, [("ann".to_string(),)]);
+    }
+);
+
+engine_test!(
     /// A transaction whose closure returns the application's own error type: any `Err` rolls back; only a
     /// retriable database failure (here a real one from the server, turned into the app's error) reruns it.
     own_error_type,
@@ -699,6 +741,7 @@ fn main() {
                 transaction_options_and_retry::run,
             ),
             harness::engines("own_error_type", own_error_type::run),
+            harness::engines("typed_loads", typed_loads::run),
             harness::engines("bad_input", bad_input::run),
             harness::engines("streams", streams::run),
             vec![harness::Case::new(

@@ -135,6 +135,17 @@ impl Transaction {
             .collect()
     }
 
+    /// All rows of a typed query, read into `T` (see [`crate::Database::load`]).
+    pub async fn load<T, QS, Out>(
+        &self,
+        query: &tandem_sql::typed::SelectQuery<QS, Out>,
+    ) -> Result<Vec<T>>
+    where
+        T: tandem_sql::typed::Load<Out>,
+    {
+        self.fetch_all(query).await
+    }
+
     /// The first row, or [`Error::RowNotFound`].
     pub async fn fetch_one<T: FromRow>(&self, stmt: &impl Render) -> Result<T> {
         self.fetch_optional(stmt).await?.ok_or(Error::RowNotFound)

@@ -260,6 +260,18 @@ impl Database {
         collect(&mut conn, &r)
     }
 
+    /// All rows of a typed query, read into `T` — checked at compile time: a tuple of the selected columns'
+    /// types (an `Option` for a column that may be NULL), or the table's entity from `select_all()`.
+    pub fn load<T, QS, Out>(
+        &self,
+        query: &tandem_sql::typed::SelectQuery<QS, Out>,
+    ) -> Result<Vec<T>>
+    where
+        T: tandem_sql::typed::Load<Out>,
+    {
+        self.fetch_all(query)
+    }
+
     /// The first row, or [`Error::RowNotFound`].
     pub fn fetch_one<T: FromRow>(&self, stmt: &impl Render) -> Result<T> {
         self.fetch_optional(stmt)?.ok_or(Error::RowNotFound)

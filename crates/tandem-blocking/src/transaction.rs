@@ -106,6 +106,17 @@ impl Transaction {
         self.with_conn(|c| collect(c, &r))
     }
 
+    /// All rows of a typed query, read into `T` (see [`crate::Database::load`]).
+    pub fn load<T, QS, Out>(
+        &self,
+        query: &tandem_sql::typed::SelectQuery<QS, Out>,
+    ) -> Result<Vec<T>>
+    where
+        T: tandem_sql::typed::Load<Out>,
+    {
+        self.fetch_all(query)
+    }
+
     /// The first row, or [`Error::RowNotFound`].
     pub fn fetch_one<T: FromRow>(&self, stmt: &impl Render) -> Result<T> {
         self.fetch_optional(stmt)?.ok_or(Error::RowNotFound)

@@ -99,3 +99,40 @@ ordered!(
     TimestampTz,
     Uuid
 );
+
+/// Whether an expression can be NULL, at compile time: [`NotNull`] or [`Nullable`]. A column is nullable when
+/// its field is an `Option`, and every column of a LEFT JOINed table is (it reads NULL where nothing matched);
+/// computed expressions are nullable except `COUNT`.
+pub trait Nullability: 'static {
+    /// Nullable when either is.
+    type Or<N: Nullability>: Nullability;
+}
+
+/// Never NULL.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct NotNull;
+/// May be NULL.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Nullable;
+
+impl Nullability for NotNull {
+    type Or<N: Nullability> = N;
+}
+impl Nullability for Nullable {
+    type Or<N: Nullability> = Nullable;
+}
+
+/// A value of nullability `Self` may be read into a Rust type of nullability `Target`: a nullable one only
+/// into an `Option`.
+#[diagnostic::on_unimplemented(
+    message = "a column that may be NULL cannot be read into a non-`Option` type",
+    label = "this selected column may be NULL (an `Option` field, or a LEFT JOINed table)",
+    note = "read it into an `Option<_>`"
+)]
+pub trait FitsIn<Target> {}
+impl FitsIn<NotNull> for NotNull {}
+impl FitsIn<Nullable> for NotNull {}
+impl FitsIn<Nullable> for Nullable {}
+
+/// One column of a query's output, as the typed layer knows it: its kind `K` and nullability `N`.
+pub struct Cell<K, N>(std::marker::PhantomData<fn() -> (K, N)>);

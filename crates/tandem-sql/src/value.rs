@@ -209,6 +209,8 @@ pub trait SqlValue: Sized {
     const SQL_TYPE: SqlType;
     /// Whether the column may hold NULL (true only for `Option<T>`).
     const NULLABLE: bool = false;
+    /// The same, at compile time: [`kind::Nullable`] for `Option<T>`, [`kind::NotNull`] otherwise.
+    type Null: kind::Nullability;
     /// Converts into a bound value.
     fn into_value(self) -> Value;
     /// Converts a decoded cell back.
@@ -230,6 +232,7 @@ macro_rules! integer_value {
     ($t:ty, $variant:ident, $kind:ident, $sql:ident, $name:literal) => {
         impl SqlValue for $t {
             type Kind = kind::$kind;
+            type Null = kind::NotNull;
             const SQL_TYPE: SqlType = SqlType::$sql;
             fn into_value(self) -> Value {
                 Value::$variant(self)
@@ -256,6 +259,7 @@ integer_value!(i64, I64, BigInt, BigInt, "i64");
 
 impl SqlValue for bool {
     type Kind = kind::Bool;
+    type Null = kind::NotNull;
     const SQL_TYPE: SqlType = SqlType::Bool;
     fn into_value(self) -> Value {
         Value::Bool(self)
@@ -278,6 +282,7 @@ impl SqlValue for bool {
 
 impl SqlValue for f64 {
     type Kind = kind::Double;
+    type Null = kind::NotNull;
     const SQL_TYPE: SqlType = SqlType::Double;
     fn into_value(self) -> Value {
         Value::F64(self)
@@ -294,6 +299,7 @@ impl SqlValue for f64 {
 
 impl SqlValue for f32 {
     type Kind = kind::Real;
+    type Null = kind::NotNull;
     const SQL_TYPE: SqlType = SqlType::Real;
     fn into_value(self) -> Value {
         Value::F32(self)
@@ -310,6 +316,7 @@ impl SqlValue for f32 {
 
 impl SqlValue for String {
     type Kind = kind::Text;
+    type Null = kind::NotNull;
     const SQL_TYPE: SqlType = SqlType::Text;
     fn into_value(self) -> Value {
         Value::Text(self)
@@ -329,6 +336,7 @@ impl SqlValue for String {
 
 impl SqlValue for Vec<u8> {
     type Kind = kind::Blob;
+    type Null = kind::NotNull;
     const SQL_TYPE: SqlType = SqlType::Blob;
     fn into_value(self) -> Value {
         Value::Bytes(self)
@@ -344,6 +352,7 @@ impl SqlValue for Vec<u8> {
 
 impl<T: SqlValue> SqlValue for Option<T> {
     type Kind = T::Kind;
+    type Null = kind::Nullable;
     const SQL_TYPE: SqlType = T::SQL_TYPE;
     const NULLABLE: bool = true;
     fn into_value(self) -> Value {
@@ -412,6 +421,7 @@ mod chrono_values {
 
     impl SqlValue for NaiveDate {
         type Kind = kind::Date;
+        type Null = kind::NotNull;
         const SQL_TYPE: SqlType = SqlType::Date;
         fn into_value(self) -> Value {
             Value::Date(self)
@@ -428,6 +438,7 @@ mod chrono_values {
 
     impl SqlValue for NaiveTime {
         type Kind = kind::Time;
+        type Null = kind::NotNull;
         const SQL_TYPE: SqlType = SqlType::Time;
         fn into_value(self) -> Value {
             Value::Time(self)
@@ -443,6 +454,7 @@ mod chrono_values {
 
     impl SqlValue for NaiveDateTime {
         type Kind = kind::Timestamp;
+        type Null = kind::NotNull;
         const SQL_TYPE: SqlType = SqlType::Timestamp;
         fn into_value(self) -> Value {
             Value::Timestamp(self)
@@ -465,6 +477,7 @@ mod chrono_values {
 
     impl SqlValue for DateTime<Utc> {
         type Kind = kind::TimestampTz;
+        type Null = kind::NotNull;
         const SQL_TYPE: SqlType = SqlType::TimestampTz;
         fn into_value(self) -> Value {
             Value::TimestampTz(self)
@@ -498,6 +511,7 @@ mod uuid_values {
 
     impl SqlValue for uuid::Uuid {
         type Kind = kind::Uuid;
+        type Null = kind::NotNull;
         const SQL_TYPE: SqlType = SqlType::Uuid;
         fn into_value(self) -> Value {
             Value::Uuid(self)

@@ -15,6 +15,8 @@ use crate::value::Value;
 pub trait Expression: Sized {
     /// The SQL kind of its result.
     type Kind: Kind;
+    /// Whether it may be NULL (not counting a LEFT JOIN, which the query knows).
+    type Null: kind::Nullability;
     /// The tables it reads, as a type-level list.
     type Sources;
     /// The untyped expression.
@@ -23,6 +25,7 @@ pub trait Expression: Sized {
 
 impl<C: Column> Expression for C {
     type Kind = C::Kind;
+    type Null = <C::Value as crate::SqlValue>::Null;
     type Sources = (C::Table, ());
     fn into_ast(self) -> ast::Expr {
         ast::Expr::qualified(<C::Table as super::Table>::NAME, C::NAME)
@@ -30,12 +33,18 @@ impl<C: Column> Expression for C {
 }
 
 /// An expression built by the typed layer: the AST it stands for, with its kind and tables in the type.
-pub struct SqlExpr<K, S> {
+///
+/// `N` is whether it may be NULL ([`kind::Nullable`], the default, for every computed expression but
+/// `COUNT`).
+pub struct SqlExpr<K, S, N = kind::Nullable> {
     ast: ast::Expr,
-    _types: PhantomData<fn() -> (K, S)>,
+    _types: PhantomData<ExprTypes<K, S, N>>,
 }
 
-impl<K, S> SqlExpr<K, S> {
+/// The phantom marker of an expression's kind, tables and nullability.
+type ExprTypes<K, S, N> = fn() -> (K, S, N);
+
+impl<K, S, N> SqlExpr<K, S, N> {
     /// Wraps an untyped expression, asserting its kind and tables (for extensions of the typed layer).
     pub fn from_ast(ast: ast::Expr) -> Self {
         SqlExpr {
@@ -45,21 +54,22 @@ impl<K, S> SqlExpr<K, S> {
     }
 }
 
-impl<K, S> Clone for SqlExpr<K, S> {
+impl<K, S, N> Clone for SqlExpr<K, S, N> {
     fn clone(&self) -> Self {
         SqlExpr::from_ast(self.ast.clone())
     }
 }
 
-impl<K, S> std::fmt::Debug for SqlExpr<K, S> {
+impl<K, S, N> std::fmt::Debug for SqlExpr<K, S, N> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         self.ast.fmt(f)
     }
 }
 
-impl<K: Kind, S> Expression for SqlExpr<K, S> {
+impl<K: Kind, S, N: kind::Nullability> Expression for SqlExpr<K, S, N> {
     type Kind = K;
     type Sources = S;
+    type Null = N;
     fn into_ast(self) -> ast::Expr {
         self.ast
     }
@@ -473,7 +483,7 @@ impl<S> Ordering<S> {
 
 macro_rules! arithmetic {
     ($($tr:ident $method:ident $op:ident),*) => {$(
-        impl<K: Numeric, S, R: AsExpr<K>> ops::$tr<R> for SqlExpr<K, S>
+        impl<K: Numeric, S, N, R: AsExpr<K>> ops::$tr<R> for SqlExpr<K, S, N>
         where
             S: Concat<R::Sources>,
         {
@@ -512,8 +522,8 @@ where
     binary(col.into_ast(), op, rhs.into_expr())
 }
 
-impl<K: Numeric, S> ops::Neg for SqlExpr<K, S> {
-    type Output = SqlExpr<K, S>;
+impl<K: Numeric, S, N> ops::Neg for SqlExpr<K, S, N> {
+    type Output = SqlExpr<K, S, N>;
     fn neg(self) -> Self::Output {
         SqlExpr::from_ast(ast::Expr::Neg(Box::new(self.ast)))
     }
@@ -528,18 +538,22 @@ fn call<K, S>(func: Function, arg: ast::Expr, distinct: bool) -> SqlExpr<K, S> {
 }
 
 /// `COUNT(*)`, a `BIGINT` on every engine.
-pub fn count_star() -> SqlExpr<kind::BigInt, ()> {
+pub fn count_star() -> SqlExpr<kind::BigInt, (), kind::NotNull> {
     SqlExpr::from_ast(ast::Expr::CountStar)
 }
 
-/// `COUNT(expr)`: rows where `expr` is not NULL.
-pub fn count<E: Expression>(e: E) -> SqlExpr<kind::BigInt, E::Sources> {
-    call(Function::Count, e.into_ast(), false)
+/// `COUNT(expr)`: rows where `expr` is not NULL (never NULL itself).
+pub fn count<E: Expression>(e: E) -> SqlExpr<kind::BigInt, E::Sources, kind::NotNull> {
+    never_null(call(Function::Count, e.into_ast(), false))
 }
 
 /// `COUNT(DISTINCT expr)`
-pub fn count_distinct<E: Expression>(e: E) -> SqlExpr<kind::BigInt, E::Sources> {
-    call(Function::Count, e.into_ast(), true)
+pub fn count_distinct<E: Expression>(e: E) -> SqlExpr<kind::BigInt, E::Sources, kind::NotNull> {
+    never_null(call(Function::Count, e.into_ast(), true))
+}
+
+fn never_null<K, S>(e: SqlExpr<K, S>) -> SqlExpr<K, S, kind::NotNull> {
+    SqlExpr::from_ast(e.ast)
 }
 
 /// `SUM(expr)`, cast so every engine returns the same type (PostgreSQL sums `BIGINT` into `NUMERIC`, MySQL

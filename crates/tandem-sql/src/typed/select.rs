@@ -4,13 +4,13 @@
 use std::marker::PhantomData;
 
 use super::expr::{Expression, Ordering};
-use super::sources::AllIn;
+use super::sources::{AllIn, LeftJoined, PathNull};
 use super::table::Table;
 use crate::ast::{self, JoinKind, SelectItem, TableRef};
 use crate::dialect::Dialect;
 use crate::error::{Error, Result};
 use crate::ident::Ident;
-use crate::kind::{self, Kind};
+use crate::kind::{self, Cell, Kind, Nullability};
 use crate::render::{Render, Rendered};
 
 /// The phantom marker carrying a query's type-level parameters.
@@ -40,7 +40,10 @@ impl<QS, Out, Outer> std::fmt::Debug for SelectQuery<QS, Out, Outer> {
     }
 }
 
-impl<T: Table> SelectQuery<(T, ())> {
+/// The output of `SELECT *` from one table: loadable as the table's entity.
+pub struct All<T>(PhantomData<fn() -> T>);
+
+impl<T: Table> SelectQuery<(T, ()), All<T>> {
     pub(crate) fn from_table() -> Self {
         SelectQuery {
             ast: ast::Select::from(T::NAME),
@@ -60,7 +63,7 @@ impl<QS, Out, Outer> SelectQuery<QS, Out, Outer> {
     }
 
     /// Chooses the select list: one expression, an [`Aliased`] one, or a tuple of them.
-    pub fn select<L, I>(mut self, list: L) -> SelectQuery<QS, L::Kinds, Outer>
+    pub fn select<L, I>(mut self, list: L) -> SelectQuery<QS, L::Cells, Outer>
     where
         L: SelectList<QS, I>,
     {
@@ -79,32 +82,41 @@ impl<QS, Out, Outer> SelectQuery<QS, Out, Outer> {
     }
 
     /// `INNER JOIN table ON cond`
-    pub fn inner_join<T, E, I>(self, table: T, on: E) -> SelectQuery<(T, QS), Out, Outer>
+    pub fn inner_join<T, E, I>(self, table: T, on: E) -> SelectQuery<(T, QS), Out::Joined, Outer>
     where
         T: Table,
         E: Expression<Kind = kind::Bool>,
         E::Sources: AllIn<(T, QS), I>,
+        Out: JoinOut,
     {
         self.join(JoinKind::Inner, table, on)
     }
 
-    /// `LEFT JOIN table ON cond`; the joined table's columns read as NULL where nothing matched, so decode
-    /// them into `Option`s.
-    pub fn left_join<T, E, I>(self, table: T, on: E) -> SelectQuery<(T, QS), Out, Outer>
+    /// `LEFT JOIN table ON cond`; the joined table's columns read as NULL where nothing matched, so they
+    /// are nullable in the query's type: a typed load reads them into `Option`s.
+    pub fn left_join<T, E, I>(
+        self,
+        table: T,
+        on: E,
+    ) -> SelectQuery<(LeftJoined<T>, QS), Out::Joined, Outer>
     where
         T: Table,
         E: Expression<Kind = kind::Bool>,
-        E::Sources: AllIn<(T, QS), I>,
+        E::Sources: AllIn<(LeftJoined<T>, QS), I>,
+        Out: JoinOut,
     {
         self.join(JoinKind::Left, table, on)
     }
 
-    fn join<T: Table, E: Expression>(
+    fn join<T: Table, J, E: Expression>(
         mut self,
         kind: JoinKind,
         _: T,
         on: E,
-    ) -> SelectQuery<(T, QS), Out, Outer> {
+    ) -> SelectQuery<(J, QS), Out::Joined, Outer>
+    where
+        Out: JoinOut,
+    {
         self.ast.joins.push(ast::Join {
             kind,
             table: TableRef::new(T::NAME),
@@ -221,9 +233,40 @@ pub trait SingleKind {
 impl SingleKind for () {
     type Kind = ();
 }
-impl<K: Kind> SingleKind for (K,) {
+impl<T> SingleKind for All<T> {
+    type Kind = ();
+}
+impl<K: Kind, N> SingleKind for (Cell<K, N>,) {
     type Kind = K;
 }
+
+/// A query's output once another table is joined: `SELECT *` of one table is no longer one entity; a
+/// chosen select list stays what it is.
+#[doc(hidden)]
+pub trait JoinOut {
+    type Joined;
+}
+impl JoinOut for () {
+    type Joined = ();
+}
+impl<T> JoinOut for All<T> {
+    type Joined = ();
+}
+macro_rules! join_out {
+    ($($k:ident),+) => {
+        impl<$($k),+> JoinOut for ($($k,)+) {
+            type Joined = Self;
+        }
+    };
+}
+join_out!(A);
+join_out!(A, B);
+join_out!(A, B, C);
+join_out!(A, B, C, D);
+join_out!(A, B, C, D, E);
+join_out!(A, B, C, D, E, F);
+join_out!(A, B, C, D, E, F, G);
+join_out!(A, B, C, D, E, F, G, H);
 macro_rules! multi_kind {
     ($($k:ident),+) => {
         impl<$($k),+> SingleKind for ($($k),+) {
@@ -262,6 +305,8 @@ impl<E: Expression> AliasMethods for E {}
 pub trait SelectList<QS, I> {
     /// The kinds of the items, as a tuple.
     type Kinds;
+    /// The kinds and nullability of the items, as a tuple of [`Cell`]s.
+    type Cells;
     /// The untyped items; an invalid alias is recorded in `pending`.
     fn items(self, pending: &mut Option<Error>) -> Vec<SelectItem>;
 }
@@ -270,6 +315,7 @@ pub trait SelectList<QS, I> {
 #[doc(hidden)]
 pub trait SelectItemOf<QS, I> {
     type Kind;
+    type Cell;
     fn item(self, pending: &mut Option<Error>) -> SelectItem;
 }
 
@@ -277,8 +323,10 @@ impl<QS, I, E> SelectItemOf<QS, I> for E
 where
     E: Expression,
     E::Sources: AllIn<QS, I>,
+    I: PathNull,
 {
     type Kind = E::Kind;
+    type Cell = Cell<E::Kind, <E::Null as Nullability>::Or<I::Null>>;
     fn item(self, _: &mut Option<Error>) -> SelectItem {
         SelectItem::Expr {
             expr: self.into_ast(),
@@ -291,8 +339,10 @@ impl<QS, I, E> SelectItemOf<QS, I> for Aliased<E>
 where
     E: Expression,
     E::Sources: AllIn<QS, I>,
+    I: PathNull,
 {
     type Kind = E::Kind;
+    type Cell = Cell<E::Kind, <E::Null as Nullability>::Or<I::Null>>;
     fn item(self, pending: &mut Option<Error>) -> SelectItem {
         let alias = match Ident::new(self.alias) {
             Ok(a) => Some(a),
@@ -310,6 +360,7 @@ where
 
 impl<QS, I, E: SelectItemOf<QS, I>> SelectList<QS, (I,)> for E {
     type Kinds = (E::Kind,);
+    type Cells = (E::Cell,);
     fn items(self, pending: &mut Option<Error>) -> Vec<SelectItem> {
         vec![self.item(pending)]
     }
@@ -322,6 +373,7 @@ macro_rules! select_tuple {
             $($t: SelectItemOf<QS, $i>),+
         {
             type Kinds = ($($t::Kind,)+);
+            type Cells = ($($t::Cell,)+);
             #[allow(non_snake_case)]
             fn items(self, pending: &mut Option<Error>) -> Vec<SelectItem> {
                 let ($($t,)+) = self;

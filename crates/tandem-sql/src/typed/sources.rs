@@ -6,8 +6,14 @@
 
 use std::marker::PhantomData;
 
+use crate::kind::{NotNull, Nullability, Nullable};
+
 /// Position zero of a type-level list.
 pub struct Here;
+/// Position zero of a type-level list, where the table was LEFT JOINed: its columns may read NULL.
+pub struct HereOuter;
+/// A table joined with LEFT JOIN, in a query's list of tables.
+pub struct LeftJoined<T>(PhantomData<T>);
 /// One position further than `I`.
 pub struct There<I>(PhantomData<I>);
 
@@ -20,6 +26,7 @@ pub struct There<I>(PhantomData<I>);
 pub trait HasTable<T, I> {}
 
 impl<T, Rest> HasTable<T, Here> for (T, Rest) {}
+impl<T, Rest> HasTable<T, HereOuter> for (LeftJoined<T>, Rest) {}
 impl<H, Rest, T, I> HasTable<T, There<I>> for (H, Rest) where Rest: HasTable<T, I> {}
 
 /// Every table of the list `Self` is in `QS` (positions `I`, inferred).
@@ -49,4 +56,25 @@ impl<Rhs> Concat<Rhs> for () {
 }
 impl<H, T: Concat<Rhs>, Rhs> Concat<Rhs> for (H, T) {
     type Out = (H, T::Out);
+}
+
+/// Whether a table found at a position was LEFT JOINed (its columns then may be NULL).
+#[doc(hidden)]
+pub trait PathNull {
+    type Null: Nullability;
+}
+impl PathNull for Here {
+    type Null = NotNull;
+}
+impl PathNull for HereOuter {
+    type Null = Nullable;
+}
+impl<I: PathNull> PathNull for There<I> {
+    type Null = I::Null;
+}
+impl PathNull for () {
+    type Null = NotNull;
+}
+impl<I: PathNull, Is: PathNull> PathNull for (I, Is) {
+    type Null = <I::Null as Nullability>::Or<Is::Null>;
 }

@@ -74,12 +74,12 @@ pub trait Entity: crate::row::FromRow + Sized + Send + 'static {
 /// Statement builders on table markers: `users::table.select_all()`, `users::table.update()`, …
 pub trait TableMethods: Table {
     /// `SELECT * FROM table`.
-    fn select_all(self) -> SelectQuery<(Self, ())> {
-        SelectQuery::<(Self, ())>::from_table()
+    fn select_all(self) -> SelectQuery<(Self, ()), super::select::All<Self>> {
+        SelectQuery::<(Self, ()), super::select::All<Self>>::from_table()
     }
 
     /// `SELECT list FROM table`.
-    fn select<L, I>(self, list: L) -> SelectQuery<(Self, ()), L::Kinds>
+    fn select<L, I>(self, list: L) -> SelectQuery<(Self, ()), L::Cells>
     where
         L: super::SelectList<(Self, ()), I>,
     {
@@ -97,17 +97,17 @@ pub trait TableMethods: Table {
     }
 
     /// `SELECT * FROM table LEFT JOIN other ON cond`.
-    fn left_join<T, E, I>(self, other: T, on: E) -> SelectQuery<(T, (Self, ()))>
+    fn left_join<T, E, I>(self, other: T, on: E) -> SelectQuery<(super::LeftJoined<T>, (Self, ()))>
     where
         T: Table,
         E: super::Expression<Kind = crate::kind::Bool>,
-        E::Sources: super::AllIn<(T, (Self, ())), I>,
+        E::Sources: super::AllIn<(super::LeftJoined<T>, (Self, ())), I>,
     {
         self.select_all().left_join(other, on)
     }
 
     /// `SELECT … FROM table WHERE cond`; pick columns later with `.select(..)`.
-    fn filter<E, I>(self, cond: E) -> SelectQuery<(Self, ())>
+    fn filter<E, I>(self, cond: E) -> SelectQuery<(Self, ()), super::select::All<Self>>
     where
         E: super::Expression<Kind = crate::kind::Bool>,
         E::Sources: super::AllIn<(Self, ()), I>,

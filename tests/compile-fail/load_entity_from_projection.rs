@@ -1,0 +1,10 @@
+// An entity is loaded from its table's `select_all()`, not from a projection of some of its columns.
+#[path = "../support/mod.rs"]
+mod support;
+use support::{User, users};
+use tandem_sql::prelude::*;
+
+fn main() {
+    let db = tandem_blocking::Database::connect("sqlite::memory:").unwrap();
+    let _: Vec<User> = db.load(&users::table.select((users::id, users::name))).unwrap();
+}

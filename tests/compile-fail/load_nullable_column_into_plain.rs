@@ -1,0 +1,10 @@
+// A typed load does not read a column that may be NULL (an `Option` field) into a non-`Option` type.
+#[path = "../support/mod.rs"]
+mod support;
+use support::users;
+use tandem_sql::prelude::*;
+
+fn main() {
+    let db = tandem_blocking::Database::connect("sqlite::memory:").unwrap();
+    let _: Vec<(String,)> = db.load(&users::table.select(users::email)).unwrap();
+}
