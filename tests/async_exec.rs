@@ -3,6 +3,8 @@
 
 #[path = "support/db.rs"]
 mod db;
+#[path = "support/events.rs"]
+mod events;
 #[path = "support/harness.rs"]
 mod harness;
 mod support;
@@ -389,6 +391,39 @@ async fn transaction_rules(t: &ADb) {
 async_engine_test!(
     /// Commit on Ok; rollback on Err and on panic leaves no row; a rolled-back savepoint keeps the outer work.
     transaction_rules
+);
+
+async fn temporal_and_uuid_values(t: &ADb) {
+    use events::events::table as ev;
+    use events::{Event, events as evs};
+    let db = &t.db;
+    db.create_table(&ev.create_table()).await.unwrap();
+    let repo = db.repository::<Event>();
+    let mut want = evs();
+    let ids = repo.insert_all(&want).await.unwrap();
+    for (e, id) in want.iter_mut().zip(ids) {
+        e.id = id;
+    }
+    let got: Vec<Event> = db
+        .load(&ev.select_all().order_by(events::events::id.asc()))
+        .await
+        .unwrap();
+    assert_eq!(got, want);
+    let later: Vec<(uuid::Uuid,)> = db
+        .load(
+            &ev.select(events::events::uid)
+                .filter(events::events::utc.gt(want[0].utc))
+                .filter(events::events::day.le(want[1].day))
+                .filter(events::events::at.gt(want[0].at)),
+        )
+        .await
+        .unwrap();
+    assert_eq!(later, [(want[1].uid,)], "compared in time order");
+    assert_eq!(repo.get(want[1].id).await.unwrap().maybe_utc, None);
+}
+async_engine_test!(
+    /// Dates, times, timestamps and UUIDs round-trip exactly, NULLs included, and compare in time order.
+    temporal_and_uuid_values
 );
 
 async fn typed_loads(t: &ADb) {
@@ -1211,6 +1246,7 @@ fn main() {
             transaction_options_and_retry::cases(),
             own_error_type::cases(),
             typed_loads::cases(),
+            temporal_and_uuid_values::cases(),
             bad_input::cases(),
             cancellation::cases(),
             cancelled_transactions::cases(),

@@ -3,6 +3,8 @@
 
 #[path = "support/db.rs"]
 mod db;
+#[path = "support/events.rs"]
+mod events;
 #[path = "support/harness.rs"]
 mod harness;
 mod support;
@@ -263,6 +265,36 @@ engine_test!(
             Err::<(), _>(Error::Usage("not retriable".into()))
         });
         assert_eq!(once, 1);
+    }
+);
+
+engine_test!(
+    /// Dates, times, timestamps (with and without zone) and UUIDs round-trip exactly, NULLs included, and
+    /// compare in time order in a filter.
+    temporal_and_uuid_values,
+    |t: &TestDb| {
+        use events::{Event, events as evs};
+        let db = &t.db;
+        db.create_table(&events::events::table.create_table()).unwrap();
+        let repo = db.repository::<Event>();
+        let mut want = evs();
+        let ids = repo.insert_all(&want).unwrap();
+        for (e, id) in want.iter_mut().zip(ids) {
+            e.id = id;
+        }
+        let got: Vec<Event> = db.load(&events::events::table.select_all().order_by(events::events::id.asc())).unwrap();
+        assert_eq!(got, want);
+        let later: Vec<(uuid::Uuid,)> = db
+            .load(
+                &events::events::table
+                    .select(events::events::uid)
+                    .filter(events::events::utc.gt(want[0].utc))
+                    .filter(events::events::day.le(want[1].day))
+                    .filter(events::events::at.gt(want[0].at)),
+            )
+            .unwrap();
+        assert_eq!(later, [(want[1].uid,)], "compared in time order");
+        assert_eq!(repo.get(want[1].id).unwrap().maybe_utc, None);
     }
 );
 
@@ -742,6 +774,7 @@ fn main() {
             ),
             harness::engines("own_error_type", own_error_type::run),
             harness::engines("typed_loads", typed_loads::run),
+            harness::engines("temporal_and_uuid_values", temporal_and_uuid_values::run),
             harness::engines("bad_input", bad_input::run),
             harness::engines("streams", streams::run),
             vec![harness::Case::new(

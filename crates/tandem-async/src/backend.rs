@@ -47,6 +47,16 @@ macro_rules! bind_common {
             Value::F64(f) => $q.bind(*f),
             Value::Text(s) => $q.bind(s.clone()),
             Value::Bytes(b) => $q.bind(b.clone()),
+            #[cfg(feature = "chrono")]
+            Value::Date(d) => $q.bind(*d),
+            #[cfg(feature = "chrono")]
+            Value::Time(t) => $q.bind(*t),
+            #[cfg(feature = "chrono")]
+            Value::Timestamp(t) => $q.bind(*t),
+            #[cfg(feature = "chrono")]
+            Value::TimestampTz(t) => $q.bind(*t),
+            #[cfg(feature = "uuid")]
+            Value::Uuid(u) => $q.bind(*u),
             Value::Null(t) => match t {
                 SqlType::Bool => $q.bind(None::<bool>),
                 SqlType::SmallInt => $q.bind(None::<i16>),
@@ -55,6 +65,16 @@ macro_rules! bind_common {
                 SqlType::Real => $q.bind(None::<f32>),
                 SqlType::Double => $q.bind(None::<f64>),
                 SqlType::Blob => $q.bind(None::<Vec<u8>>),
+                #[cfg(feature = "chrono")]
+                SqlType::Date => $q.bind(None::<chrono::NaiveDate>),
+                #[cfg(feature = "chrono")]
+                SqlType::Time => $q.bind(None::<chrono::NaiveTime>),
+                #[cfg(feature = "chrono")]
+                SqlType::Timestamp => $q.bind(None::<chrono::NaiveDateTime>),
+                #[cfg(feature = "chrono")]
+                SqlType::TimestampTz => $q.bind(None::<chrono::DateTime<chrono::Utc>>),
+                #[cfg(feature = "uuid")]
+                SqlType::Uuid => $q.bind(None::<uuid::Uuid>),
                 _ => $q.bind(None::<String>),
             },
             other => return Err(unsupported($d, other)),
@@ -88,6 +108,16 @@ impl Backend for sqlx::Postgres {
             "FLOAT8" => get!(f64, Double),
             "TEXT" | "VARCHAR" | "BPCHAR" | "NAME" | "UNKNOWN" => get!(String, Text),
             "BYTEA" => get!(Vec<u8>, Blob),
+            #[cfg(feature = "chrono")]
+            "DATE" => get!(chrono::NaiveDate, Date),
+            #[cfg(feature = "chrono")]
+            "TIME" => get!(chrono::NaiveTime, Time),
+            #[cfg(feature = "chrono")]
+            "TIMESTAMP" => get!(chrono::NaiveDateTime, Timestamp),
+            #[cfg(feature = "chrono")]
+            "TIMESTAMPTZ" => get!(chrono::DateTime<chrono::Utc>, TimestampTz),
+            #[cfg(feature = "uuid")]
+            "UUID" => get!(uuid::Uuid, Uuid),
             other => {
                 return Err(Error::Unsupported {
                     dialect: Dialect::Postgres,
@@ -144,6 +174,21 @@ impl Backend for sqlx::MySql {
                     Err(e) => Value::Bytes(e.into_bytes()),
                 }
             }
+            #[cfg(feature = "chrono")]
+            "DATE" => Value::Date(
+                row.try_get_unchecked::<chrono::NaiveDate, _>(i)
+                    .map_err(err)?,
+            ),
+            #[cfg(feature = "chrono")]
+            "TIME" => Value::Time(
+                row.try_get_unchecked::<chrono::NaiveTime, _>(i)
+                    .map_err(err)?,
+            ),
+            #[cfg(feature = "chrono")]
+            "DATETIME" | "TIMESTAMP" => Value::Timestamp(
+                row.try_get_unchecked::<chrono::NaiveDateTime, _>(i)
+                    .map_err(err)?,
+            ),
             "DECIMAL" => {
                 let s = row.try_get_unchecked::<String, _>(i).map_err(err)?;
                 match s.parse::<i64>() {
@@ -176,6 +221,13 @@ impl Backend for sqlx::Sqlite {
             Value::I16(i) => q.bind(i64::from(*i)),
             Value::I32(i) => q.bind(i64::from(*i)),
             Value::F32(f) => q.bind(f64::from(*f)),
+            // The same storage as the rusqlite driver (see `Value::portable_text`).
+            #[cfg(feature = "chrono")]
+            v @ (Value::Date(_) | Value::Time(_) | Value::Timestamp(_) | Value::TimestampTz(_)) => {
+                q.bind(v.portable_text())
+            }
+            #[cfg(feature = "uuid")]
+            Value::Uuid(u) => q.bind(u.as_bytes().to_vec()),
             other => bind_common!(q, other, Dialect::Sqlite),
         })
     }

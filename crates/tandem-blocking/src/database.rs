@@ -189,6 +189,7 @@ impl Database {
     }
 
     /// Takes an idle connection without waiting, for callers that hold a permit already.
+    #[cfg(feature = "tokio")]
     pub(crate) fn try_take(
         &self,
         permit: Option<Permit>,
@@ -230,6 +231,7 @@ impl Database {
         }
     }
 
+    #[cfg(feature = "tokio")]
     pub(crate) fn admission(&self) -> &Admission {
         &self.inner.admission
     }

@@ -168,6 +168,20 @@ impl Value {
         }
     }
 
+    /// A date or time as the text SQLite stores and MySQL parses, the same from every driver so that the
+    /// stored values compare in order: `2024-02-29`, `13:45:00.000001`, `2024-02-29 13:45:00.000001`; a
+    /// `TimestampTz` as its UTC time in the timestamp form. `None` for other values.
+    #[cfg(feature = "chrono")]
+    pub fn portable_text(&self) -> Option<String> {
+        Some(match self {
+            Value::Date(d) => d.format("%Y-%m-%d").to_string(),
+            Value::Time(t) => t.format("%H:%M:%S%.6f").to_string(),
+            Value::Timestamp(t) => t.format("%Y-%m-%d %H:%M:%S%.6f").to_string(),
+            Value::TimestampTz(t) => t.naive_utc().format("%Y-%m-%d %H:%M:%S%.6f").to_string(),
+            _ => return None,
+        })
+    }
+
     /// A short name of what kind of value this is, for error messages.
     pub fn kind_name(&self) -> &'static str {
         match self {
@@ -487,7 +501,18 @@ mod chrono_values {
                 Value::TimestampTz(t) => Ok(t),
                 // MySQL DATETIME has no zone: tandem stores UTC there.
                 Value::Timestamp(t) => Ok(t.and_utc()),
-                Value::Text(s) => parse(s, "DateTime<Utc>"),
+                // With a zone (RFC 3339), or the portable text of its UTC time.
+                Value::Text(s) => match s.parse() {
+                    Ok(t) => Ok(t),
+                    Err(_) => s
+                        .replacen(' ', "T", 1)
+                        .parse::<NaiveDateTime>()
+                        .map(|t| t.and_utc())
+                        .map_err(|_| ValueError::Parse {
+                            text: s,
+                            target: "DateTime<Utc>",
+                        }),
+                },
                 ref v => Err(wrong("DateTime<Utc>", v)),
             }
         }
@@ -524,6 +549,13 @@ mod uuid_values {
                     text: format!("{b:?}"),
                     target: "Uuid",
                 }),
+                // 16 bytes that happen to be UTF-8 (a MySQL BINARY(16) read by a driver that cannot tell).
+                Value::Text(s) if s.len() == 16 => {
+                    uuid::Uuid::from_slice(s.as_bytes()).map_err(|_| ValueError::Parse {
+                        text: s,
+                        target: "Uuid",
+                    })
+                }
                 Value::Text(s) => s.parse().map_err(|_| ValueError::Parse {
                     text: s,
                     target: "Uuid",

@@ -122,6 +122,14 @@ impl ToSql for Bind<'_> {
             Value::F64(f) => ToSqlOutput::Borrowed(ValueRef::Real(*f)),
             Value::Text(s) => ToSqlOutput::Borrowed(ValueRef::Text(s.as_bytes())),
             Value::Bytes(b) => ToSqlOutput::Borrowed(ValueRef::Blob(b)),
+            #[cfg(feature = "uuid")]
+            Value::Uuid(u) => ToSqlOutput::Borrowed(ValueRef::Blob(u.as_bytes())),
+            #[cfg(feature = "chrono")]
+            v @ (Value::Date(_) | Value::Time(_) | Value::Timestamp(_) | Value::TimestampTz(_)) => {
+                ToSqlOutput::Owned(rusqlite::types::Value::Text(
+                    v.portable_text().unwrap_or_default(),
+                ))
+            }
             other => {
                 return Err(rusqlite::Error::ToSqlConversionFailure(Box::new(
                     unsupported(other),

@@ -36,6 +36,12 @@ fn bind(v: &Value) -> Result<mysql::Value> {
         Value::F64(f) => mysql::Value::Double(*f),
         Value::Text(s) => mysql::Value::Bytes(s.as_bytes().to_vec()),
         Value::Bytes(b) => mysql::Value::Bytes(b.clone()),
+        #[cfg(feature = "uuid")]
+        Value::Uuid(u) => mysql::Value::Bytes(u.as_bytes().to_vec()),
+        #[cfg(feature = "chrono")]
+        v @ (Value::Date(_) | Value::Time(_) | Value::Timestamp(_) | Value::TimestampTz(_)) => {
+            mysql::Value::Bytes(v.portable_text().unwrap_or_default().into_bytes())
+        }
         other => return Err(super::unsupported_value(Dialect::MySql, other)),
     })
 }
@@ -76,6 +82,14 @@ fn decode(v: mysql::Value, col: &mysql::Column) -> Result<Value> {
             }
             _ => Value::Text(String::from_utf8(b).map_err(|e| err(format!("not UTF-8: {e}")))?),
         },
+        // Dates and times from the binary protocol, as the portable text tandem-sql reads them from.
+        mysql::Value::Date(y, mo, d, h, mi, s, us) => Value::Text(match col.column_type() {
+            ColumnType::MYSQL_TYPE_DATE => format!("{y:04}-{mo:02}-{d:02}"),
+            _ => format!("{y:04}-{mo:02}-{d:02} {h:02}:{mi:02}:{s:02}.{us:06}"),
+        }),
+        mysql::Value::Time(false, 0, h, mi, s, us) => {
+            Value::Text(format!("{h:02}:{mi:02}:{s:02}.{us:06}"))
+        }
         other => {
             return Err(Error::Unsupported {
                 dialect: Dialect::MySql,

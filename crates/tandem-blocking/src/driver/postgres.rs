@@ -82,6 +82,16 @@ impl ToSql for Bind<'_> {
             Value::F64(f) => f.to_sql(ty, out),
             Value::Text(s) => s.as_str().to_sql(ty, out),
             Value::Bytes(b) => b.as_slice().to_sql(ty, out),
+            #[cfg(feature = "chrono")]
+            Value::Date(d) => d.to_sql(ty, out),
+            #[cfg(feature = "chrono")]
+            Value::Time(t) => t.to_sql(ty, out),
+            #[cfg(feature = "chrono")]
+            Value::Timestamp(t) => t.to_sql(ty, out),
+            #[cfg(feature = "chrono")]
+            Value::TimestampTz(t) => t.to_sql(ty, out),
+            #[cfg(feature = "uuid")]
+            Value::Uuid(u) => u.to_sql(ty, out),
             other => Err(super::unsupported_value(Dialect::Postgres, other)
                 .to_string()
                 .into()),
@@ -120,6 +130,16 @@ fn decode(row: &postgres::Row, i: usize) -> Result<Value> {
             get!(String, Text)
         }
         Type::BYTEA => get!(Vec<u8>, Blob),
+        #[cfg(feature = "chrono")]
+        Type::DATE => get!(chrono::NaiveDate, Date),
+        #[cfg(feature = "chrono")]
+        Type::TIME => get!(chrono::NaiveTime, Time),
+        #[cfg(feature = "chrono")]
+        Type::TIMESTAMP => get!(chrono::NaiveDateTime, Timestamp),
+        #[cfg(feature = "chrono")]
+        Type::TIMESTAMPTZ => get!(chrono::DateTime<chrono::Utc>, TimestampTz),
+        #[cfg(feature = "uuid")]
+        Type::UUID => get!(uuid::Uuid, Uuid),
         Type::OID => row
             .try_get::<_, Option<u32>>(i)
             .map_err(get_err)?
