@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use tandem_batch::essay::{self, Source, Target, benchmark_source, benchmark_target};
-use tandem_batch::model::{JobExecution, batch_job_execution, batch_step_execution, status};
+use tandem_batch::model::{JobExecution, RunStatus, batch_job_execution, batch_step_execution};
 use tandem_batch::{BatchJob, JobError, ProcessError, Processed, SkipPolicy};
 use tandem_blocking::{BatchOptions, Database, PoolConfig};
 use tandem_sql::prelude::*;
@@ -61,7 +61,7 @@ fn expected(ids: impl Iterator<Item = usize>) -> Vec<(String, i32)> {
     ids.map(|i| (format!("ITEM-{i}"), 2 * i as i32)).collect()
 }
 
-fn executions(db: &Database) -> Vec<String> {
+fn executions(db: &Database) -> Vec<RunStatus> {
     db.fetch_all::<JobExecution>(
         &batch_job_execution::table
             .select_all()
@@ -111,7 +111,7 @@ fn runners(dialect: Dialect) {
             report.partitions.iter().map(|p| p.chunks).sum::<u64>()
         );
         assert_target(&t.db, &expected(1..=ROWS));
-        assert_eq!(executions(&t.db), [status::COMPLETED]);
+        assert_eq!(executions(&t.db), [RunStatus::Completed]);
         assert!(matches!(
             tandem_batch::blocking::run(&t.db, &essay::job(parallelism)),
             Err(JobError::AlreadyCompleted { .. })
@@ -153,7 +153,7 @@ fn essay_job_mysql() {
 fn flaky(key: i64, armed: Arc<AtomicBool>) -> BatchJob<Source, Target> {
     BatchJob::new("flaky", move |s: Source| {
         if s.id == key && armed.swap(false, Ordering::SeqCst) {
-            return Err(ProcessError("injected failure".into()));
+            return Err(ProcessError::from("injected failure"));
         }
         essay::transform(s)
     })
@@ -188,7 +188,7 @@ fn restart_after_failure(dialect: Dialect) {
     assert_target(&t.db, &expected(1..=ROWS));
     assert_eq!(
         executions(&t.db),
-        [status::FAILED, status::FAILED, status::COMPLETED]
+        [RunStatus::Failed, RunStatus::Failed, RunStatus::Completed]
     );
 
     // Async runner.
@@ -223,7 +223,7 @@ fn restart_after_failure(dialect: Dialect) {
     assert_target(&t.db, &expected(1..=ROWS));
     assert_eq!(
         executions(&t.db),
-        [status::FAILED, status::FAILED, status::COMPLETED]
+        [RunStatus::Failed, RunStatus::Failed, RunStatus::Completed]
     );
 }
 
@@ -236,7 +236,7 @@ fn bare_started_row(db: &Database, name: &str) {
             id: 0,
             job_name: name.into(),
             job_params: String::new(),
-            status: status::STARTED.into(),
+            status: RunStatus::Started,
             started_at: 0,
             ended_at: None,
             read_count: 0,
@@ -348,11 +348,11 @@ fn killed_connections(dialect: Dialect, use_async: bool) {
     assert!(report.resumed);
     assert_target(db, &expected(1..=ROWS));
     let statuses = executions(db);
-    assert_eq!(statuses.last().map(String::as_str), Some(status::COMPLETED));
+    assert_eq!(statuses.last().copied(), Some(RunStatus::Completed));
     assert!(
         statuses[..statuses.len() - 1]
             .iter()
-            .all(|s| s == status::FAILED),
+            .all(|s| *s == RunStatus::Failed),
         "{statuses:?}"
     );
 }
@@ -433,7 +433,7 @@ fn killed_process_resumes() {
         );
         assert!(String::from_utf8_lossy(&out.stdout).contains("(resumed)"));
         assert_target(&t.db, &expected(1..=ROWS));
-        assert_eq!(executions(&t.db), [status::FAILED, status::COMPLETED]);
+        assert_eq!(executions(&t.db), [RunStatus::Failed, RunStatus::Completed]);
     }
 }
 
@@ -483,7 +483,7 @@ fn concurrent_processes(dialect: Dialect) {
         text(refused[0])
     );
     assert_target(&t.db, &expected(1..=ROWS));
-    assert_eq!(executions(&t.db), [status::COMPLETED]);
+    assert_eq!(executions(&t.db), [RunStatus::Completed]);
 }
 
 /// In one process, two runs of the same job on one pool: the second is refused while the first runs, and
@@ -570,7 +570,7 @@ fn panicking_processor() {
         let report = run(&job(armed)).unwrap();
         assert!(report.resumed);
         assert_target(&t.db, &expected(1..=2_000));
-        assert_eq!(executions(&t.db), [status::FAILED, status::COMPLETED]);
+        assert_eq!(executions(&t.db), [RunStatus::Failed, RunStatus::Completed]);
     }
 }
 
@@ -606,7 +606,7 @@ fn processor_errors_and_skips() {
     let t = db::open(Dialect::Sqlite, "skips", PoolConfig::default()).unwrap();
     let bad = |s: Source| -> Result<Processed<Target>, ProcessError> {
         if s.id == 777 {
-            Err(ProcessError("cannot transform".into()))
+            Err(ProcessError::from("cannot transform"))
         } else {
             essay::transform(s)
         }
@@ -629,18 +629,13 @@ fn processor_errors_and_skips() {
         t.db.fetch_one(&batch_job_execution::table.select_all())
             .unwrap();
     assert_eq!(
-        (
-            job.status.as_str(),
-            job.read_count,
-            job.write_count,
-            job.skip_count
-        ),
-        (status::COMPLETED, 2_000, 1_999, 1)
+        (job.status, job.read_count, job.write_count, job.skip_count),
+        (RunStatus::Completed, 2_000, 1_999, 1)
     );
     // Skipping more than the policy allows fails the job.
     let two_bad = |s: Source| -> Result<Processed<Target>, ProcessError> {
         if s.id == 5 || s.id == 9 {
-            Err(ProcessError("no".into()))
+            Err(ProcessError::from("no"))
         } else {
             essay::transform(s)
         }

@@ -19,7 +19,7 @@ use crate::lock::{
     RunLock, already_running, job_key, local_lock, server_lock_statement, server_unlock_statement,
 };
 use crate::model::{
-    JobExecution, StepExecution, batch_job_execution as jx, batch_step_execution as sx, status,
+    JobExecution, RunStatus, StepExecution, batch_job_execution as jx, batch_step_execution as sx,
 };
 
 /// Creates the job repository tables if they are missing.
@@ -33,7 +33,7 @@ pub async fn prepare(db: &Database) -> tandem_core::Result<()> {
 /// in another process.
 pub async fn run<S, T>(db: &Database, job: &BatchJob<S, T>) -> Result<JobReport, JobError>
 where
-    S: Entity + FromRow + Send + 'static,
+    S: Entity<Key = i64> + FromRow + Send + 'static,
     T: Entity + Sync + 'static,
 {
     // The lock first: it needs no table, and two processes creating the tables at once can collide
@@ -53,7 +53,7 @@ where
 
 async fn run_locked<S, T>(db: &Database, job: &BatchJob<S, T>) -> Result<JobReport, JobError>
 where
-    S: Entity + FromRow + Send + 'static,
+    S: Entity<Key = i64> + FromRow + Send + 'static,
     T: Entity + Sync + 'static,
 {
     let started = Instant::now();
@@ -108,7 +108,7 @@ where
         Ok(()) => {
             db.execute(&end_job_statement(
                 execution,
-                status::COMPLETED,
+                RunStatus::Completed,
                 totals,
                 None,
             ))
@@ -119,7 +119,7 @@ where
             let _ = db
                 .execute(&end_job_statement(
                     execution,
-                    status::FAILED,
+                    RunStatus::Failed,
                     totals,
                     Some(e.to_string()),
                 ))
@@ -192,12 +192,12 @@ async fn run_step<S, T>(
     failed_rows: &AtomicU64,
 ) -> Result<PartitionReport, JobError>
 where
-    S: Entity + FromRow + Send + 'static,
+    S: Entity<Key = i64> + FromRow + Send + 'static,
     T: Entity + Sync + 'static,
 {
     let started = Instant::now();
     let mut report = PartitionReport::from_step(step);
-    if step.status == status::COMPLETED {
+    if step.status == RunStatus::Completed {
         return Ok(report);
     }
     let opts = BatchOptions {
@@ -258,7 +258,7 @@ where
     report.duration = started.elapsed();
     match result {
         Ok(()) => {
-            db.execute(&end_step_statement(step.id, status::COMPLETED, None))
+            db.execute(&end_step_statement(step.id, RunStatus::Completed, None))
                 .await?;
             Ok(report)
         }
@@ -266,7 +266,7 @@ where
             let _ = db
                 .execute(&end_step_statement(
                     step.id,
-                    status::FAILED,
+                    RunStatus::Failed,
                     Some(e.to_string()),
                 ))
                 .await;

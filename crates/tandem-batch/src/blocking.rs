@@ -17,7 +17,7 @@ use crate::lock::{
     RunLock, already_running, job_key, local_lock, server_lock_statement, server_unlock_statement,
 };
 use crate::model::{
-    JobExecution, StepExecution, batch_job_execution as jx, batch_step_execution as sx, status,
+    JobExecution, RunStatus, StepExecution, batch_job_execution as jx, batch_step_execution as sx,
 };
 
 /// Creates the job repository tables if they are missing.
@@ -30,7 +30,7 @@ pub fn prepare(db: &Database) -> tandem_core::Result<()> {
 /// job (name and parameters) is under way, here or in another process.
 pub fn run<S, T>(db: &Database, job: &BatchJob<S, T>) -> Result<JobReport, JobError>
 where
-    S: Entity + FromRow + Send,
+    S: Entity<Key = i64> + FromRow + Send,
     T: Entity + Sync,
 {
     // The lock first: it needs no table, and two processes creating the tables at once can collide
@@ -47,7 +47,7 @@ where
 
 fn run_locked<S, T>(db: &Database, job: &BatchJob<S, T>) -> Result<JobReport, JobError>
 where
-    S: Entity + FromRow + Send,
+    S: Entity<Key = i64> + FromRow + Send,
     T: Entity + Sync,
 {
     let started = Instant::now();
@@ -88,7 +88,7 @@ where
         Ok(()) => {
             db.execute(&end_job_statement(
                 execution,
-                status::COMPLETED,
+                RunStatus::Completed,
                 totals,
                 None,
             ))?;
@@ -98,7 +98,7 @@ where
             // Best effort: the database may be what failed.
             let _ = db.execute(&end_job_statement(
                 execution,
-                status::FAILED,
+                RunStatus::Failed,
                 totals,
                 Some(e.to_string()),
             ));
@@ -168,12 +168,12 @@ fn run_step<S, T>(
     failed_rows: &AtomicU64,
 ) -> Result<PartitionReport, JobError>
 where
-    S: Entity + FromRow + Send,
+    S: Entity<Key = i64> + FromRow + Send,
     T: Entity + Sync,
 {
     let started = Instant::now();
     let mut report = PartitionReport::from_step(step);
-    if step.status == status::COMPLETED {
+    if step.status == RunStatus::Completed {
         return Ok(report);
     }
     let result = (|| -> Result<(), JobError> {
@@ -224,13 +224,13 @@ where
     report.duration = started.elapsed();
     match result {
         Ok(()) => {
-            db.execute(&end_step_statement(step.id, status::COMPLETED, None))?;
+            db.execute(&end_step_statement(step.id, RunStatus::Completed, None))?;
             Ok(report)
         }
         Err(e) => {
             let _ = db.execute(&end_step_statement(
                 step.id,
-                status::FAILED,
+                RunStatus::Failed,
                 Some(e.to_string()),
             ));
             Err(e)

@@ -50,7 +50,7 @@ pub fn transform(s: Source) -> Result<Processed<Target>, ProcessError> {
     let doubled = s
         .value
         .checked_mul(2)
-        .ok_or_else(|| ProcessError(format!("{} * 2 overflows an INT", s.value)))?;
+        .ok_or_else(|| ProcessError::from(format!("{} * 2 overflows an INT", s.value)))?;
     Ok(Processed::Write(Target {
         id: 0,
         source_name: s.name.to_uppercase(),

@@ -5,11 +5,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use tandem_sql::Render;
 use tandem_sql::ast::{BinaryOp, Expr, Order, OrderBy};
 use tandem_sql::typed::{Entity, Table};
-use tandem_sql::{Render, SqlValue};
 
-use crate::model::{StepExecution, status};
+use crate::model::{RunStatus, StepExecution};
 
 /// What the processor decided for one source row.
 #[derive(Debug)]
@@ -20,10 +20,9 @@ pub enum Processed<T> {
     Skip,
 }
 
-/// A processor error: the job fails with the row's key in the error, unless the skip policy skips it.
-#[derive(Debug, Clone, thiserror::Error)]
-#[error("{0}")]
-pub struct ProcessError(pub String);
+/// A processor error, any error type (`"text".into()` makes one from a message): the job fails with the
+/// row's key and this error as its source, unless the skip policy skips the row.
+pub type ProcessError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
 type ProcessorFn<S, T> = dyn Fn(S) -> Result<Processed<T>, ProcessError> + Send + Sync;
 
@@ -74,7 +73,9 @@ impl<S, T> Clone for BatchJob<S, T> {
     }
 }
 
-impl<S: Entity, T: Entity> BatchJob<S, T> {
+/// A job's source rows are read in key order and partitioned by key ranges, so the source's key is an
+/// integer: `S: Entity<Key = i64>`, checked when the job is built.
+impl<S: Entity<Key = i64>, T: Entity> BatchJob<S, T> {
     /// A job named `name` with this processor and the default sizes.
     pub fn new(
         name: impl Into<String>,
@@ -146,12 +147,12 @@ pub enum JobError {
     #[error(transparent)]
     Database(#[from] tandem_core::Error),
     /// The processor failed for the row with this key.
-    #[error("processor failed for source key {key}: {message}")]
+    #[error("processor failed for source key {key}: {source}")]
     Processor {
         /// The source row's key.
         key: i64,
-        /// The processor's message.
-        message: String,
+        /// The processor's error.
+        source: ProcessError,
     },
     /// A partition's thread or task panicked (in the processor, most likely). Its committed chunks stay,
     /// with their checkpoint: a rerun resumes after them.
@@ -190,12 +191,6 @@ pub enum JobError {
         path: std::path::PathBuf,
         /// Why.
         source: std::io::Error,
-    },
-    /// The source key is not an integer, so it cannot be paged and partitioned.
-    #[error("the source key of {table} is not an integer")]
-    KeyNotInteger {
-        /// The source table.
-        table: String,
     },
 }
 
@@ -309,16 +304,6 @@ pub(crate) fn page_statement<S: Entity>(after: i64, hi: i64, size: u64) -> tande
     s
 }
 
-/// The key of a source row as an i64.
-pub(crate) fn key_i64<S: Entity>(row: &S) -> Result<i64, JobError> {
-    row.key()
-        .into_value()
-        .as_i64()
-        .ok_or_else(|| JobError::KeyNotInteger {
-            table: <S::Table as Table>::NAME.to_string(),
-        })
-}
-
 /// What processing one page produced, in chunks ready to write.
 pub(crate) struct ProcessedChunk<T> {
     pub rows: Vec<T>,
@@ -329,7 +314,7 @@ pub(crate) struct ProcessedChunk<T> {
 }
 
 /// Runs the processor over a page, cutting the output into chunks; applies the skip policy.
-pub(crate) fn process_page<S: Entity, T: Entity>(
+pub(crate) fn process_page<S: Entity<Key = i64>, T: Entity>(
     job: &BatchJob<S, T>,
     page: Vec<S>,
     failed_so_far: &std::sync::atomic::AtomicU64,
@@ -342,7 +327,7 @@ pub(crate) fn process_page<S: Entity, T: Entity>(
         skipped: 0,
     };
     for row in page {
-        let key = key_i64::<S>(&row)?;
+        let key = row.key();
         current.read += 1;
         current.last_key = key;
         match (job.processor)(row) {
@@ -355,7 +340,7 @@ pub(crate) fn process_page<S: Entity, T: Entity>(
                     current.skipped += 1;
                     tracing::warn!(key, error = %e, "processor failed; row skipped");
                 }
-                _ => return Err(JobError::Processor { key, message: e.0 }),
+                _ => return Err(JobError::Processor { key, source: e }),
             },
         }
         if current.rows.len() == job.chunk_size {
@@ -400,12 +385,16 @@ pub(crate) fn checkpoint_statement(
 }
 
 /// The UPDATE that ends a step.
-pub(crate) fn end_step_statement(step_id: i64, st: &str, error: Option<String>) -> impl Render {
+pub(crate) fn end_step_statement(
+    step_id: i64,
+    st: RunStatus,
+    error: Option<String>,
+) -> impl Render {
     use crate::model::batch_step_execution as s;
     use tandem_sql::prelude::*;
     s::table
         .update()
-        .set(s::status, st.to_owned())
+        .set(s::status, st)
         .set(s::ended_at, Some(crate::model::now_ms()))
         .set(s::error_text, error)
         .filter(s::id.eq(step_id))
@@ -414,7 +403,7 @@ pub(crate) fn end_step_statement(step_id: i64, st: &str, error: Option<String>) 
 /// The UPDATE that ends a run, with its totals.
 pub(crate) fn end_job_statement(
     execution: i64,
-    st: &str,
+    st: RunStatus,
     totals: (u64, u64, u64),
     error: Option<String>,
 ) -> impl Render {
@@ -422,7 +411,7 @@ pub(crate) fn end_job_statement(
     use tandem_sql::prelude::*;
     j::table
         .update()
-        .set(j::status, st.to_owned())
+        .set(j::status, st)
         .set(j::ended_at, Some(crate::model::now_ms()))
         .set(j::read_count, totals.0 as i64)
         .set(j::write_count, totals.1 as i64)
@@ -452,10 +441,10 @@ pub(crate) fn new_steps(
             .map(|s| StepExecution {
                 id: 0,
                 job_execution_id: execution,
-                status: if s.status == status::COMPLETED {
-                    status::COMPLETED.into()
+                status: if s.status == RunStatus::Completed {
+                    RunStatus::Completed
                 } else {
-                    status::STARTED.into()
+                    RunStatus::Started
                 },
                 started_at: now,
                 ended_at: None,
@@ -473,7 +462,7 @@ pub(crate) fn new_steps(
                 step_name: format!("partition-{i}"),
                 partition_lo: lo,
                 partition_hi: hi,
-                status: status::STARTED.into(),
+                status: RunStatus::Started,
                 checkpoint: None,
                 read_count: 0,
                 write_count: 0,
@@ -601,7 +590,7 @@ pub(crate) fn check_last_run<S, T>(
     last: Option<&crate::model::JobExecution>,
 ) -> Result<(), JobError> {
     match last {
-        Some(l) if l.status == status::COMPLETED => Err(JobError::AlreadyCompleted {
+        Some(l) if l.status == RunStatus::Completed => Err(JobError::AlreadyCompleted {
             name: job.name.clone(),
             params: job.params_text(),
             execution: l.id,
@@ -618,7 +607,7 @@ pub(crate) fn abandon_statement<S, T>(job: &BatchJob<S, T>) -> impl Render + use
     use tandem_sql::prelude::*;
     j::table
         .update()
-        .set(j::status, status::FAILED.to_owned())
+        .set(j::status, RunStatus::Failed)
         .set(j::ended_at, Some(crate::model::now_ms()))
         .set(
             j::error_text,
@@ -628,7 +617,7 @@ pub(crate) fn abandon_statement<S, T>(job: &BatchJob<S, T>) -> impl Render + use
             j::job_name
                 .eq(job.name.clone())
                 .and(j::job_params.eq(job.params_text()))
-                .and(j::status.eq(status::STARTED)),
+                .and(j::status.eq(RunStatus::Started)),
         )
 }
 
@@ -653,7 +642,7 @@ pub(crate) fn new_execution<S, T>(job: &BatchJob<S, T>) -> crate::model::JobExec
         id: 0,
         job_name: job.name.clone(),
         job_params: job.params_text(),
-        status: status::STARTED.into(),
+        status: RunStatus::Started,
         started_at: crate::model::now_ms(),
         ended_at: None,
         read_count: 0,

@@ -3,7 +3,8 @@
 //!
 //! Both runners read and write these tables with the same statements; only the I/O differs.
 
-use tandem_sql::Table;
+use tandem_sql::typed::{AsExpr, AsValue};
+use tandem_sql::{SqlType, SqlValue, Table, Value, ValueError, kind};
 
 /// One run of a job.
 #[derive(Table, Debug, Clone, PartialEq)]
@@ -19,9 +20,9 @@ pub struct JobExecution {
     /// restarts the same job.
     #[column(varchar = 500)]
     pub job_params: String,
-    /// `STARTED`, `COMPLETED` or `FAILED`.
+    /// Where the run or step is (stored as `STARTED`, `COMPLETED` or `FAILED`).
     #[column(varchar = 20)]
-    pub status: String,
+    pub status: RunStatus,
     /// Start, in milliseconds since the Unix epoch.
     pub started_at: i64,
     /// End, in milliseconds since the Unix epoch.
@@ -52,9 +53,9 @@ pub struct StepExecution {
     pub partition_lo: i64,
     /// Last key of the partition.
     pub partition_hi: i64,
-    /// `STARTED`, `COMPLETED` or `FAILED`.
+    /// Where the run or step is (stored as `STARTED`, `COMPLETED` or `FAILED`).
     #[column(varchar = 20)]
-    pub status: String,
+    pub status: RunStatus,
     /// The last source key whose chunk is committed; the step resumes after it. Committed in the same
     /// transaction as that chunk.
     pub checkpoint: Option<i64>,
@@ -74,14 +75,71 @@ pub struct StepExecution {
     pub error_text: Option<String>,
 }
 
-/// Status values.
-pub mod status {
+/// Where a run or a step is; stored as its name in capitals.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RunStatus {
     /// Running (or killed while running).
-    pub const STARTED: &str = "STARTED";
+    Started,
     /// Finished with every row accounted for.
-    pub const COMPLETED: &str = "COMPLETED";
+    Completed,
     /// Stopped by an error.
-    pub const FAILED: &str = "FAILED";
+    Failed,
+}
+
+impl RunStatus {
+    /// The stored name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Started => "STARTED",
+            RunStatus::Completed => "COMPLETED",
+            RunStatus::Failed => "FAILED",
+        }
+    }
+}
+
+impl std::fmt::Display for RunStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl SqlValue for RunStatus {
+    type Kind = kind::Text;
+    type Null = kind::NotNull;
+    const SQL_TYPE: SqlType = SqlType::Text;
+    fn into_value(self) -> Value {
+        Value::Text(self.as_str().to_owned())
+    }
+    fn from_value(value: Value) -> Result<Self, ValueError> {
+        match value {
+            Value::Text(s) => match s.as_str() {
+                "STARTED" => Ok(RunStatus::Started),
+                "COMPLETED" => Ok(RunStatus::Completed),
+                "FAILED" => Ok(RunStatus::Failed),
+                _ => Err(ValueError::Parse {
+                    text: s,
+                    target: "RunStatus",
+                }),
+            },
+            other => Err(ValueError::WrongType {
+                expected: "RunStatus",
+                found: other.kind_name(),
+            }),
+        }
+    }
+}
+
+impl AsExpr<kind::Text> for RunStatus {
+    type Sources = ();
+    fn into_expr(self) -> tandem_sql::ast::Expr {
+        tandem_sql::ast::Expr::Value(SqlValue::into_value(self))
+    }
+}
+
+impl AsValue<kind::Text> for RunStatus {
+    fn into_value(self) -> Value {
+        SqlValue::into_value(self)
+    }
 }
 
 /// Milliseconds since the Unix epoch.

@@ -39,7 +39,10 @@ fn processor_rules() {
         Processed::Skip
     ));
     let err = process(source("big", i32::MAX / 2 + 1)).unwrap_err();
-    assert!(err.0.contains(&(i32::MAX / 2 + 1).to_string()), "{err}");
+    assert!(
+        err.to_string().contains(&(i32::MAX / 2 + 1).to_string()),
+        "{err}"
+    );
 }
 
 proptest! {
@@ -135,7 +138,7 @@ fn the_job_runs_and_restarts() {
         // First run: the processor fails on item-1234.
         let failing = BatchJob::new("w8", |s: Source| {
             if s.name == "item-1234" {
-                return Err(ProcessError("the machine died".into()));
+                return Err(ProcessError::from("the machine died"));
             }
             process(s)
         })
