@@ -5,6 +5,8 @@
 use futures_util::TryStreamExt;
 use tandem::blocking::{Find, Result};
 use tandem::prelude::*;
+use tandem_async::Executor as _;
+use tandem_blocking::Executor as _;
 
 /// A user (the README's declaration).
 #[derive(Table, Debug, Clone, PartialEq)]

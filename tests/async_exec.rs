@@ -10,6 +10,8 @@ mod harness;
 mod support;
 
 use std::time::Duration;
+use tandem_async::Executor;
+use tandem_blocking::Executor as _;
 
 use futures_util::{StreamExt, TryStreamExt};
 use support::{AppError, Order, User, check_unique_violation_source, orders, users};
@@ -424,6 +426,45 @@ async fn temporal_and_uuid_values(t: &ADb) {
 async_engine_test!(
     /// Dates, times, timestamps and UUIDs round-trip exactly, NULLs included, and compare in time order.
     temporal_and_uuid_values
+);
+
+/// One function for both: written against `&impl Executor`, it runs on the database and inside a
+/// transaction alike.
+async fn adults(x: &impl Executor) -> Result<Vec<String>, Error> {
+    let rows: Vec<(String,)> = x
+        .load(
+            &users::table
+                .select(users::name)
+                .filter(users::age.ge(18))
+                .order_by(users::name.asc()),
+        )
+        .await?;
+    Ok(rows.into_iter().map(|(n,)| n).collect())
+}
+
+async fn one_function_for_both(t: &ADb) {
+    let db = &t.db;
+    setup(db).await;
+    db.repository::<User>().insert(&user("ann", 30)).await.unwrap();
+    db.repository::<User>().insert(&user("kid", 9)).await.unwrap();
+    assert_eq!(adults(db).await.unwrap(), ["ann"]);
+    let tx = db.begin(TxOptions::default()).await.unwrap();
+    tx.repository::<User>().insert(&user("bob", 40)).await.unwrap();
+    assert_eq!(adults(&tx).await.unwrap(), ["ann", "bob"]);
+    tx.rollback().await.unwrap();
+    assert_eq!(adults(db).await.unwrap(), ["ann"]);
+    // A generic function's future is Send: it runs in a spawned task.
+    let spawned = db.clone();
+    let got = tokio::spawn(async move { adults(&spawned).await })
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(got, ["ann"]);
+}
+async_engine_test!(
+    /// A function written once against `Executor` runs on a `Database`, inside a `Transaction`, and in a
+    /// spawned task.
+    one_function_for_both
 );
 
 async fn typed_loads(t: &ADb) {
@@ -1246,6 +1287,7 @@ fn main() {
             transaction_options_and_retry::cases(),
             own_error_type::cases(),
             typed_loads::cases(),
+            one_function_for_both::cases(),
             temporal_and_uuid_values::cases(),
             bad_input::cases(),
             cancellation::cases(),

@@ -9,6 +9,7 @@ mod harness;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
+use tandem_blocking::Executor as _;
 
 use tandem_batch::essay::{self, Source, Target, benchmark_source, benchmark_target};
 use tandem_batch::model::{JobExecution, RunStatus, batch_job_execution, batch_step_execution};

@@ -10,6 +10,7 @@ mod harness;
 mod support;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use tandem_blocking::Executor;
 
 use db::TestDb;
 use support::{AppError, Order, User, check_unique_violation_source, orders, users};
@@ -295,6 +296,44 @@ engine_test!(
             .unwrap();
         assert_eq!(later, [(want[1].uid,)], "compared in time order");
         assert_eq!(repo.get(want[1].id).unwrap().maybe_utc, None);
+    }
+);
+
+/// One function for both: written against `&impl Executor`, it runs on the database and inside a
+/// transaction alike (and there it sees the transaction's uncommitted rows).
+fn adults(x: &impl Executor) -> Result<Vec<String>, Error> {
+    let rows: Vec<(String,)> = x.load(&users::table.select(users::name).filter(users::age.ge(18)).order_by(users::name.asc()))?;
+    Ok(rows.into_iter().map(|(n,)| n).collect())
+}
+
+/// The same through a repository over any executor.
+fn add_user(x: &impl Executor, name: &str, age: i32) -> Result<i64, Error> {
+    x.repository::<User>().insert(&user(name, age))
+}
+
+engine_test!(
+    /// A function written once against `Executor` runs on a `Database` and inside a `Transaction`.
+    one_function_for_both,
+    |t: &TestDb| {
+        let db = &t.db;
+        setup(db);
+        add_user(db, "ann", 30).unwrap();
+        add_user(db, "kid", 9).unwrap();
+        assert_eq!(adults(db).unwrap(), ["ann"]);
+        let inside = db
+            .transaction(|tx| {
+                add_user(tx, "bob", 40)?;
+                adults(tx)
+            })
+            .unwrap();
+        assert_eq!(inside, ["ann", "bob"], "the transaction sees its own row");
+        let rolled_back = db.transaction(|tx| {
+            add_user(tx, "cat", 50)?;
+            assert_eq!(adults(tx)?, ["ann", "bob", "cat"]);
+            Err::<(), _>(Error::Usage("undo".into()))
+        });
+        assert!(rolled_back.is_err());
+        assert_eq!(adults(db).unwrap(), ["ann", "bob"]);
     }
 );
 
@@ -774,6 +813,7 @@ fn main() {
             ),
             harness::engines("own_error_type", own_error_type::run),
             harness::engines("typed_loads", typed_loads::run),
+            harness::engines("one_function_for_both", one_function_for_both::run),
             harness::engines("temporal_and_uuid_values", temporal_and_uuid_values::run),
             harness::engines("bad_input", bad_input::run),
             harness::engines("streams", streams::run),

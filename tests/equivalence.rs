@@ -11,6 +11,8 @@ mod support;
 use futures_util::TryStreamExt;
 use proptest::prelude::*;
 use support::{User, users};
+use tandem_async::Executor as _;
+use tandem_blocking::Executor as _;
 use tandem_core::{BatchOptions, Error, Find};
 use tandem_sql::Dialect;
 use tandem_sql::prelude::*;

@@ -15,6 +15,7 @@ mod pools;
 use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use tandem_blocking::Executor as _;
 
 use pools::{Exec, Side, connections, until};
 use tandem_core::{DbErrorKind, PoolConfig};

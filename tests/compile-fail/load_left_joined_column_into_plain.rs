@@ -2,6 +2,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 use support::{orders, users};
+use tandem_blocking::Executor;
 use tandem_sql::prelude::*;
 
 fn main() {

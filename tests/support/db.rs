@@ -7,6 +7,7 @@
 #![allow(dead_code)]
 
 use std::sync::atomic::{AtomicU32, Ordering};
+use tandem_blocking::Executor as _;
 
 use tandem_blocking::{ConnectOptions, Database, PoolConfig};
 use tandem_sql::{Dialect, raw};

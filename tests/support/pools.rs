@@ -5,6 +5,8 @@
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use tandem_async::Executor as _;
+use tandem_blocking::Executor as _;
 
 use tandem_core::{ConnectOptions, Error, PoolConfig, PoolMetrics, Result, TxOptions};
 use tandem_sql::{Dialect, Value, raw};

@@ -7,12 +7,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use sqlx::pool::PoolOptions;
-use tandem_core::plan::Plan;
+use tandem_core::plan::{Done, Plan};
 use tandem_core::{ConnectOptions, Error, PoolConfig, PoolMetrics, Result, TxOptions};
 use tandem_pool::{Admission, LossClock};
 use tandem_sql::ast::CreateTable;
-use tandem_sql::{Dialect, FromRow, Render, Rendered};
+use tandem_sql::{Dialect, Rendered};
 
+use crate::Executor;
 use crate::backend::error;
 use crate::conn::{Collect, Conn, Discard, First, Link};
 use crate::stream::RowStream;
@@ -326,54 +327,6 @@ impl Database {
         Ok(crate::PooledConnection(self.acquire().await?))
     }
 
-    /// Runs a statement; returns rows affected.
-    pub async fn execute(&self, stmt: &impl Render) -> Result<u64> {
-        let r = stmt.render(self.dialect())?;
-        Ok(self.acquire().await?.run(&r, &mut Discard).await?.affected)
-    }
-
-    /// All rows, decoded.
-    pub async fn fetch_all<T: FromRow>(&self, stmt: &impl Render) -> Result<Vec<T>> {
-        let r = stmt.render(self.dialect())?;
-        let mut rows = Collect(Vec::new());
-        self.acquire().await?.run(&r, &mut rows).await?;
-        rows.0
-            .into_iter()
-            .map(|row| T::from_row(row).map_err(Error::from))
-            .collect()
-    }
-
-    /// All rows of a typed query, read into `T` — checked at compile time: a tuple of the selected columns'
-    /// types (an `Option` for a column that may be NULL), or the table's entity from `select_all()`.
-    pub async fn load<T, QS, Out>(
-        &self,
-        query: &tandem_sql::typed::SelectQuery<QS, Out>,
-    ) -> Result<Vec<T>>
-    where
-        T: tandem_sql::typed::Load<Out>,
-    {
-        self.fetch_all(query).await
-    }
-
-    /// The first row, or [`Error::RowNotFound`].
-    pub async fn fetch_one<T: FromRow>(&self, stmt: &impl Render) -> Result<T> {
-        self.fetch_optional(stmt).await?.ok_or(Error::RowNotFound)
-    }
-
-    /// The first row, if any.
-    pub async fn fetch_optional<T: FromRow>(&self, stmt: &impl Render) -> Result<Option<T>> {
-        let r = stmt.render(self.dialect())?;
-        let mut first = First(None);
-        self.acquire().await?.run(&r, &mut first).await?;
-        first.0.map(T::from_row).transpose().map_err(Error::from)
-    }
-
-    /// A `Stream` of rows that reads from the server as it is polled, a bounded number at a time (see
-    /// [`RowStream`]). It holds one connection until it ends or is dropped.
-    pub async fn fetch<T: FromRow>(&self, stmt: &impl Render) -> Result<RowStream<T>> {
-        self.stream(stmt.render(self.dialect())?).await
-    }
-
     pub(crate) async fn stream<T>(&self, r: Rendered) -> Result<RowStream<T>> {
         let conn = self.acquire().await?;
         Ok(RowStream::start(conn, r, None))
@@ -439,7 +392,7 @@ impl Database {
 
     /// Runs a plan (a repository method), in one transaction when its steps belong together. Written without
     /// closures so that every repository future is `Send`.
-    pub async fn run<T>(&self, plan: Plan<T>) -> Result<T> {
+    pub(crate) async fn run_plan<T>(&self, plan: Plan<T>) -> Result<T> {
         if plan.needs_transaction() {
             let opts = TxOptions::default();
             let mut attempt = 1;
@@ -493,9 +446,51 @@ impl Database {
         }
         Ok(())
     }
+}
 
-    /// A repository of entity `E` over this database.
-    pub fn repository<E: tandem_sql::Entity>(&self) -> crate::Repository<'_, E> {
-        crate::Repository::new(crate::repository::Exec::Db(self))
+impl crate::Executor for Database {
+    fn dialect(&self) -> Dialect {
+        Database::dialect(self)
+    }
+
+    async fn run_statement(
+        &self,
+        r: Rendered,
+        keep: crate::Keep,
+    ) -> Result<(Vec<tandem_sql::Row>, Done)> {
+        let mut conn = self.acquire().await?;
+        run_kept(&mut conn, &r, keep).await
+    }
+
+    fn run<T: Send>(&self, plan: Plan<T>) -> impl Future<Output = Result<T>> + Send {
+        self.run_plan(plan)
+    }
+
+    fn stream_rendered<T: Send>(
+        &self,
+        r: Rendered,
+    ) -> impl Future<Output = Result<RowStream<T>>> + Send {
+        self.stream(r)
+    }
+}
+
+/// Runs one statement on a connection, keeping the rows asked for.
+pub(crate) async fn run_kept(
+    conn: &mut Conn,
+    r: &Rendered,
+    keep: crate::Keep,
+) -> Result<(Vec<tandem_sql::Row>, Done)> {
+    match keep {
+        crate::Keep::All => {
+            let mut rows = Collect(Vec::new());
+            let done = conn.run(r, &mut rows).await?;
+            Ok((rows.0, done))
+        }
+        crate::Keep::First => {
+            let mut first = First(None);
+            let done = conn.run(r, &mut first).await?;
+            Ok((first.0.into_iter().collect(), done))
+        }
+        crate::Keep::None => Ok((Vec::new(), conn.run(r, &mut Discard).await?)),
     }
 }

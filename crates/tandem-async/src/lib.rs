@@ -4,8 +4,9 @@
 //! from `tandem-core`, shared with `tandem-blocking`.
 //!
 //! # Layout
-//! - [`Database`] (`database`): sqlx pools, statement execution, streams, transactions with async closures,
-//!   plans.
+//! - [`Executor`] (`executor`): statement execution, typed loads, streams and repositories, written once for
+//!   both a [`Database`] and a [`Transaction`]; every future it returns is `Send`.
+//! - [`Database`] (`database`): sqlx pools, transactions with async closures, plans.
 //! - [`Transaction`] (`transaction`): BEGIN … COMMIT on one connection; rolled back on `Err`, on panic and
 //!   when its future is dropped; savepoints when nested. [`retry`]: the retry rule for transactions begun by
 //!   hand, `Send` for spawned tasks.
@@ -18,6 +19,7 @@
 mod backend;
 mod conn;
 mod database;
+mod executor;
 pub(crate) mod repository;
 mod sqlite;
 mod stream;
@@ -25,6 +27,7 @@ mod transaction;
 
 pub use conn::PooledConnection;
 pub use database::Database;
+pub use executor::{Executor, Keep};
 pub use repository::Repository;
 pub use stream::{BATCH as STREAM_BATCH, BUFFERED as STREAM_BUFFERED, RowStream};
 pub use tandem_core::{

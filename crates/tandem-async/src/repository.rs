@@ -4,49 +4,27 @@
 
 use std::marker::PhantomData;
 
+use tandem_core::Result;
 use tandem_core::repo::{self, BatchOptions, BatchResult, CursorPage, Find, Page};
-use tandem_core::{Plan, Result};
+use tandem_sql::Rendered;
 use tandem_sql::typed::{ColumnList, Entity, UpdateQuery};
-use tandem_sql::{Dialect, Rendered};
 
+use crate::Executor;
 use crate::database::Database;
 use crate::stream::RowStream;
-use crate::transaction::Transaction;
 
-/// Where a repository runs its statements.
-#[derive(Clone, Copy)]
-pub(crate) enum Exec<'a> {
-    Db(&'a Database),
-    Tx(&'a Transaction),
-}
-
-impl Exec<'_> {
-    fn dialect(&self) -> Dialect {
-        match self {
-            Exec::Db(db) => db.dialect(),
-            Exec::Tx(tx) => tx.dialect(),
-        }
-    }
-
-    async fn run<T>(&self, plan: Plan<T>) -> Result<T> {
-        match self {
-            Exec::Db(db) => db.run(plan).await,
-            Exec::Tx(tx) => tx.run(plan).await,
-        }
-    }
-}
-
-/// The repository of entity `E`.
-pub struct Repository<'a, E> {
-    exec: Exec<'a>,
+/// The repository of entity `E`, over an [`Executor`]: a [`Database`] (the default) or a
+/// [`crate::Transaction`].
+pub struct Repository<'a, E, X = Database> {
+    exec: &'a X,
     _entity: PhantomData<fn() -> E>,
 }
 
 type Table<E> = <E as Entity>::Table;
 type Key<E> = <E as Entity>::Key;
 
-impl<'a, E: Entity> Repository<'a, E> {
-    pub(crate) fn new(exec: Exec<'a>) -> Self {
+impl<'a, E: Entity, X: Executor> Repository<'a, E, X> {
+    pub(crate) fn new(exec: &'a X) -> Self {
         Repository {
             exec,
             _entity: PhantomData,
@@ -54,10 +32,7 @@ impl<'a, E: Entity> Repository<'a, E> {
     }
 
     async fn stream(&self, r: Rendered) -> Result<RowStream<E>> {
-        match self.exec {
-            Exec::Db(db) => db.stream(r).await,
-            Exec::Tx(tx) => tx.stream(r).await,
-        }
+        self.exec.stream_rendered(r).await
     }
 
     /// The row with this key, if any.

@@ -3,12 +3,12 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
-use tandem_core::plan::{Outcome, Plan, Step};
+use tandem_core::plan::{Done, Outcome, Plan, Step};
 use tandem_core::{Error, Result, TxOptions, tx};
-use tandem_sql::{Dialect, FromRow, Render, Rendered};
+use tandem_sql::{Dialect, Rendered};
 use tokio::sync::{Mutex, MutexGuard, oneshot};
 
-use crate::conn::{Collect, Conn, Discard, First};
+use crate::conn::Conn;
 use crate::stream::RowStream;
 
 enum Slot {
@@ -110,65 +110,6 @@ impl Transaction {
         self.dialect
     }
 
-    /// Runs a statement; returns rows affected.
-    pub async fn execute(&self, stmt: &impl Render) -> Result<u64> {
-        let r = stmt.render(self.dialect)?;
-        let mut slot = self.conn().await?;
-        let Slot::Here(c) = &mut *slot else {
-            return Err(gone());
-        };
-        Ok(c.run(&r, &mut Discard).await?.affected)
-    }
-
-    /// All rows, decoded.
-    pub async fn fetch_all<T: FromRow>(&self, stmt: &impl Render) -> Result<Vec<T>> {
-        let r = stmt.render(self.dialect)?;
-        let mut slot = self.conn().await?;
-        let Slot::Here(c) = &mut *slot else {
-            return Err(gone());
-        };
-        let mut rows = Collect(Vec::new());
-        c.run(&r, &mut rows).await?;
-        rows.0
-            .into_iter()
-            .map(|row| T::from_row(row).map_err(Error::from))
-            .collect()
-    }
-
-    /// All rows of a typed query, read into `T` (see [`crate::Database::load`]).
-    pub async fn load<T, QS, Out>(
-        &self,
-        query: &tandem_sql::typed::SelectQuery<QS, Out>,
-    ) -> Result<Vec<T>>
-    where
-        T: tandem_sql::typed::Load<Out>,
-    {
-        self.fetch_all(query).await
-    }
-
-    /// The first row, or [`Error::RowNotFound`].
-    pub async fn fetch_one<T: FromRow>(&self, stmt: &impl Render) -> Result<T> {
-        self.fetch_optional(stmt).await?.ok_or(Error::RowNotFound)
-    }
-
-    /// The first row, if any.
-    pub async fn fetch_optional<T: FromRow>(&self, stmt: &impl Render) -> Result<Option<T>> {
-        let r = stmt.render(self.dialect)?;
-        let mut slot = self.conn().await?;
-        let Slot::Here(c) = &mut *slot else {
-            return Err(gone());
-        };
-        let mut first = First(None);
-        c.run(&r, &mut first).await?;
-        first.0.map(T::from_row).transpose().map_err(Error::from)
-    }
-
-    /// A stream of rows read inside this transaction. While it is being read, other calls on the transaction
-    /// wait for it to end (or be dropped).
-    pub async fn fetch<T: FromRow>(&self, stmt: &impl Render) -> Result<RowStream<T>> {
-        self.stream(stmt.render(self.dialect)?).await
-    }
-
     pub(crate) async fn stream<T>(&self, r: Rendered) -> Result<RowStream<T>> {
         let mut slot = self.conn().await?;
         let Slot::Here(conn) = std::mem::replace(&mut *slot, Slot::Gone) else {
@@ -215,7 +156,7 @@ impl Transaction {
 
     /// Runs a plan inside this transaction (several steps under a savepoint). Written without closures so
     /// that its future is `Send`.
-    pub async fn run<T>(&self, plan: Plan<T>) -> Result<T> {
+    pub(crate) async fn run_plan<T>(&self, plan: Plan<T>) -> Result<T> {
         if !plan.needs_transaction() {
             let outcomes = self.run_steps(&plan.steps).await?;
             return plan.finish(outcomes);
@@ -251,10 +192,34 @@ impl Transaction {
         let opts = self.opts.clone();
         self.end(&opts, false).await
     }
+}
 
-    /// A repository of entity `E` inside this transaction.
-    pub fn repository<E: tandem_sql::Entity>(&self) -> crate::Repository<'_, E> {
-        crate::Repository::new(crate::repository::Exec::Tx(self))
+impl crate::Executor for Transaction {
+    fn dialect(&self) -> Dialect {
+        self.dialect
+    }
+
+    async fn run_statement(
+        &self,
+        r: Rendered,
+        keep: crate::Keep,
+    ) -> Result<(Vec<tandem_sql::Row>, Done)> {
+        let mut slot = self.conn().await?;
+        let Slot::Here(c) = &mut *slot else {
+            return Err(gone());
+        };
+        crate::database::run_kept(c, &r, keep).await
+    }
+
+    fn run<T: Send>(&self, plan: Plan<T>) -> impl std::future::Future<Output = Result<T>> + Send {
+        self.run_plan(plan)
+    }
+
+    fn stream_rendered<T: Send>(
+        &self,
+        r: Rendered,
+    ) -> impl std::future::Future<Output = Result<RowStream<T>>> + Send {
+        self.stream(r)
     }
 }
 

@@ -3,6 +3,7 @@
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 use std::time::Instant;
+use tandem_async::Executor as _;
 
 use futures_util::TryStreamExt;
 use tandem_async::{BatchOptions, BatchTransaction, Database, Transaction, TxOptions};

@@ -2,6 +2,7 @@
 
 use std::sync::atomic::AtomicU64;
 use std::time::Instant;
+use tandem_blocking::Executor as _;
 
 use tandem_blocking::{BatchOptions, BatchTransaction, Database};
 use tandem_sql::FromRow;

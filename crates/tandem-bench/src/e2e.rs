@@ -3,6 +3,7 @@
 //! before each measured op; every op is verified (row count, distinct names, checksum).
 
 use std::time::Instant;
+use tandem_blocking::Executor as _;
 
 use tandem_batch::essay::{self, benchmark_target};
 use tandem_batch::model::{batch_job_execution, batch_step_execution};

@@ -5,6 +5,8 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
+use tandem_async::Executor as _;
+use tandem_blocking::Executor as _;
 
 use tandem_batch::essay::{Source, benchmark_source, seed_rows};
 use tandem_blocking::{BatchOptions, Database, PoolConfig};

@@ -5,6 +5,8 @@
 //! every op and checked after it.
 
 use std::time::{Duration, Instant};
+use tandem_async::Executor as _;
+use tandem_blocking::Executor as _;
 
 use tandem_batch::essay::{Source, benchmark_source, seed_rows};
 use tandem_blocking::{BatchOptions, Database, PoolConfig};

@@ -2,6 +2,8 @@
 //! process's resident memory, next to `fetch_all` into a `Vec` (which must hold everything).
 
 use std::time::{Duration, Instant};
+use tandem_async::Executor as _;
+use tandem_blocking::Executor as _;
 
 use futures_util::StreamExt;
 use tandem_batch::essay::{Source, benchmark_source, seed_rows};

@@ -4,12 +4,13 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tandem_core::plan::{Outcome, Plan, Step};
+use tandem_core::plan::{Done, Outcome, Plan, Step};
 use tandem_core::{ConnectOptions, DbError, Error, PoolConfig, PoolMetrics, Result, TxOptions};
 use tandem_pool::{Admission, Permit};
 use tandem_sql::ast::CreateTable;
-use tandem_sql::{Dialect, FromRow, Render, Rendered, Row};
+use tandem_sql::{Dialect, FromRow, Rendered, Row};
 
+use crate::Executor;
 use crate::driver::Conn;
 use crate::pool::{Manager, QuietErrors};
 use crate::stream::RowStream;
@@ -248,54 +249,6 @@ impl Database {
         }
     }
 
-    /// Runs a statement; returns rows affected.
-    pub fn execute(&self, stmt: &impl Render) -> Result<u64> {
-        let r = stmt.render(self.dialect())?;
-        let mut conn = self.acquire()?;
-        Ok(conn.run(&r, &mut |_| Ok(true))?.affected)
-    }
-
-    /// All rows, decoded.
-    pub fn fetch_all<T: FromRow>(&self, stmt: &impl Render) -> Result<Vec<T>> {
-        let r = stmt.render(self.dialect())?;
-        let mut conn = self.acquire()?;
-        collect(&mut conn, &r)
-    }
-
-    /// All rows of a typed query, read into `T` — checked at compile time: a tuple of the selected columns'
-    /// types (an `Option` for a column that may be NULL), or the table's entity from `select_all()`.
-    pub fn load<T, QS, Out>(
-        &self,
-        query: &tandem_sql::typed::SelectQuery<QS, Out>,
-    ) -> Result<Vec<T>>
-    where
-        T: tandem_sql::typed::Load<Out>,
-    {
-        self.fetch_all(query)
-    }
-
-    /// The first row, or [`Error::RowNotFound`].
-    pub fn fetch_one<T: FromRow>(&self, stmt: &impl Render) -> Result<T> {
-        self.fetch_optional(stmt)?.ok_or(Error::RowNotFound)
-    }
-
-    /// The first row, if any.
-    pub fn fetch_optional<T: FromRow>(&self, stmt: &impl Render) -> Result<Option<T>> {
-        let r = stmt.render(self.dialect())?;
-        let mut conn = self.acquire()?;
-        first(&mut conn, &r)
-    }
-
-    /// A streaming iterator over the rows: they are read from the driver as the iterator is consumed, a
-    /// bounded number at a time (see [`RowStream`]). The stream holds one connection until it ends or is
-    /// dropped.
-    pub fn fetch<T: FromRow + Send + 'static>(
-        &self,
-        stmt: &impl Render,
-    ) -> Result<RowStream<'static, T>> {
-        self.stream(stmt.render(self.dialect())?)
-    }
-
     pub(crate) fn stream<T>(&self, r: Rendered) -> Result<RowStream<'static, T>> {
         let conn = self.acquire()?;
         RowStream::start(conn, r, None)
@@ -335,18 +288,6 @@ impl Database {
     }
     // ANCHOR_END: transaction
 
-    /// Runs a plan (a repository method): in one transaction when it has several steps that belong together,
-    /// otherwise each step on its own.
-    pub fn run<T>(&self, plan: Plan<T>) -> Result<T> {
-        if plan.needs_transaction() {
-            let outcomes = self.transaction(|tx| tx.run_steps(&plan.steps))?;
-            return plan.finish(outcomes);
-        }
-        let mut conn = self.acquire()?;
-        let outcomes = run_steps(&mut conn, &plan.steps)?;
-        plan.finish(outcomes)
-    }
-
     /// Creates a declared table and its indexes (`IF NOT EXISTS`).
     pub fn create_table(&self, table: &CreateTable) -> Result<()> {
         let table = match self.dialect() {
@@ -375,11 +316,6 @@ impl Database {
             self.execute(&t.drop_table(true))?;
         }
         Ok(())
-    }
-
-    /// A repository of entity `E` over this database.
-    pub fn repository<E: tandem_sql::Entity>(&self) -> crate::Repository<'_, E> {
-        crate::Repository::new(crate::repository::Exec::Db(self))
     }
 
     /// Runs blocking work from async code on tokio's blocking thread pool and returns its result: the
@@ -411,15 +347,6 @@ impl Database {
     }
 }
 
-pub(crate) fn collect<T: FromRow>(conn: &mut Conn, r: &Rendered) -> Result<Vec<T>> {
-    let mut out = Vec::new();
-    conn.run(r, &mut |row: Row| {
-        out.push(T::from_row(row)?);
-        Ok(true)
-    })?;
-    Ok(out)
-}
-
 pub(crate) fn first<T: FromRow>(conn: &mut Conn, r: &Rendered) -> Result<Option<T>> {
     let mut out = None;
     conn.run(r, &mut |row: Row| {
@@ -432,4 +359,30 @@ pub(crate) fn first<T: FromRow>(conn: &mut Conn, r: &Rendered) -> Result<Option<
 /// Runs steps on one connection, collecting each outcome.
 pub(crate) fn run_steps(conn: &mut Conn, steps: &[Step]) -> Result<Vec<Outcome>> {
     tandem_core::plan::run_steps(conn, steps)
+}
+
+impl crate::Executor for Database {
+    fn dialect(&self) -> Dialect {
+        Database::dialect(self)
+    }
+
+    fn run_statement(&self, r: &Rendered, sink: &mut tandem_core::plan::Sink<'_>) -> Result<Done> {
+        self.acquire()?.run(r, sink)
+    }
+
+    /// Runs a plan (a repository method): in one transaction when it has several steps that belong together,
+    /// otherwise each step on its own.
+    fn run<T>(&self, plan: Plan<T>) -> Result<T> {
+        if plan.needs_transaction() {
+            let outcomes = self.transaction(|tx| tx.run_steps(&plan.steps))?;
+            return plan.finish(outcomes);
+        }
+        let mut conn = self.acquire()?;
+        let outcomes = run_steps(&mut conn, &plan.steps)?;
+        plan.finish(outcomes)
+    }
+
+    fn stream_rendered<T: Send + 'static>(&self, r: Rendered) -> Result<RowStream<'_, T>> {
+        self.stream(r)
+    }
 }

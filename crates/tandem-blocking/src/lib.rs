@@ -3,8 +3,10 @@
 //! against. The Rust side of the essay's "JDBC + virtual threads".
 //!
 //! # Layout
-//! - [`Database`] (`database`): the pool, statement execution, streaming reads, transactions, plans, and the
-//!   bridge that runs blocking work from async code on tokio's blocking pool.
+//! - [`Executor`] (`executor`): statement execution, typed loads, streams and repositories, written once for
+//!   both a [`Database`] and a [`Transaction`].
+//! - [`Database`] (`database`): the pool, transactions, plans, and the bridge that runs blocking work from
+//!   async code on tokio's blocking pool.
 //! - [`Transaction`] (`transaction`): BEGIN … COMMIT on one connection; savepoints when nested.
 //! - [`RowStream`] (`stream`): rows pulled from the driver as they are consumed, memory bounded.
 //! - [`Repository`] (`repository`): the repository method set, running `tandem-core`'s plans.
@@ -13,6 +15,7 @@
 //!
 //! ```no_run
 //! # fn main() -> tandem_core::Result<()> {
+//! use tandem_blocking::Executor;
 //! let db = tandem_blocking::Database::connect("sqlite::memory:")?;
 //! let n: (i64,) = db.fetch_one(&tandem_sql::ast::Select::from(tandem_sql::Ident::new("sqlite_master")?))?;
 //! # Ok(()) }
@@ -22,12 +25,14 @@
 mod database;
 mod driver;
 pub mod engine;
+mod executor;
 mod pool;
 pub(crate) mod repository;
 mod stream;
 mod transaction;
 
 pub use database::Database;
+pub use executor::Executor;
 pub use repository::Repository;
 pub use stream::{BATCH as STREAM_BATCH, BUFFERED as STREAM_BUFFERED, RowStream};
 pub use tandem_core::{

@@ -4,11 +4,11 @@
 use std::cell::{Cell, RefCell};
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 
-use tandem_core::plan::{Outcome, Plan, Step};
+use tandem_core::plan::{Done, Outcome, Plan, Step};
 use tandem_core::{Error, Result, TxOptions, tx};
-use tandem_sql::{Dialect, FromRow, Render};
+use tandem_sql::Dialect;
 
-use crate::database::{Pooled, collect, first, run_steps};
+use crate::database::{Pooled, run_steps};
 use crate::driver::Conn;
 use crate::stream::RowStream;
 
@@ -94,49 +94,6 @@ impl Transaction {
         self.dialect
     }
 
-    /// Runs a statement; returns rows affected.
-    pub fn execute(&self, stmt: &impl Render) -> Result<u64> {
-        let r = stmt.render(self.dialect)?;
-        self.with_conn(|c| Ok(c.run(&r, &mut |_| Ok(true))?.affected))
-    }
-
-    /// All rows, decoded.
-    pub fn fetch_all<T: FromRow>(&self, stmt: &impl Render) -> Result<Vec<T>> {
-        let r = stmt.render(self.dialect)?;
-        self.with_conn(|c| collect(c, &r))
-    }
-
-    /// All rows of a typed query, read into `T` (see [`crate::Database::load`]).
-    pub fn load<T, QS, Out>(
-        &self,
-        query: &tandem_sql::typed::SelectQuery<QS, Out>,
-    ) -> Result<Vec<T>>
-    where
-        T: tandem_sql::typed::Load<Out>,
-    {
-        self.fetch_all(query)
-    }
-
-    /// The first row, or [`Error::RowNotFound`].
-    pub fn fetch_one<T: FromRow>(&self, stmt: &impl Render) -> Result<T> {
-        self.fetch_optional(stmt)?.ok_or(Error::RowNotFound)
-    }
-
-    /// The first row, if any.
-    pub fn fetch_optional<T: FromRow>(&self, stmt: &impl Render) -> Result<Option<T>> {
-        let r = stmt.render(self.dialect)?;
-        self.with_conn(|c| first(c, &r))
-    }
-
-    /// A streaming iterator over the rows, read inside this transaction. While it lives, the transaction's
-    /// connection is busy with it: other calls on the transaction fail until it is finished or dropped.
-    pub fn fetch<T: FromRow + Send + 'static>(
-        &self,
-        stmt: &impl Render,
-    ) -> Result<RowStream<'_, T>> {
-        self.stream(stmt.render(self.dialect)?)
-    }
-
     pub(crate) fn stream<T>(&self, r: tandem_sql::Rendered) -> Result<RowStream<'_, T>> {
         let conn = self
             .slot
@@ -181,9 +138,23 @@ impl Transaction {
     pub(crate) fn run_steps(&self, steps: &[Step]) -> Result<Vec<Outcome>> {
         self.with_conn(|c| run_steps(c, steps))
     }
+}
+
+impl crate::Executor for Transaction {
+    fn dialect(&self) -> Dialect {
+        self.dialect
+    }
+
+    fn run_statement(
+        &self,
+        r: &tandem_sql::Rendered,
+        sink: &mut tandem_core::plan::Sink<'_>,
+    ) -> Result<Done> {
+        self.with_conn(|c| c.run(r, sink))
+    }
 
     /// Runs a plan inside this transaction (several steps under a savepoint, so a failure undoes them all).
-    pub fn run<T>(&self, plan: Plan<T>) -> Result<T> {
+    fn run<T>(&self, plan: Plan<T>) -> Result<T> {
         let outcomes = if plan.needs_transaction() {
             self.transaction(|tx| tx.run_steps(&plan.steps))?
         } else {
@@ -192,8 +163,10 @@ impl Transaction {
         plan.finish(outcomes)
     }
 
-    /// A repository of entity `E` inside this transaction.
-    pub fn repository<E: tandem_sql::Entity>(&self) -> crate::Repository<'_, E> {
-        crate::Repository::new(crate::repository::Exec::Tx(self))
+    fn stream_rendered<T: Send + 'static>(
+        &self,
+        r: tandem_sql::Rendered,
+    ) -> Result<RowStream<'_, T>> {
+        self.stream(r)
     }
 }

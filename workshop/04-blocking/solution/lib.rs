@@ -1,6 +1,6 @@
 //! Stage 4 — the reference solution.
 
-use tandem_blocking::Database;
+use tandem_blocking::{Database, Executor};
 use tandem_sql::prelude::*;
 
 /// An account (given).

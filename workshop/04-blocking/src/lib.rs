@@ -6,7 +6,9 @@
 // The starter's parameters are unused until you write the body.
 #![allow(unused_variables)]
 
-use tandem_blocking::Database;
+#[allow(unused_imports)]
+// `Executor` brings `db.repository()` and `tx.execute()` into scope: you will need it
+use tandem_blocking::{Database, Executor};
 use tandem_sql::prelude::*;
 
 /// An account (given).

@@ -1,5 +1,6 @@
 //! Stage 4's specification, on SQLite, and on PostgreSQL and MariaDB when they can be reached.
 
+use tandem_blocking::Executor as _;
 #[cfg(not(feature = "solution"))]
 use workshop_04_blocking as stage;
 #[cfg(feature = "solution")]

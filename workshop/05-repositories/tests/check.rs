@@ -1,6 +1,7 @@
 //! Stage 5's specification, on SQLite, and on PostgreSQL and MariaDB when they can be reached. The
 //! expected answers are computed in Rust from the rows the test inserted.
 
+use tandem_blocking::Executor as _;
 #[cfg(not(feature = "solution"))]
 use workshop_05_repositories as stage;
 #[cfg(feature = "solution")]

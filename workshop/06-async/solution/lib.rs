@@ -1,7 +1,7 @@
 //! Stage 6 — the reference solution.
 
 use futures_util::TryStreamExt;
-use tandem_async::{Database, Find, Result, TxOptions};
+use tandem_async::{Database, Executor, Find, Result, TxOptions};
 use tandem_sql::prelude::*;
 
 /// An account (given).

@@ -1,5 +1,6 @@
 //! Stage 6's specification, on SQLite, and on PostgreSQL and MariaDB when they can be reached.
 
+use tandem_async::Executor as _;
 #[cfg(not(feature = "solution"))]
 use workshop_06_async as stage;
 #[cfg(feature = "solution")]

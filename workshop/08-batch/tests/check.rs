@@ -1,6 +1,7 @@
 //! Stage 8's specification: the processor and the partitions on their own, then the whole job with them on
 //! SQLite, and on PostgreSQL and MariaDB when they can be reached — including a run that dies midway.
 
+use tandem_blocking::Executor as _;
 #[cfg(not(feature = "solution"))]
 use workshop_08_batch as stage;
 #[cfg(feature = "solution")]
