@@ -11,8 +11,8 @@
 //! - [`batch`] (`tandem-batch`): the restartable batch job runner, blocking and async.
 //! - [`pool`] (`tandem-pool`): admission control for pools (bounded queue of acquires, timeouts, metrics).
 //!
-//! `#[derive(Table)]` expands to paths under `::tandem_sql`; a crate that depends only on `tandem` adds
-//! `#[table(crate = "tandem::sql")]`.
+//! `#[derive(Table)]` finds tandem-sql by itself, through this facade when a crate depends only on `tandem`
+//! (`#[table(crate = "…")]` overrides it).
 #![forbid(unsafe_code)]
 
 pub use tandem_async as asynchronous;

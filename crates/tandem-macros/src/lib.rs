@@ -17,8 +17,8 @@
 //! CREATE TABLE), arithmetic operators on the column markers, and `Entity` for the struct when it has exactly
 //! one primary-key column.
 //!
-//! Table options: `name` (required), `module` (defaults to the name), `crate` (path of tandem-sql, default
-//! `::tandem_sql`), `index(col, ..)`, `unique_index(col, ..)`. Column options: `primary_key`,
+//! Table options: `name` (required), `module` (defaults to the name), `crate` (path of tandem-sql; by default
+//! found in the deriving crate's Cargo.toml — `tandem-sql`, or the `tandem` facade's `sql`), `index(col, ..)`, `unique_index(col, ..)`. Column options: `primary_key`,
 //! `auto_increment`, `unique`, `varchar = N`, `name = "…"`, `default = <literal>`, `default_now`.
 //! The generated module does `use super::*`, so declare the struct at module level, not inside a function.
 
@@ -56,11 +56,34 @@ struct ColumnAttrs {
     default: Option<Tokens>,
 }
 
+/// Where tandem-sql is, as the deriving crate's Cargo.toml names it: `tandem-sql` itself (renamed or not),
+/// or the `tandem` facade's `sql` module; `::tandem_sql` when neither is found.
+fn default_crate_path() -> Path {
+    use proc_macro_crate::{FoundCrate, crate_name};
+    match crate_name("tandem-sql") {
+        Ok(FoundCrate::Name(name)) => {
+            let name = Ident::new(&name, proc_macro2::Span::call_site());
+            return syn::parse_quote!(::#name);
+        }
+        // tandem-sql's own tests and examples name it as an external crate.
+        Ok(FoundCrate::Itself) => return syn::parse_quote!(::tandem_sql),
+        Err(_) => {}
+    }
+    match crate_name("tandem") {
+        Ok(FoundCrate::Name(name)) => {
+            let name = Ident::new(&name, proc_macro2::Span::call_site());
+            syn::parse_quote!(::#name::sql)
+        }
+        Ok(FoundCrate::Itself) => syn::parse_quote!(::tandem::sql),
+        Err(_) => syn::parse_quote!(::tandem_sql),
+    }
+}
+
 fn parse_table_attrs(input: &DeriveInput) -> syn::Result<TableAttrs> {
     let mut attrs = TableAttrs {
         name: None,
         module: None,
-        krate: syn::parse_quote!(::tandem_sql),
+        krate: default_crate_path(),
         indexes: Vec::new(),
     };
     for attr in input.attrs.iter().filter(|a| a.path().is_ident("table")) {
