@@ -445,11 +445,20 @@ async fn adults(x: &impl Executor) -> Result<Vec<String>, Error> {
 async fn one_function_for_both(t: &ADb) {
     let db = &t.db;
     setup(db).await;
-    db.repository::<User>().insert(&user("ann", 30)).await.unwrap();
-    db.repository::<User>().insert(&user("kid", 9)).await.unwrap();
+    db.repository::<User>()
+        .insert(&user("ann", 30))
+        .await
+        .unwrap();
+    db.repository::<User>()
+        .insert(&user("kid", 9))
+        .await
+        .unwrap();
     assert_eq!(adults(db).await.unwrap(), ["ann"]);
     let tx = db.begin(TxOptions::default()).await.unwrap();
-    tx.repository::<User>().insert(&user("bob", 40)).await.unwrap();
+    tx.repository::<User>()
+        .insert(&user("bob", 40))
+        .await
+        .unwrap();
     assert_eq!(adults(&tx).await.unwrap(), ["ann", "bob"]);
     tx.rollback().await.unwrap();
     assert_eq!(adults(db).await.unwrap(), ["ann"]);

@@ -302,7 +302,12 @@ engine_test!(
 /// One function for both: written against `&impl Executor`, it runs on the database and inside a
 /// transaction alike (and there it sees the transaction's uncommitted rows).
 fn adults(x: &impl Executor) -> Result<Vec<String>, Error> {
-    let rows: Vec<(String,)> = x.load(&users::table.select(users::name).filter(users::age.ge(18)).order_by(users::name.asc()))?;
+    let rows: Vec<(String,)> = x.load(
+        &users::table
+            .select(users::name)
+            .filter(users::age.ge(18))
+            .order_by(users::name.asc()),
+    )?;
     Ok(rows.into_iter().map(|(n,)| n).collect())
 }
 

@@ -315,12 +315,11 @@ pub(crate) fn error(dialect: Dialect, e: sqlx::Error) -> Error {
         | sqlx::Error::WorkerCrashed => {
             Error::Database(DbError::connection_lost(dialect, e.to_string()).with_source(e))
         }
-        // Only pool acquires time out, and both places that acquire replace this with the real figures
+        // Only pool acquires time out, and both places that acquire map it themselves with the real figures
         // (`Database::admitted`: the wait and the pool size; warm-up: the connect timeout).
-        sqlx::Error::PoolTimedOut => Error::PoolTimeout {
-            waited: std::time::Duration::ZERO,
-            max_size: 0,
-        },
+        sqlx::Error::PoolTimedOut => {
+            Error::Internal("an sqlx pool timeout reached the generic error mapping".into())
+        }
         other => Error::Database(
             DbError {
                 dialect,

@@ -314,10 +314,9 @@ impl Database {
         let permit = admission.acquire().await?;
         match tokio::time::timeout(admission.remaining(started), pool_acquire).await {
             Ok(Ok(link)) => Ok(Conn::new(link, permit, Some(admission.losses().clone()))),
-            Ok(Err(e)) => Err(match error(self.dialect(), e) {
-                Error::PoolTimeout { .. } => admission.timed_out(started).into(),
-                other => other,
-            }),
+            // sqlx's own timeout: the wait and size are the admission's, measured here.
+            Ok(Err(sqlx::Error::PoolTimedOut)) => Err(admission.timed_out(started).into()),
+            Ok(Err(e)) => Err(error(self.dialect(), e)),
             Err(_) => Err(admission.timed_out(started).into()),
         }
     }

@@ -133,17 +133,20 @@ impl Transaction {
         }
         let result = f(self).await;
         self.depth.fetch_sub(1, Ordering::SeqCst);
-        match result {
-            Ok(v) => {
-                self.simple(&tx::release_savepoint(depth)).await?;
-                Ok(v)
-            }
-            Err(e) => {
-                let _ = self.simple(&tx::rollback_to_savepoint(depth)).await;
-                let _ = self.simple(&tx::release_savepoint(depth)).await;
-                Err(e)
+        self.end_savepoint(depth, result.is_ok()).await?;
+        result
+    }
+
+    /// Releases the savepoint, or rolls back to it and releases it (see [`tx::end_savepoint`]); only a
+    /// failed release after success is an error.
+    async fn end_savepoint(&self, depth: u32, ok: bool) -> Result<()> {
+        for sql in tx::end_savepoint(depth, ok) {
+            let ended = self.simple(&sql).await;
+            if ok {
+                ended?;
             }
         }
+        Ok(())
     }
 
     pub(crate) async fn run_steps(&self, steps: &std::sync::Arc<[Step]>) -> Result<Vec<Outcome>> {
@@ -164,17 +167,9 @@ impl Transaction {
         let depth = self.depth.fetch_add(1, Ordering::SeqCst) + 1;
         let result = async {
             self.simple(&tx::savepoint(depth)).await?;
-            match self.run_steps(&plan.steps).await {
-                Ok(outcomes) => {
-                    self.simple(&tx::release_savepoint(depth)).await?;
-                    Ok(outcomes)
-                }
-                Err(e) => {
-                    let _ = self.simple(&tx::rollback_to_savepoint(depth)).await;
-                    let _ = self.simple(&tx::release_savepoint(depth)).await;
-                    Err(e)
-                }
-            }
+            let outcomes = self.run_steps(&plan.steps).await;
+            self.end_savepoint(depth, outcomes.is_ok()).await?;
+            outcomes
         }
         .await;
         self.depth.fetch_sub(1, Ordering::SeqCst);

@@ -117,21 +117,17 @@ impl Transaction {
         self.depth.set(depth);
         let result = catch_unwind(AssertUnwindSafe(|| f(self)));
         self.depth.set(depth - 1);
+        let ok = matches!(result, Ok(Ok(_)));
+        for sql in tx::end_savepoint(depth, ok) {
+            let ended = self.simple(&sql);
+            if ok {
+                ended?;
+            }
+        }
         match result {
-            Ok(Ok(v)) => {
-                self.simple(&tx::release_savepoint(depth))?;
-                Ok(v)
-            }
-            Ok(Err(e)) => {
-                let _ = self.simple(&tx::rollback_to_savepoint(depth));
-                let _ = self.simple(&tx::release_savepoint(depth));
-                Err(e)
-            }
-            Err(panic) => {
-                let _ = self.simple(&tx::rollback_to_savepoint(depth));
-                let _ = self.simple(&tx::release_savepoint(depth));
-                resume_unwind(panic)
-            }
+            Ok(Ok(v)) => Ok(v),
+            Ok(Err(e)) => Err(e),
+            Err(panic) => resume_unwind(panic),
         }
     }
 

@@ -163,6 +163,17 @@ pub fn rollback_to_savepoint(depth: u32) -> String {
     format!("ROLLBACK TO SAVEPOINT tandem_sp_{depth}")
 }
 
+/// The statements that end the savepoint of `depth`: released when its work succeeded (a failure to
+/// release is the caller's error); rolled back to and then released when it failed (the outer transaction
+/// goes on; failures of these are ignored, the work's own error is what the caller reports).
+pub fn end_savepoint(depth: u32, ok: bool) -> Vec<String> {
+    if ok {
+        vec![release_savepoint(depth)]
+    } else {
+        vec![rollback_to_savepoint(depth), release_savepoint(depth)]
+    }
+}
+
 /// The message of a panic payload, for [`Error::Panicked`].
 pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     payload
