@@ -24,7 +24,7 @@ pub mod tx;
 
 pub use error::{DbError, DbErrorKind, Error, Result};
 pub use options::{ConnectOptions, SqliteDriver};
-pub use plan::{Atomicity, Done, Outcome, Plan, Runner, Step};
+pub use plan::{Atomicity, Done, Outcome, Outcomes, Plan, Runner, Step, StepId, Steps};
 pub use repo::{BatchOptions, BatchResult, BatchTransaction, CursorPage, Find, Page};
 pub use tandem_pool::{PoolConfig, PoolMetrics};
 pub use tx::{Isolation, TxOptions};

@@ -99,6 +99,59 @@ pub fn run_steps(conn: &mut impl Runner, steps: &[Step]) -> Result<Vec<Outcome>>
     Ok(outcomes)
 }
 
+/// A plan's steps, built one at a time: each [`Steps::push`] gives back a handle to that step's outcome,
+/// and the finishing function reads outcomes by handle ([`Outcomes::take`]) instead of by position.
+#[derive(Debug, Default)]
+pub struct Steps(Vec<Step>);
+
+/// The handle of one pushed step.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StepId(usize);
+
+/// The outcomes of a plan's steps, taken by their handles.
+#[derive(Debug)]
+pub struct Outcomes(Vec<Option<Outcome>>);
+
+impl Steps {
+    /// No steps yet.
+    pub fn new() -> Self {
+        Steps(Vec::new())
+    }
+
+    /// Adds a step; its outcome will be under the returned handle.
+    pub fn push(&mut self, step: Step) -> StepId {
+        self.0.push(step);
+        StepId(self.0.len() - 1)
+    }
+
+    /// Adds a statement.
+    pub fn sql(&mut self, r: Rendered) -> StepId {
+        self.push(Step::Sql(r))
+    }
+
+    /// The plan: these steps, committed as `atomicity` says, and `finish` over their outcomes.
+    pub fn finish<T>(
+        self,
+        atomicity: Atomicity,
+        finish: impl FnOnce(Outcomes) -> Result<T> + Send + 'static,
+    ) -> Plan<T> {
+        Plan::new(self.0, atomicity, move |outcomes| {
+            finish(Outcomes(outcomes.into_iter().map(Some).collect()))
+        })
+    }
+}
+
+impl Outcomes {
+    /// The outcome of step `id`. An executor that returned fewer outcomes than steps, or a second take of
+    /// the same step, is an internal error.
+    pub fn take(&mut self, id: StepId) -> Result<Outcome> {
+        self.0
+            .get_mut(id.0)
+            .and_then(Option::take)
+            .ok_or_else(|| crate::Error::Internal(format!("no outcome for plan step {}", id.0)))
+    }
+}
+
 /// How the steps of a plan commit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Atomicity {
@@ -160,5 +213,49 @@ impl<T> std::fmt::Debug for Plan<T> {
             .field("steps", &self.steps)
             .field("atomicity", &self.atomicity)
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tandem_sql::{Dialect, Render, raw};
+
+    fn stmt(sql: &str) -> Rendered {
+        raw(sql, vec![]).render(Dialect::Sqlite).unwrap()
+    }
+
+    #[test]
+    fn outcomes_are_read_by_handle_once() {
+        let mut steps = Steps::new();
+        let a = steps.sql(stmt("SELECT 1"));
+        let b = steps.sql(stmt("SELECT 2"));
+        let plan = steps.finish(Atomicity::Together, move |mut o| {
+            let second = o.take(b)?.affected;
+            let first = o.take(a)?.affected;
+            assert!(
+                matches!(o.take(a), Err(crate::Error::Internal(_))),
+                "taken twice"
+            );
+            Ok((first, second))
+        });
+        assert_eq!(plan.steps.len(), 2);
+        let outcome = |affected| Outcome {
+            affected,
+            ..Outcome::default()
+        };
+        assert_eq!(plan.finish(vec![outcome(1), outcome(2)]).unwrap(), (1, 2));
+    }
+
+    #[test]
+    fn a_missing_outcome_is_an_internal_error() {
+        let mut steps = Steps::new();
+        steps.sql(stmt("SELECT 1"));
+        let b = steps.sql(stmt("SELECT 2"));
+        let plan = steps.finish(Atomicity::Together, move |mut o| o.take(b).map(|_| ()));
+        assert!(matches!(
+            plan.finish(vec![Outcome::default()]),
+            Err(crate::Error::Internal(_))
+        ));
     }
 }

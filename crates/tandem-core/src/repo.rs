@@ -17,7 +17,7 @@ use tandem_sql::typed::{AllIn, Entity, Expression, Ordering, Table, UpdateQuery}
 use tandem_sql::{Dialect, GeneratedKey, Ident, Render, Rendered, Row, SqlValue, Value};
 
 use crate::error::{Error, Result};
-use crate::plan::{Atomicity, Outcome, Plan, Step};
+use crate::plan::{Atomicity, Outcome, Plan, Step, StepId, Steps};
 
 /// Filter, order, limit and offset for `find_all` and friends, checked against table `T`.
 pub struct Find<T> {
@@ -319,21 +319,16 @@ pub fn find_page<E: Entity>(
     s.limit = Some(size);
     s.offset = Some(page.saturating_mul(size));
     let select = s.render(dialect)?;
-    Ok(Plan::new(
-        vec![Step::Sql(count), Step::Sql(select)],
-        Atomicity::Together,
-        move |outcomes| {
-            let [count, rows]: [Outcome; 2] = outcomes
-                .try_into()
-                .map_err(|_| Error::Usage("find_page expects two outcomes".into()))?;
-            Ok(Page {
-                items: decode_all::<E>(rows.rows)?,
-                page,
-                size,
-                total: first_i64(&count)?.max(0) as u64,
-            })
-        },
-    ))
+    let mut steps = Steps::new();
+    let (count, rows) = (steps.sql(count), steps.sql(select));
+    Ok(steps.finish(Atomicity::Together, move |mut outcomes| {
+        Ok(Page {
+            items: decode_all::<E>(outcomes.take(rows)?.rows)?,
+            page,
+            size,
+            total: first_i64(&outcomes.take(count)?)?.max(0) as u64,
+        })
+    }))
 }
 
 // ANCHOR: find_cursor_page
@@ -476,57 +471,42 @@ pub fn batch_insert<E: Entity>(
     let width = E::insert_columns().len();
     let per = rows_per_statement(dialect, width, opts.chunk_rows)?;
     let mut template = InsertTemplate::new(dialect, shape);
-    // MySQL cannot report skipped duplicates in its affected-row count (see the ignore rendering): count
-    // them in a session variable around each chunk.
-    let count_skipped = opts.ignore_duplicates && dialect == Dialect::MySql;
-    let mut steps =
-        Vec::with_capacity(rows.len().div_ceil(per) * if count_skipped { 3 } else { 1 });
-    let mut chunk_sizes = Vec::new();
+    // Where the affected-row count cannot tell skipped duplicates from inserted rows (MySQL), tandem-sql
+    // gives the statements that count them around each chunk.
+    let counter = template.duplicate_counter()?;
+    let mut steps = Steps::new();
+    // Per chunk: its insert, its duplicate count (if counted), its size.
+    let mut chunks: Vec<(StepId, Option<StepId>, u64)> = Vec::new();
     for chunk in rows.chunks(per) {
         let mut params = Vec::with_capacity(chunk.len() * width);
         for e in chunk {
             e.write_insert_values(&mut params);
         }
-        if count_skipped {
-            steps.push(Step::Sql(
-                tandem_sql::raw("SET @tandem_duplicates = 0", vec![]).render(dialect)?,
-            ));
+        if let Some(c) = &counter {
+            steps.sql(c.reset.clone());
         }
-        steps.push(Step::Sql(template.statement(params)?));
-        if count_skipped {
-            steps.push(Step::Sql(
-                tandem_sql::raw("SELECT CAST(@tandem_duplicates AS SIGNED)", vec![])
-                    .render(dialect)?,
-            ));
-        }
-        chunk_sizes.push(chunk.len() as u64);
+        let insert = steps.sql(template.statement(params)?);
+        let skipped = counter.as_ref().map(|c| steps.sql(c.read.clone()));
+        chunks.push((insert, skipped, chunk.len() as u64));
     }
-    Ok(Plan::new(steps, atomicity, move |outcomes| {
-        let (inserted, outcomes) = if count_skipped {
-            let mut inserted = 0;
-            for (counted, size) in outcomes.chunks(3).zip(&chunk_sizes) {
-                let skipped = counted
-                    .get(2)
-                    .map(first_i64)
-                    .transpose()?
-                    .unwrap_or(0)
-                    .max(0) as u64;
-                inserted += size.saturating_sub(skipped);
+    Ok(steps.finish(atomicity, move |mut outcomes| {
+        let mut inserted = 0;
+        let mut ids = Vec::new();
+        for (insert, skipped, size) in chunks {
+            let insert = outcomes.take(insert)?;
+            inserted += match skipped {
+                Some(s) => size.saturating_sub(first_i64(&outcomes.take(s)?)?.max(0) as u64),
+                None => insert.affected,
+            };
+            // MySQL's affected rows include skipped duplicates there: no keys can be derived from them.
+            if want_ids && skipped.is_none() {
+                ids.extend(generated_keys::<E::Key>(insert)?);
             }
-            (inserted, Vec::new())
-        } else {
-            (outcomes.iter().map(|o| o.affected).sum(), outcomes)
-        };
-        let ids = if want_ids {
-            let mut ids = Vec::new();
-            for o in outcomes {
-                ids.extend(generated_keys::<E::Key>(o)?);
-            }
-            ids
-        } else {
-            given_keys
-        };
-        Ok(BatchResult { inserted, ids })
+        }
+        Ok(BatchResult {
+            inserted,
+            ids: if want_ids { ids } else { given_keys },
+        })
     }))
 }
 

@@ -7,7 +7,7 @@
 use crate::ast::{Insert, InsertSource};
 use crate::dialect::Dialect;
 use crate::error::{Error, Result};
-use crate::render::Rendered;
+use crate::render::{Render, Rendered};
 
 /// How many rows of `width` columns fit in one statement for `dialect`, capped at `max_rows` if given.
 pub fn rows_per_statement(
@@ -87,6 +87,16 @@ impl Insert {
     }
 }
 
+/// The two statements around a MySQL insert that ignores duplicates, counting what it skipped (the
+/// rendering of [`crate::ast::Conflict::Ignore`] bumps the session variable they reset and read).
+#[derive(Clone, Debug)]
+pub struct DuplicateCounter {
+    /// Sets the count to zero.
+    pub reset: Rendered,
+    /// Reads the count: one row, one `BIGINT`.
+    pub read: Rendered,
+}
+
 /// The SQL text of a multi-row INSERT for each row count, rendered once and reused: a batch of thousands of
 /// chunks renders its statement text once (twice with a shorter last chunk) and only builds parameters per
 /// chunk.
@@ -107,6 +117,23 @@ impl InsertTemplate {
             shape,
             texts: Vec::new(),
         }
+    }
+
+    /// The statements that count the duplicates a statement of this template skipped, where its affected-row
+    /// count cannot tell them apart (MySQL with found rows, which every driver here asks for): run `reset`
+    /// before the insert and `read` after it; `read` returns one row with the count. `None` where the
+    /// affected-row count is the number inserted already.
+    pub fn duplicate_counter(&self) -> Result<Option<DuplicateCounter>> {
+        if self.dialect != Dialect::MySql
+            || !matches!(self.shape.conflict, crate::ast::Conflict::Ignore { .. })
+        {
+            return Ok(None);
+        }
+        Ok(Some(DuplicateCounter {
+            reset: crate::raw("SET @tandem_duplicates = 0", vec![]).render(self.dialect)?,
+            read: crate::raw("SELECT CAST(@tandem_duplicates AS SIGNED)", vec![])
+                .render(self.dialect)?,
+        }))
     }
 
     /// The statement for `params`, which hold `params.len() / width` rows of values in column order.
@@ -147,5 +174,44 @@ impl InsertTemplate {
             params,
             generated_key: cached.generated_key.clone(),
         })
+    }
+}
+
+#[cfg(test)]
+mod duplicate_counter_tests {
+    use super::*;
+    use crate::ast::{Conflict, Insert};
+    use crate::ident::Ident;
+
+    fn shape(conflict: Conflict) -> Insert {
+        let mut i = Insert::values(
+            Ident::new("t").unwrap(),
+            vec![Ident::new("a").unwrap()],
+            Vec::new(),
+        );
+        i.conflict = conflict;
+        i
+    }
+
+    #[test]
+    fn only_mysql_ignoring_duplicates_counts_them() {
+        let ignore = || Conflict::Ignore { target: Vec::new() };
+        let c = InsertTemplate::new(Dialect::MySql, shape(ignore()))
+            .duplicate_counter()
+            .unwrap()
+            .expect("MySQL ignoring duplicates counts them");
+        assert_eq!(c.reset.sql, "SET @tandem_duplicates = 0");
+        assert_eq!(c.read.sql, "SELECT CAST(@tandem_duplicates AS SIGNED)");
+        let mut t = InsertTemplate::new(Dialect::MySql, shape(ignore()));
+        let insert = t.statement(vec![crate::Value::I64(1)]).unwrap();
+        assert!(insert.sql.contains("@tandem_duplicates"), "{}", insert.sql);
+        for (dialect, conflict) in [
+            (Dialect::Postgres, ignore()),
+            (Dialect::Sqlite, ignore()),
+            (Dialect::MySql, Conflict::Fail),
+        ] {
+            let none = InsertTemplate::new(dialect, shape(conflict)).duplicate_counter();
+            assert!(none.unwrap().is_none(), "{dialect}");
+        }
     }
 }
