@@ -25,6 +25,13 @@ lint:
     cargo fmt --all -- --check
     cargo clippy --workspace --all-targets -- -D warnings
 
+# The engine features: each executor built with one engine only (no other driver compiled in) passes clippy
+# and refuses a URL for a left-out engine with a typed error.
+features:
+    cargo clippy -p tandem --lib --no-default-features --features sqlite -- -D warnings
+    cargo test -p tandem-blocking --lib --no-default-features --features sqlite
+    cargo test -p tandem-async --lib --no-default-features --features sqlite
+
 # tandem-sql must build for the browser.
 wasm:
     cargo build -p tandem-sql --target wasm32-unknown-unknown
@@ -129,6 +136,6 @@ workshop-verify:
 # The full check: the playground page (built first: the browser test serves it), tests, the playground's
 # wasm-bindgen tests in Chromium, lints, the wasm build, docs, the book, the workshop's verification, the tour
 # and the main job.
-ci: playground-build test playground-wasm-test lint wasm doc book workshop-verify
+ci: playground-build test playground-wasm-test lint features wasm doc book workshop-verify
     cargo run --example tour > /dev/null
     cargo run --release -p tandem-bench

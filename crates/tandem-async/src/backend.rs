@@ -82,6 +82,7 @@ macro_rules! bind_common {
     };
 }
 
+#[cfg(feature = "postgres")]
 impl Backend for sqlx::Postgres {
     const DIALECT: Dialect = Dialect::Postgres;
 
@@ -136,6 +137,7 @@ impl Backend for sqlx::Postgres {
     }
 }
 
+#[cfg(feature = "mysql")]
 impl Backend for sqlx::MySql {
     const DIALECT: Dialect = Dialect::MySql;
 
@@ -211,6 +213,7 @@ impl Backend for sqlx::MySql {
     }
 }
 
+#[cfg(feature = "sqlite")]
 impl Backend for sqlx::Sqlite {
     const DIALECT: Dialect = Dialect::Sqlite;
 
@@ -272,6 +275,7 @@ pub(crate) fn error(dialect: Dialect, e: sqlx::Error) -> Error {
                     let code = db.code().map(|c| c.into_owned()).unwrap_or_default();
                     (tandem_core::error::classify_postgres(&code), Some(code))
                 }
+                #[cfg(feature = "mysql")]
                 Dialect::MySql => match db.try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>() {
                     Some(m) => (
                         tandem_core::error::classify_mysql(m.number()),
@@ -279,6 +283,8 @@ pub(crate) fn error(dialect: Dialect, e: sqlx::Error) -> Error {
                     ),
                     None => (DbErrorKind::Other, None),
                 },
+                #[cfg(not(feature = "mysql"))]
+                Dialect::MySql => (DbErrorKind::Other, None),
                 Dialect::Sqlite => {
                     let code = db.code().map(|c| c.into_owned()).unwrap_or_default();
                     (

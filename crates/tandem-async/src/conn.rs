@@ -12,6 +12,7 @@ use tandem_pool::Permit;
 use tandem_sql::{Dialect, Rendered, Row};
 
 use crate::backend::{Backend, error};
+#[cfg(feature = "sqlite")]
 use crate::sqlite::PooledWorker;
 
 /// Receives rows; returns `false` to stop reading. Async so that a stream's sink can wait for its
@@ -74,9 +75,13 @@ pub(crate) struct Conn {
 
 /// The driver connection itself.
 pub(crate) enum Link {
+    #[cfg(feature = "postgres")]
     Postgres(PoolConnection<sqlx::Postgres>),
+    #[cfg(feature = "mysql")]
     MySql(PoolConnection<sqlx::MySql>),
+    #[cfg(feature = "sqlite")]
     Sqlite(PoolConnection<sqlx::Sqlite>),
+    #[cfg(feature = "sqlite")]
     /// A rusqlite connection on its worker thread.
     Rusqlite(PooledWorker),
     /// Left behind by a connection handed to a cleanup task.
@@ -175,18 +180,26 @@ impl Conn {
 
     pub(crate) fn dialect(&self) -> Dialect {
         match &self.link {
+            #[cfg(feature = "postgres")]
             Link::Postgres(_) => Dialect::Postgres,
+            #[cfg(feature = "mysql")]
             Link::MySql(_) => Dialect::MySql,
-            Link::Sqlite(_) | Link::Rusqlite(_) | Link::Abandoned => Dialect::Sqlite,
+            #[cfg(feature = "sqlite")]
+            Link::Sqlite(_) | Link::Rusqlite(_) => Dialect::Sqlite,
+            Link::Abandoned => Dialect::Sqlite,
         }
     }
 
     /// Runs one statement, feeding rows to `sink`.
     pub(crate) async fn run<S: Sink>(&mut self, r: &Rendered, sink: &mut S) -> Result<Done> {
         let result = match &mut self.link {
+            #[cfg(feature = "postgres")]
             Link::Postgres(c) => run_on(c, r, sink).await,
+            #[cfg(feature = "mysql")]
             Link::MySql(c) => run_on(c, r, sink).await,
+            #[cfg(feature = "sqlite")]
             Link::Sqlite(c) => run_on(c, r, sink).await,
+            #[cfg(feature = "sqlite")]
             Link::Rusqlite(worker) => {
                 let keep = sink.keep();
                 let r = r.clone();
@@ -222,9 +235,13 @@ impl Conn {
     /// A statement without parameters or rows (BEGIN, COMMIT, SAVEPOINT, pragmas).
     pub(crate) async fn simple(&mut self, sql: &str) -> Result<()> {
         let result = match &mut self.link {
+            #[cfg(feature = "postgres")]
             Link::Postgres(c) => simple_on(c, sql).await,
+            #[cfg(feature = "mysql")]
             Link::MySql(c) => simple_on(c, sql).await,
+            #[cfg(feature = "sqlite")]
             Link::Sqlite(c) => simple_on(c, sql).await,
+            #[cfg(feature = "sqlite")]
             Link::Rusqlite(worker) => {
                 let sql = sql.to_owned();
                 worker.call(move |c| c.simple(&sql)).await
@@ -234,7 +251,16 @@ impl Conn {
         self.note(result)
     }
 
+    /// PostgreSQL binary COPY: planned for PostgreSQL only, which this build leaves out.
+    #[cfg(not(feature = "postgres"))]
+    pub(crate) async fn copy_in(&mut self, _: &Step) -> Result<u64> {
+        Err(Error::Internal(
+            "COPY is planned for PostgreSQL only".into(),
+        ))
+    }
+
     /// PostgreSQL binary COPY of a payload encoded by `tandem-core`.
+    #[cfg(feature = "postgres")]
     pub(crate) async fn copy_in(&mut self, step: &Step) -> Result<u64> {
         let Step::Copy {
             schema,
@@ -263,6 +289,7 @@ impl Conn {
         &mut self,
         steps: &std::sync::Arc<[Step]>,
     ) -> Result<Vec<Outcome>> {
+        #[cfg(feature = "sqlite")]
         if let Link::Rusqlite(worker) = &mut self.link {
             // The whole plan in one call on the worker thread.
             let steps = steps.clone();
@@ -311,9 +338,13 @@ impl Conn {
 
     pub(crate) fn close_on_drop(&mut self) {
         match &mut self.link {
+            #[cfg(feature = "postgres")]
             Link::Postgres(c) => c.close_on_drop(),
+            #[cfg(feature = "mysql")]
             Link::MySql(c) => c.close_on_drop(),
+            #[cfg(feature = "sqlite")]
             Link::Sqlite(c) => c.close_on_drop(),
+            #[cfg(feature = "sqlite")]
             Link::Rusqlite(w) => w.close_on_drop(),
             Link::Abandoned => {}
         }
@@ -332,8 +363,11 @@ impl Drop for Conn {
             return;
         }
         match &mut self.link {
+            #[cfg(feature = "postgres")]
             Link::Postgres(c) => c.close_on_drop(),
+            #[cfg(feature = "mysql")]
             Link::MySql(c) => c.close_on_drop(),
+            #[cfg(feature = "sqlite")]
             Link::Sqlite(_) => {
                 let link = std::mem::replace(&mut self.link, Link::Abandoned);
                 let abandoned = Conn::new(link, self._permit.take(), self.losses.take());
@@ -347,6 +381,7 @@ impl Drop for Conn {
                     }
                 }
             }
+            #[cfg(feature = "sqlite")]
             Link::Rusqlite(w) => w.end_abandoned_transaction(),
             Link::Abandoned => {}
         }

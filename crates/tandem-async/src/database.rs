@@ -20,9 +20,13 @@ use crate::stream::RowStream;
 use crate::transaction::Transaction;
 
 enum Pools {
+    #[cfg(feature = "postgres")]
     Postgres(sqlx::PgPool),
+    #[cfg(feature = "mysql")]
     MySql(sqlx::MySqlPool),
+    #[cfg(feature = "sqlite")]
     Sqlite(sqlx::SqlitePool),
+    #[cfg(feature = "sqlite")]
     /// SQLite through rusqlite on worker threads (the default; see [`tandem_core::SqliteDriver`]).
     Rusqlite(Arc<crate::sqlite::SqlitePool>),
 }
@@ -176,6 +180,7 @@ impl Database {
         let admission = Admission::new(&config);
         let created = admission.created_counter();
         let pools = match dialect {
+            #[cfg(feature = "postgres")]
             Dialect::Postgres => {
                 let mut o = sqlx::postgres::PgConnectOptions::new()
                     .host(&options.host)
@@ -197,6 +202,7 @@ impl Database {
                     open_pool(o, &config, created, admission.losses().clone(), &options).await?,
                 )
             }
+            #[cfg(feature = "mysql")]
             Dialect::MySql => {
                 let mut o = sqlx::mysql::MySqlConnectOptions::new()
                     .host(&options.host)
@@ -212,12 +218,14 @@ impl Database {
                     open_pool(o, &config, created, admission.losses().clone(), &options).await?,
                 )
             }
+            #[cfg(feature = "sqlite")]
             Dialect::Sqlite if options.sqlite_driver == tandem_core::SqliteDriver::Rusqlite => {
                 Pools::Rusqlite(
                     crate::sqlite::SqlitePool::open(options.clone(), config.clone(), &admission)
                         .await?,
                 )
             }
+            #[cfg(feature = "sqlite")]
             Dialect::Sqlite => {
                 let mut o = sqlx::sqlite::SqliteConnectOptions::new()
                     .foreign_keys(true)
@@ -236,6 +244,16 @@ impl Database {
                 Pools::Sqlite(
                     open_pool(o, &config, created, admission.losses().clone(), &options).await?,
                 )
+            }
+            #[allow(unreachable_patterns)]
+            other => {
+                return Err(Error::Unsupported {
+                    dialect: other,
+                    what: format!(
+                        "this engine (tandem-async was built without its `{}` feature)",
+                        other.name()
+                    ),
+                });
             }
         };
         Ok(Database {
@@ -273,9 +291,13 @@ impl Database {
     /// Connections open and idle right now.
     pub fn pool_state(&self) -> (u32, u32) {
         match &self.inner.pools {
+            #[cfg(feature = "postgres")]
             Pools::Postgres(p) => (p.size(), p.num_idle() as u32),
+            #[cfg(feature = "mysql")]
             Pools::MySql(p) => (p.size(), p.num_idle() as u32),
+            #[cfg(feature = "sqlite")]
             Pools::Sqlite(p) => (p.size(), p.num_idle() as u32),
+            #[cfg(feature = "sqlite")]
             Pools::Rusqlite(p) => p.state(),
         }
     }
@@ -290,9 +312,13 @@ impl Database {
     /// is left of the acquire timeout.
     pub(crate) async fn acquire(&self) -> Result<Conn> {
         match &self.inner.pools {
+            #[cfg(feature = "postgres")]
             Pools::Postgres(p) => self.admitted(link(p, Link::Postgres)).await,
+            #[cfg(feature = "mysql")]
             Pools::MySql(p) => self.admitted(link(p, Link::MySql)).await,
+            #[cfg(feature = "sqlite")]
             Pools::Sqlite(p) => self.admitted(link(p, Link::Sqlite)).await,
+            #[cfg(feature = "sqlite")]
             Pools::Rusqlite(p) => {
                 let started = Instant::now();
                 let admission = &self.inner.admission;

@@ -15,12 +15,27 @@
 //! - [`PooledConnection`] (`conn`): one pooled connection and the statement loop; `backend`: binding, decoding and errors per
 //!   sqlx driver.
 #![forbid(unsafe_code)]
+// Built with fewer engines, the shared code keeps parameters and helpers only some engines use.
+#![cfg_attr(
+    not(all(feature = "sqlite", feature = "postgres", feature = "mysql")),
+    allow(
+        unused_variables,
+        dead_code,
+        unreachable_code,
+        unused_imports,
+        unused_mut
+    )
+)]
+
+#[cfg(not(any(feature = "sqlite", feature = "postgres", feature = "mysql")))]
+compile_error!("tandem-async needs at least one engine feature: sqlite, postgres or mysql");
 
 mod backend;
 mod conn;
 mod database;
 mod executor;
 pub(crate) mod repository;
+#[cfg(feature = "sqlite")]
 mod sqlite;
 mod stream;
 mod transaction;
@@ -35,3 +50,31 @@ pub use tandem_core::{
     Error, Find, Isolation, Page, PoolConfig, PoolMetrics, Result, TxOptions,
 };
 pub use transaction::{Transaction, retry};
+
+/// Built without an engine, a URL for it is a typed error (`just features` runs these).
+#[cfg(all(test, not(feature = "postgres")))]
+mod left_out_engines {
+    #[test]
+    fn a_url_for_a_left_out_engine_is_unsupported() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let err = rt
+            .block_on(crate::Database::connect(
+                "postgres://postgres@127.0.0.1:5432/tandem",
+            ))
+            .unwrap_err();
+        assert!(
+            matches!(
+                err,
+                crate::Error::Unsupported {
+                    dialect: tandem_sql::Dialect::Postgres,
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        assert!(err.to_string().contains("`postgres` feature"), "{err}");
+    }
+}

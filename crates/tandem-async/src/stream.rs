@@ -54,6 +54,7 @@ impl<T> RowStream<T> {
     /// Starts the producer; the connection comes back through `home` when the statement ends.
     pub(crate) fn start(mut conn: Conn, r: Rendered, home: Option<oneshot::Sender<Conn>>) -> Self {
         let (tx, rx) = mpsc::channel(BUFFERED);
+        #[cfg(feature = "sqlite")]
         if let Link::Rusqlite(worker) = &conn.link {
             // rusqlite steps on the connection's worker thread; `blocking_send` waits for the consumer
             // there. The task holds the connection until the statement is done.

@@ -21,6 +21,14 @@
 //! # Ok(()) }
 //! ```
 #![forbid(unsafe_code)]
+// Built with fewer engines, the shared connection code keeps parameters and helpers only some engines use.
+#![cfg_attr(
+    not(all(feature = "sqlite", feature = "postgres", feature = "mysql")),
+    allow(unused_variables, dead_code, unreachable_code, unused_imports)
+)]
+
+#[cfg(not(any(feature = "sqlite", feature = "postgres", feature = "mysql")))]
+compile_error!("tandem-blocking needs at least one engine feature: sqlite, postgres or mysql");
 
 mod database;
 mod driver;
@@ -40,3 +48,23 @@ pub use tandem_core::{
     Error, Find, Isolation, Page, PoolConfig, PoolMetrics, Result, TxOptions,
 };
 pub use transaction::Transaction;
+
+/// Built without an engine, a URL for it is a typed error (`just features` runs these).
+#[cfg(all(test, not(feature = "mysql")))]
+mod left_out_engines {
+    #[test]
+    fn a_url_for_a_left_out_engine_is_unsupported() {
+        let err = crate::Database::connect("mysql://root@127.0.0.1:3306/tandem").unwrap_err();
+        assert!(
+            matches!(
+                err,
+                crate::Error::Unsupported {
+                    dialect: tandem_sql::Dialect::MySql,
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        assert!(err.to_string().contains("`mysql` feature"), "{err}");
+    }
+}

@@ -8,15 +8,20 @@ use std::time::Duration;
 use tandem_core::{ConnectOptions, DbError, Error, Result};
 use tandem_sql::{Dialect, Rendered};
 
+#[cfg(feature = "mysql")]
 pub(crate) mod mysql;
+#[cfg(feature = "postgres")]
 pub(crate) mod postgres;
 
 pub(crate) use tandem_core::plan::{Done, Sink};
 
 /// One open connection of any engine.
 pub(crate) enum Driver {
+    #[cfg(feature = "sqlite")]
     Sqlite(tandem_sqlite::Connection),
+    #[cfg(feature = "postgres")]
     Postgres(Box<postgres::PgConn>),
+    #[cfg(feature = "mysql")]
     MySql(::mysql::Conn),
 }
 
@@ -80,17 +85,22 @@ impl Conn {
     /// Opens a connection; server engines within `timeout`, handshake included.
     pub(crate) fn open(opts: &ConnectOptions, timeout: Duration) -> Result<Conn> {
         let driver = match opts.dialect {
+            #[cfg(feature = "sqlite")]
             Dialect::Sqlite => Driver::Sqlite(tandem_sqlite::Connection::open(opts)?),
+            #[cfg(feature = "postgres")]
             Dialect::Postgres => {
                 let o = opts.clone();
                 Driver::Postgres(Box::new(bounded(opts, timeout, move || {
                     postgres::open(&o, timeout)
                 })?))
             }
+            #[cfg(feature = "mysql")]
             Dialect::MySql => {
                 let o = opts.clone();
                 Driver::MySql(bounded(opts, timeout, move || mysql::open(&o, timeout))?)
             }
+            #[allow(unreachable_patterns)]
+            other => return Err(engine_not_built(other)),
         };
         Ok(Conn {
             driver,
@@ -103,8 +113,11 @@ impl Conn {
 
     pub(crate) fn dialect(&self) -> Dialect {
         match self.driver {
+            #[cfg(feature = "sqlite")]
             Driver::Sqlite(_) => Dialect::Sqlite,
+            #[cfg(feature = "postgres")]
             Driver::Postgres(_) => Dialect::Postgres,
+            #[cfg(feature = "mysql")]
             Driver::MySql(_) => Dialect::MySql,
         }
     }
@@ -114,8 +127,11 @@ impl Conn {
         let span = tracing::debug_span!("statement", sql = %r.sql, params = r.params.len());
         let _enter = span.enter();
         let result = match &mut self.driver {
+            #[cfg(feature = "sqlite")]
             Driver::Sqlite(c) => tandem_core::Runner::run(c, r, sink),
+            #[cfg(feature = "postgres")]
             Driver::Postgres(c) => postgres::run(c, r, sink),
+            #[cfg(feature = "mysql")]
             Driver::MySql(c) => mysql::run(c, r, sink),
         };
         self.note(result)
@@ -124,8 +140,11 @@ impl Conn {
     /// Runs a statement without parameters or rows (BEGIN, COMMIT, SAVEPOINT, pragmas).
     pub(crate) fn simple(&mut self, sql: &str) -> Result<()> {
         let result = match &mut self.driver {
+            #[cfg(feature = "sqlite")]
             Driver::Sqlite(c) => c.simple(sql),
+            #[cfg(feature = "postgres")]
             Driver::Postgres(c) => c.client.batch_execute(sql).map_err(postgres::error),
+            #[cfg(feature = "mysql")]
             Driver::MySql(c) => {
                 ::mysql::prelude::Queryable::query_drop(c, sql).map_err(mysql::error)
             }
@@ -136,7 +155,9 @@ impl Conn {
     /// PostgreSQL binary COPY of rows into a declared table.
     pub(crate) fn copy_in(&mut self, step: &tandem_core::Step) -> Result<u64> {
         let result = match &mut self.driver {
+            #[cfg(feature = "postgres")]
             Driver::Postgres(c) => postgres::copy_in(c, step),
+            #[allow(unreachable_patterns)]
             _ => Err(Error::Internal(
                 "COPY is planned for PostgreSQL only".into(),
             )),
@@ -149,6 +170,7 @@ impl Conn {
         if self.broken {
             return false;
         }
+        #[cfg(feature = "postgres")]
         if let Driver::Postgres(c) = &self.driver
             && c.client.is_closed()
         {
@@ -164,7 +186,9 @@ impl Conn {
     /// ended by their owners.
     pub(crate) fn end_abandoned_transaction(&mut self) -> bool {
         match &mut self.driver {
+            #[cfg(feature = "sqlite")]
             Driver::Sqlite(c) => c.end_abandoned_transaction(),
+            #[allow(unreachable_patterns)]
             _ => true,
         }
     }
@@ -212,6 +236,18 @@ impl tandem_core::Runner for Conn {
     }
     fn copy_in(&mut self, step: &tandem_core::Step) -> Result<u64> {
         Conn::copy_in(self, step)
+    }
+}
+
+/// A URL for an engine this build of tandem-blocking leaves out.
+#[allow(dead_code)]
+fn engine_not_built(dialect: Dialect) -> Error {
+    Error::Unsupported {
+        dialect,
+        what: format!(
+            "this engine (tandem-blocking was built without its `{}` feature)",
+            dialect.name()
+        ),
     }
 }
 
