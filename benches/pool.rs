@@ -10,7 +10,7 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use tandem_blocking::{Database, PoolConfig};
+use tandem_blocking::{Database, Executor, PoolConfig};
 use tandem_pool::{Gate, GateConfig};
 
 fn bench_gate(c: &mut Criterion) {
@@ -40,7 +40,7 @@ fn bench_checkout(c: &mut Criterion) {
         let select = tandem_sql::raw("SELECT 1", vec![]);
         group.bench_function(format!("{name}_select_1"), |b| {
             b.iter(|| {
-                let mut c = db.checkout().unwrap();
+                let c = db.checkout().unwrap();
                 let one: (i64,) = c.fetch_one(&select).unwrap();
                 black_box(one)
             })

@@ -339,6 +339,15 @@ engine_test!(
         });
         assert!(rolled_back.is_err());
         assert_eq!(adults(db).unwrap(), ["ann", "bob"]);
+        // A checked-out connection is an executor too: statements, a plan that needs a transaction
+        // (insert_all), and a stream that gives the connection back when it ends.
+        let conn = db.checkout().unwrap();
+        let ids = conn.repository::<User>().insert_all(&[user("dan", 60), user("eve", 70)]).unwrap();
+        assert_eq!(ids.len(), 2);
+        assert_eq!(adults(&conn).unwrap(), ["ann", "bob", "dan", "eve"]);
+        let streamed: Vec<User> = conn.fetch(&users::table.select_all()).unwrap().collect::<Result<_, _>>().unwrap();
+        assert_eq!(streamed.len(), 5, "ann, kid, bob, dan, eve");
+        assert_eq!(conn.execute(&users::table.delete().filter(users::age.lt(18))).unwrap(), 1);
     }
 );
 

@@ -40,7 +40,7 @@ where
     let result = run_locked(db, job);
     // Released on the server before returning, so a rerun right after does not find it still held by a
     // session that is closing.
-    if let RunLock::Server(mut conn) = lock {
+    if let RunLock::Server(conn) = lock {
         let _ = conn.execute(&server_unlock_statement(db.dialect(), job_key(job)));
     }
     result

@@ -13,6 +13,7 @@
 
 use std::time::{Duration, Instant};
 
+use tandem_blocking::Executor as _;
 use tandem_blocking::{Error, PoolConfig, PoolMetrics};
 use tandem_sql::{Dialect, raw};
 
@@ -170,7 +171,7 @@ fn blocking_cell(
                     let select = raw("SELECT 1", vec![]);
                     while Instant::now() < until {
                         let started = Instant::now();
-                        let outcome = db.checkout().and_then(|mut c| {
+                        let outcome = db.checkout().and_then(|c| {
                             let waited = started.elapsed();
                             check_one(c.fetch_one(&select)?)?;
                             if !hold.is_zero() {

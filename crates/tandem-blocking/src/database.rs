@@ -8,7 +8,7 @@ use tandem_core::plan::{Done, Outcome, Plan, Step};
 use tandem_core::{ConnectOptions, DbError, Error, PoolConfig, PoolMetrics, Result, TxOptions};
 use tandem_pool::{Admission, Permit};
 use tandem_sql::ast::CreateTable;
-use tandem_sql::{Dialect, FromRow, Rendered, Row};
+use tandem_sql::{Dialect, Rendered};
 
 use crate::Executor;
 use crate::driver::Conn;
@@ -345,15 +345,6 @@ impl Database {
     {
         self.run_blocking(move |db| db.transaction(f)).await
     }
-}
-
-pub(crate) fn first<T: FromRow>(conn: &mut Conn, r: &Rendered) -> Result<Option<T>> {
-    let mut out = None;
-    conn.run(r, &mut |row: Row| {
-        out = Some(T::from_row(row)?);
-        Ok(false)
-    })?;
-    Ok(out)
 }
 
 /// Runs steps on one connection, collecting each outcome.

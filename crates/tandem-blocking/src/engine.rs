@@ -1,64 +1,132 @@
 //! One pooled blocking connection, for code that drives it itself (the batch runner's run lock, a session
 //! setting that must stay on one connection).
 
-use tandem_core::Result;
-use tandem_core::plan::{Outcome, Step};
-use tandem_sql::{Dialect, Rendered, Row};
+use std::cell::RefCell;
+
+use tandem_core::plan::{Plan, Sink};
+use tandem_core::{Error, Result, TxOptions, tx};
+use tandem_sql::{Dialect, Rendered};
 
 use crate::database::{Database, Pooled, run_steps};
+use crate::driver::Conn;
+use crate::stream::RowStream;
 
-/// A connection checked out of a blocking [`Database`]; it goes back to the pool when dropped.
-pub struct PooledConnection(Pooled);
+/// A connection checked out of a blocking [`Database`]; it goes back to the pool when dropped. It is an
+/// [`crate::Executor`]: statements, typed loads, streams and repositories run on this one connection (a
+/// plan whose steps belong together runs in a transaction of its own on it).
+pub struct PooledConnection {
+    slot: RefCell<Option<Pooled>>,
+    dialect: Dialect,
+}
 
 pub use tandem_core::plan::Done;
 
 impl PooledConnection {
+    fn new(conn: Pooled) -> Self {
+        PooledConnection {
+            dialect: conn.dialect(),
+            slot: RefCell::new(Some(conn)),
+        }
+    }
+
     /// The engine.
     pub fn dialect(&self) -> Dialect {
-        self.0.dialect()
+        self.dialect
     }
 
-    /// Runs one statement, handing each row to `sink` (which returns `false` to stop reading).
-    pub fn run(&mut self, r: &Rendered, sink: &mut dyn FnMut(Row) -> Result<bool>) -> Result<Done> {
-        self.0.run(r, sink)
-    }
-
-    /// Runs a statement; returns rows affected.
-    pub fn execute(&mut self, stmt: &impl tandem_sql::Render) -> Result<u64> {
-        let r = stmt.render(self.dialect())?;
-        Ok(self.run(&r, &mut |_| Ok(true))?.affected)
-    }
-
-    /// The first row, or [`tandem_core::Error::RowNotFound`].
-    pub fn fetch_one<T: tandem_sql::FromRow>(
-        &mut self,
-        stmt: &impl tandem_sql::Render,
-    ) -> Result<T> {
-        let r = stmt.render(self.dialect())?;
-        crate::database::first(&mut self.0, &r)?.ok_or(tandem_core::Error::RowNotFound)
+    fn with_conn<R>(&self, f: impl FnOnce(&mut Conn) -> Result<R>) -> Result<R> {
+        with_slot(&self.slot, "connection", f)
     }
 
     /// A statement without parameters or rows.
-    pub fn simple(&mut self, sql: &str) -> Result<()> {
-        self.0.simple(sql)
+    pub fn simple(&self, sql: &str) -> Result<()> {
+        self.with_conn(|c| c.simple(sql))
     }
 
     /// Closes this connection when it is dropped instead of giving it back to the pool: for session state
     /// that must not outlive its user (an advisory lock, a changed setting).
     pub fn close_on_drop(&mut self) {
-        self.0.broken = true;
+        if let Some(c) = self.slot.get_mut() {
+            c.broken = true;
+        }
+    }
+}
+
+/// The connection in `slot`, for one call: an error while a stream opened on it is still being read (the
+/// stream holds it) or while another call has it.
+pub(crate) fn with_slot<R>(
+    slot: &RefCell<Option<Pooled>>,
+    holder: &str,
+    f: impl FnOnce(&mut Conn) -> Result<R>,
+) -> Result<R> {
+    let mut slot = slot
+        .try_borrow_mut()
+        .map_err(|_| Error::Usage(format!("the {holder} is busy with another statement")))?;
+    let conn = slot.as_mut().ok_or_else(|| {
+        Error::Usage(format!(
+            "a stream opened on this {holder} is still being read: finish or drop it first"
+        ))
+    })?;
+    f(conn)
+}
+
+/// Takes the connection out of `slot` for a stream, which puts it back when it ends.
+pub(crate) fn stream_from_slot<'a, T>(
+    slot: &'a RefCell<Option<Pooled>>,
+    holder: &str,
+    r: Rendered,
+) -> Result<RowStream<'a, T>> {
+    let conn = slot
+        .try_borrow_mut()
+        .map_err(|_| Error::Usage(format!("the {holder} is busy with another statement")))?
+        .take()
+        .ok_or_else(|| {
+            Error::Usage(format!(
+                "another stream of this {holder} is still being read"
+            ))
+        })?;
+    RowStream::start(conn, r, Some(slot))
+}
+
+impl crate::Executor for PooledConnection {
+    fn dialect(&self) -> Dialect {
+        self.dialect
     }
 
-    /// Runs plan steps, collecting each outcome.
-    pub fn run_steps(&mut self, steps: &[Step]) -> Result<Vec<Outcome>> {
-        run_steps(&mut self.0, steps)
+    fn run_statement(&self, r: &Rendered, sink: &mut Sink<'_>) -> Result<Done> {
+        self.with_conn(|c| c.run(r, sink))
+    }
+
+    fn run<T>(&self, plan: Plan<T>) -> Result<T> {
+        let outcomes = self.with_conn(|c| {
+            if !plan.needs_transaction() {
+                return run_steps(c, &plan.steps);
+            }
+            let opts = TxOptions::default();
+            for sql in tx::begin(self.dialect, &opts) {
+                c.simple(&sql)?;
+            }
+            let outcomes = run_steps(c, &plan.steps);
+            for sql in tx::end(self.dialect, &opts, outcomes.is_ok()) {
+                let ended = c.simple(&sql);
+                if outcomes.is_ok() {
+                    ended?;
+                }
+            }
+            outcomes
+        })?;
+        plan.finish(outcomes)
+    }
+
+    fn stream_rendered<T: Send + 'static>(&self, r: Rendered) -> Result<RowStream<'_, T>> {
+        stream_from_slot(&self.slot, "connection", r)
     }
 }
 
 impl Database {
     /// Checks a connection out of the pool, to drive by hand.
     pub fn checkout(&self) -> Result<PooledConnection> {
-        Ok(PooledConnection(self.acquire()?))
+        Ok(PooledConnection::new(self.acquire()?))
     }
 
     /// Checks a connection out from async code: waits for admission without blocking a thread, takes an
@@ -68,13 +136,13 @@ impl Database {
         let started = std::time::Instant::now();
         let permit = self.admission().acquire().await?;
         let permit = match self.try_take(permit) {
-            Ok(conn) => return Ok(PooledConnection(conn)),
+            Ok(conn) => return Ok(PooledConnection::new(conn)),
             Err(permit) => permit,
         };
         let db = self.clone();
         tokio::task::spawn_blocking(move || db.acquire_admitted(permit, started))
             .await
             .map_err(|e| tandem_core::Error::Usage(format!("acquiring a connection: {e}")))?
-            .map(PooledConnection)
+            .map(PooledConnection::new)
     }
 }

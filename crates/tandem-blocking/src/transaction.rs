@@ -72,17 +72,7 @@ impl Transaction {
     }
 
     pub(crate) fn with_conn<R>(&self, f: impl FnOnce(&mut Conn) -> Result<R>) -> Result<R> {
-        let mut slot = self
-            .slot
-            .try_borrow_mut()
-            .map_err(|_| Error::Usage("the transaction is busy with another statement".into()))?;
-        let conn = slot.as_mut().ok_or_else(|| {
-            Error::Usage(
-                "a stream opened in this transaction is still being read: finish or drop it first"
-                    .into(),
-            )
-        })?;
-        f(conn)
+        crate::engine::with_slot(&self.slot, "transaction", f)
     }
 
     fn simple(&self, sql: &str) -> Result<()> {
@@ -95,15 +85,7 @@ impl Transaction {
     }
 
     pub(crate) fn stream<T>(&self, r: tandem_sql::Rendered) -> Result<RowStream<'_, T>> {
-        let conn = self
-            .slot
-            .try_borrow_mut()
-            .map_err(|_| Error::Usage("the transaction is busy with another statement".into()))?
-            .take()
-            .ok_or_else(|| {
-                Error::Usage("another stream of this transaction is still being read".into())
-            })?;
-        RowStream::start(conn, r, Some(&self.slot))
+        crate::engine::stream_from_slot(&self.slot, "transaction", r)
     }
 
     /// A nested transaction: a savepoint, released on `Ok`, rolled back to on `Err` or panic; the outer
