@@ -469,10 +469,34 @@ async fn one_function_for_both(t: &ADb) {
         .unwrap()
         .unwrap();
     assert_eq!(got, ["ann"]);
+    // A checked-out connection is an executor too: statements, a plan that needs a transaction
+    // (insert_all), and a stream that gives the connection back when it ends.
+    let conn = db.checkout().await.unwrap();
+    let ids = conn
+        .repository::<User>()
+        .insert_all(&[user("dan", 60), user("eve", 70)])
+        .await
+        .unwrap();
+    assert_eq!(ids.len(), 2);
+    assert_eq!(adults(&conn).await.unwrap(), ["ann", "dan", "eve"]);
+    let streamed: Vec<User> = conn
+        .fetch(&users::table.select_all())
+        .await
+        .unwrap()
+        .try_collect()
+        .await
+        .unwrap();
+    assert_eq!(streamed.len(), 4, "ann, kid, dan, eve");
+    assert_eq!(
+        conn.execute(&users::table.delete().filter(users::age.lt(18)))
+            .await
+            .unwrap(),
+        1
+    );
 }
 async_engine_test!(
-    /// A function written once against `Executor` runs on a `Database`, inside a `Transaction`, and in a
-    /// spawned task.
+    /// A function written once against `Executor` runs on a `Database`, inside a `Transaction`, on a
+    /// checked-out connection, and in a spawned task.
     one_function_for_both
 );
 

@@ -14,6 +14,7 @@ use tandem_sql::{Dialect, Rendered, Row};
 use crate::backend::{Backend, error};
 #[cfg(feature = "sqlite")]
 use crate::sqlite::PooledWorker;
+use crate::transaction::{Slot, gone, lock_slot, stream_from_slot};
 
 /// Receives rows; returns `false` to stop reading. Async so that a stream's sink can wait for its
 /// consumer: that wait is the backpressure.
@@ -389,44 +390,87 @@ impl Drop for Conn {
 }
 
 /// A connection checked out of the pool by hand ([`crate::Database::checkout`]): it goes back to the pool
-/// (and admits the next waiter) when dropped.
-pub struct PooledConnection(pub(crate) Conn);
+/// (and admits the next waiter) when dropped. It is an [`crate::Executor`]: statements, typed loads,
+/// streams and repositories run on this one connection (a plan whose steps belong together runs in a
+/// transaction of its own on it).
+pub struct PooledConnection {
+    slot: tokio::sync::Mutex<Slot>,
+    dialect: Dialect,
+}
 
 impl std::fmt::Debug for PooledConnection {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_tuple("PooledConnection")
-            .field(&self.0.dialect())
+            .field(&self.dialect)
             .finish()
     }
 }
 
 impl PooledConnection {
+    pub(crate) fn new(conn: Conn) -> Self {
+        PooledConnection {
+            dialect: conn.dialect(),
+            slot: tokio::sync::Mutex::new(Slot::Here(Box::new(conn))),
+        }
+    }
+
     /// The engine.
     pub fn dialect(&self) -> Dialect {
-        self.0.dialect()
+        self.dialect
     }
 
     /// Closes this connection when it is dropped instead of giving it back to the pool: for session state
     /// that must not outlive its user (an advisory lock, a changed setting).
     pub fn close_on_drop(&mut self) {
-        self.0.close_on_drop();
+        if let Slot::Here(c) = self.slot.get_mut() {
+            c.close_on_drop();
+        }
+    }
+}
+
+impl crate::Executor for PooledConnection {
+    fn dialect(&self) -> Dialect {
+        self.dialect
     }
 
-    /// Runs a statement; returns rows affected.
-    pub async fn execute(&mut self, stmt: &impl tandem_sql::Render) -> Result<u64> {
-        let r = stmt.render(self.dialect())?;
-        Ok(self.0.run(&r, &mut Discard).await?.affected)
+    async fn run_statement(&self, r: Rendered, keep: crate::Keep) -> Result<(Vec<Row>, Done)> {
+        let mut slot = lock_slot(&self.slot).await?;
+        let Slot::Here(c) = &mut *slot else {
+            return Err(gone());
+        };
+        crate::database::run_kept(c, &r, keep).await
     }
 
-    /// The first row, or [`Error::RowNotFound`].
-    pub async fn fetch_one<T: tandem_sql::FromRow>(
-        &mut self,
-        stmt: &impl tandem_sql::Render,
-    ) -> Result<T> {
-        let r = stmt.render(self.dialect())?;
-        let mut first = First(None);
-        self.0.run(&r, &mut first).await?;
-        let row = first.0.ok_or(Error::RowNotFound)?;
-        Ok(T::from_row(row)?)
+    async fn run<T: Send>(&self, plan: tandem_core::Plan<T>) -> Result<T> {
+        let mut slot = lock_slot(&self.slot).await?;
+        let Slot::Here(c) = &mut *slot else {
+            return Err(gone());
+        };
+        if !plan.needs_transaction() {
+            let outcomes = c.run_steps(&plan.steps).await?;
+            return plan.finish(outcomes);
+        }
+        let opts = tandem_core::TxOptions::default();
+        c.in_transaction = true;
+        for sql in tandem_core::tx::begin(self.dialect, &opts) {
+            c.simple(&sql).await?;
+        }
+        let outcomes = c.run_steps(&plan.steps).await;
+        let mut ended = Ok(());
+        for sql in tandem_core::tx::end(self.dialect, &opts, outcomes.is_ok()) {
+            let r = c.simple(&sql).await;
+            if outcomes.is_ok() && ended.is_ok() {
+                ended = r;
+            }
+        }
+        if ended.is_ok() {
+            c.in_transaction = false;
+        }
+        ended?;
+        plan.finish(outcomes?)
+    }
+
+    async fn stream_rendered<T: Send>(&self, r: Rendered) -> Result<crate::RowStream<T>> {
+        stream_from_slot(&self.slot, r).await
     }
 }

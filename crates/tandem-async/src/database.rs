@@ -349,7 +349,7 @@ impl Database {
 
     /// Checks a connection out of the pool, to drive by hand; it goes back when dropped.
     pub async fn checkout(&self) -> Result<crate::PooledConnection> {
-        Ok(crate::PooledConnection(self.acquire().await?))
+        Ok(crate::PooledConnection::new(self.acquire().await?))
     }
 
     pub(crate) async fn stream<T>(&self, r: Rendered) -> Result<RowStream<T>> {

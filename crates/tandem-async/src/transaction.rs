@@ -11,7 +11,8 @@ use tokio::sync::{Mutex, MutexGuard, oneshot};
 use crate::conn::Conn;
 use crate::stream::RowStream;
 
-enum Slot {
+/// Where the connection of a transaction (or of a checked-out connection) is.
+pub(crate) enum Slot {
     Here(Box<Conn>),
     /// A stream opened in the transaction holds the connection; it comes back when the stream ends.
     Away(oneshot::Receiver<Conn>),
@@ -82,19 +83,7 @@ impl Transaction {
     }
 
     async fn conn(&self) -> Result<MutexGuard<'_, Slot>> {
-        let mut slot = self.slot.lock().await;
-        if let Slot::Away(rx) = &mut *slot {
-            match rx.await {
-                Ok(conn) => *slot = Slot::Here(Box::new(conn)),
-                Err(_) => {
-                    *slot = Slot::Gone;
-                    return Err(Error::Usage(
-                        "the transaction's connection was lost by its stream".into(),
-                    ));
-                }
-            }
-        }
-        Ok(slot)
+        lock_slot(&self.slot).await
     }
 
     async fn simple(&self, sql: &str) -> Result<()> {
@@ -111,13 +100,7 @@ impl Transaction {
     }
 
     pub(crate) async fn stream<T>(&self, r: Rendered) -> Result<RowStream<T>> {
-        let mut slot = self.conn().await?;
-        let Slot::Here(conn) = std::mem::replace(&mut *slot, Slot::Gone) else {
-            return Err(gone());
-        };
-        let (home, back) = oneshot::channel();
-        *slot = Slot::Away(back);
-        Ok(RowStream::start(*conn, r, Some(home)))
+        stream_from_slot(&self.slot, r).await
     }
 
     /// A nested transaction: a savepoint, released on `Ok`, rolled back to on `Err`; the outer transaction
@@ -241,7 +224,35 @@ where
     }
 }
 
-fn gone() -> Error {
+/// The slot, with its connection back from a stream that had it (waiting for the stream to end).
+pub(crate) async fn lock_slot(slot: &Mutex<Slot>) -> Result<MutexGuard<'_, Slot>> {
+    let mut slot = slot.lock().await;
+    if let Slot::Away(rx) = &mut *slot {
+        match rx.await {
+            Ok(conn) => *slot = Slot::Here(Box::new(conn)),
+            Err(_) => {
+                *slot = Slot::Gone;
+                return Err(Error::Usage(
+                    "the connection was lost by the stream that had it".into(),
+                ));
+            }
+        }
+    }
+    Ok(slot)
+}
+
+/// A stream over `r` that takes the slot's connection and gives it back when it ends.
+pub(crate) async fn stream_from_slot<T>(slot: &Mutex<Slot>, r: Rendered) -> Result<RowStream<T>> {
+    let mut slot = lock_slot(slot).await?;
+    let Slot::Here(conn) = std::mem::replace(&mut *slot, Slot::Gone) else {
+        return Err(gone());
+    };
+    let (home, back) = oneshot::channel();
+    *slot = Slot::Away(back);
+    Ok(RowStream::start(*conn, r, Some(home)))
+}
+
+pub(crate) fn gone() -> Error {
     Error::Usage("the transaction has no connection".into())
 }
 

@@ -44,7 +44,7 @@ where
     // Released on the server before returning, so a rerun right after does not find it still held by a
     // session that is closing. (If this future is dropped instead, the connection is closed and the server
     // drops the lock with the session, a moment later.)
-    if let RunLock::Server(mut conn) = lock {
+    if let RunLock::Server(conn) = lock {
         let _ = conn
             .execute(&server_unlock_statement(db.dialect(), job_key(job)))
             .await;

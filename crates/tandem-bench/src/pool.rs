@@ -12,6 +12,7 @@
 //! the workers saw (rejections and timeouts exactly, acquires at least).
 
 use std::time::{Duration, Instant};
+use tandem_async::Executor as _;
 
 use tandem_blocking::Executor as _;
 use tandem_blocking::{Error, PoolConfig, PoolMetrics};
@@ -220,7 +221,7 @@ fn async_cell(
                     while Instant::now() < until {
                         let started = Instant::now();
                         let outcome = async {
-                            let mut c = db.checkout().await?;
+                            let c = db.checkout().await?;
                             let waited = started.elapsed();
                             check_one(c.fetch_one(&select).await?)?;
                             if !hold.is_zero() {
