@@ -62,6 +62,21 @@ fn expected(ids: impl Iterator<Item = usize>) -> Vec<(String, i32)> {
     ids.map(|i| (format!("ITEM-{i}"), 2 * i as i32)).collect()
 }
 
+/// A runtime and an async pool on the same database as `t`, for the async runner.
+fn async_twin(
+    t: &db::TestDb,
+    config: PoolConfig,
+) -> (tokio::runtime::Runtime, tandem_async::Database) {
+    let rt = harness::runtime();
+    let adb = rt
+        .block_on(tandem_async::Database::open(
+            t.target.options.clone(),
+            config,
+        ))
+        .unwrap();
+    (rt, adb)
+}
+
 fn executions(db: &Database) -> Vec<RunStatus> {
     db.fetch_all::<JobExecution>(
         &batch_job_execution::table
@@ -85,20 +100,13 @@ fn runners(dialect: Dialect) {
     ) else {
         return;
     };
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let adb = rt
-        .block_on(tandem_async::Database::open(
-            t.target.options.clone(),
-            PoolConfig {
-                max_size: 12,
-                ..PoolConfig::default()
-            },
-        ))
-        .unwrap();
+    let (rt, adb) = async_twin(
+        &t,
+        PoolConfig {
+            max_size: 12,
+            ..PoolConfig::default()
+        },
+    );
     for parallelism in [1, 4, 8] {
         reset(&t.db, ROWS);
         let report = tandem_batch::blocking::run(&t.db, &essay::job(parallelism)).unwrap();
@@ -194,17 +202,7 @@ fn restart_after_failure(dialect: Dialect) {
 
     // Async runner.
     reset(&t.db, ROWS);
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let adb = rt
-        .block_on(tandem_async::Database::open(
-            t.target.options.clone(),
-            PoolConfig::default(),
-        ))
-        .unwrap();
+    let (rt, adb) = async_twin(&t, PoolConfig::default());
     let armed = Arc::new(AtomicBool::new(true));
     let err = rt
         .block_on(tandem_batch::asynchronous::run(
@@ -277,17 +275,7 @@ fn killed_connections(dialect: Dialect, use_async: bool) {
     let admin = t.admin().unwrap().clone();
     let mut job = essay::job(4).sizes(250, 250);
     job.chunk_delay = Some(Duration::from_millis(40));
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let adb = rt
-        .block_on(tandem_async::Database::open(
-            t.target.options.clone(),
-            PoolConfig::default(),
-        ))
-        .unwrap();
+    let (rt, adb) = async_twin(&t, PoolConfig::default());
     let killer = {
         let (admin, opts) = (admin.clone(), t.target.options.clone());
         std::thread::spawn(move || {
@@ -532,17 +520,7 @@ fn concurrent_runs_in_process() {
 /// both runners; the run is recorded as failed and a rerun resumes after the committed chunks.
 fn panicking_processor() {
     let t = db::open(Dialect::Sqlite, "panics", PoolConfig::default()).unwrap();
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let adb = rt
-        .block_on(tandem_async::Database::open(
-            t.target.options.clone(),
-            PoolConfig::default(),
-        ))
-        .unwrap();
+    let (rt, adb) = async_twin(&t, PoolConfig::default());
     for use_async in [false, true] {
         reset(&t.db, 2_000);
         let armed = Arc::new(AtomicBool::new(true));
