@@ -246,15 +246,7 @@ impl Database {
                 )
             }
             #[allow(unreachable_patterns)]
-            other => {
-                return Err(Error::Unsupported {
-                    dialect: other,
-                    what: format!(
-                        "this engine (tandem-async was built without its `{}` feature)",
-                        other.name()
-                    ),
-                });
-            }
+            other => return Err(Error::engine_left_out(other, "tandem-async")),
         };
         Ok(Database {
             inner: Arc::new(Inner {

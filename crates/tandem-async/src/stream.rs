@@ -59,24 +59,7 @@ impl<T> RowStream<T> {
             // rusqlite steps on the connection's worker thread; `blocking_send` waits for the consumer
             // there. The task holds the connection until the statement is done.
             let call = worker.call(move |c| {
-                let mut batch = Vec::with_capacity(BATCH);
-                let result = tandem_core::Runner::run(c, &r, &mut |row| {
-                    batch.push(row);
-                    if batch.len() == BATCH {
-                        let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH));
-                        return Ok(tx.blocking_send(Ok(full)).is_ok());
-                    }
-                    Ok(true)
-                });
-                match result {
-                    Ok(_) if !batch.is_empty() => {
-                        let _ = tx.blocking_send(Ok(batch));
-                    }
-                    Ok(_) => {}
-                    Err(e) => {
-                        let _ = tx.blocking_send(Err(e));
-                    }
-                }
+                tandem_core::plan::run_batched(c, &r, BATCH, |m| tx.blocking_send(m).is_ok());
                 Ok(())
             });
             tokio::spawn(async move {

@@ -93,25 +93,8 @@ impl<'a, T> RowStream<'a, T> {
 }
 
 fn produce(conn: &mut Pooled, r: &Rendered, tx: &SyncSender<Message>) {
-    let mut batch = Vec::with_capacity(BATCH);
-    let result = conn.run(r, &mut |row| {
-        batch.push(row);
-        if batch.len() == BATCH {
-            let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH));
-            // The consumer is gone: stop reading.
-            return Ok(tx.send(Ok(full)).is_ok());
-        }
-        Ok(true)
-    });
-    match result {
-        Ok(_) if !batch.is_empty() => {
-            let _ = tx.send(Ok(batch));
-        }
-        Ok(_) => {}
-        Err(e) => {
-            let _ = tx.send(Err(e));
-        }
-    }
+    // A failed send means the consumer is gone: stop reading.
+    tandem_core::plan::run_batched(&mut **conn, r, BATCH, |m| tx.send(m).is_ok());
 }
 
 impl<T: FromRow> Iterator for RowStream<'_, T> {

@@ -139,6 +139,18 @@ impl Error {
         }
     }
 
+    /// [`Error::Unsupported`] for a URL whose engine the executor `krate` was built without (its engine
+    /// features: `sqlite`, `postgres`, `mysql`).
+    pub fn engine_left_out(dialect: Dialect, krate: &str) -> Error {
+        Error::Unsupported {
+            dialect,
+            what: format!(
+                "this engine ({krate} was built without its `{}` feature)",
+                dialect.name()
+            ),
+        }
+    }
+
     /// The database error kind, if this is a database error.
     pub fn kind(&self) -> Option<DbErrorKind> {
         match self {

@@ -77,6 +77,35 @@ pub trait Runner {
     }
 }
 
+/// Runs `r` on a blocking connection for a stream: rows go to `send` in batches of `size` (it returns
+/// `false` once the consumer is gone, which stops reading); the last, shorter batch follows, or the error
+/// as the last message.
+pub fn run_batched(
+    conn: &mut impl Runner,
+    r: &Rendered,
+    size: usize,
+    mut send: impl FnMut(Result<Vec<Row>>) -> bool,
+) {
+    let mut batch = Vec::with_capacity(size);
+    let result = conn.run(r, &mut |row| {
+        batch.push(row);
+        if batch.len() == size {
+            let full = std::mem::replace(&mut batch, Vec::with_capacity(size));
+            return Ok(send(Ok(full)));
+        }
+        Ok(true)
+    });
+    match result {
+        Ok(_) if !batch.is_empty() => {
+            send(Ok(batch));
+        }
+        Ok(_) => {}
+        Err(e) => {
+            send(Err(e));
+        }
+    }
+}
+
 /// Runs steps on one blocking connection, collecting each outcome.
 pub fn run_steps(conn: &mut impl Runner, steps: &[Step]) -> Result<Vec<Outcome>> {
     let mut outcomes = Vec::with_capacity(steps.len());

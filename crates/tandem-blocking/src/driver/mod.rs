@@ -100,7 +100,7 @@ impl Conn {
                 Driver::MySql(bounded(opts, timeout, move || mysql::open(&o, timeout))?)
             }
             #[allow(unreachable_patterns)]
-            other => return Err(engine_not_built(other)),
+            other => return Err(Error::engine_left_out(other, "tandem-blocking")),
         };
         Ok(Conn {
             driver,
@@ -236,18 +236,6 @@ impl tandem_core::Runner for Conn {
     }
     fn copy_in(&mut self, step: &tandem_core::Step) -> Result<u64> {
         Conn::copy_in(self, step)
-    }
-}
-
-/// A URL for an engine this build of tandem-blocking leaves out.
-#[allow(dead_code)]
-fn engine_not_built(dialect: Dialect) -> Error {
-    Error::Unsupported {
-        dialect,
-        what: format!(
-            "this engine (tandem-blocking was built without its `{}` feature)",
-            dialect.name()
-        ),
     }
 }
 
