@@ -9,7 +9,7 @@ mod harness;
 use std::net::TcpListener;
 use std::time::{Duration, Instant};
 
-use tandem_core::{ConnectOptions, DbErrorKind, Error, PoolConfig};
+use tandem_core::{ConnectOptions, DbErrorKind, Error, PoolConfig, TlsErrorKind};
 use tandem_sql::Dialect;
 
 const TIMEOUT: Duration = Duration::from_millis(300);
@@ -166,6 +166,165 @@ fn connect_failures_mysql() {
     );
 }
 
+/// Both executors' answers to `sql` (one text cell) over a connection to `url`, or their errors.
+fn ask_both(url: &str, sql: &str) -> [Result<String, Error>; 2] {
+    use tandem_async::Executor as _;
+    use tandem_blocking::Executor as _;
+    let stmt = tandem_sql::raw(sql, vec![]);
+    let blocking = tandem_blocking::Database::connect_with(url, config())
+        .and_then(|db| db.fetch_one::<(String,)>(&stmt).map(|(v,)| v));
+    let asynchronous = harness::block_on(async {
+        let db = tandem_async::Database::connect_with(url, config()).await?;
+        db.fetch_one::<(String,)>(&stmt).await.map(|(v,)| v)
+    });
+    [blocking, asynchronous]
+}
+
+/// The TLS failure kind of an error, or a panic naming what came instead.
+fn tls_kind(side: &str, url: &str, r: Result<String, Error>) -> TlsErrorKind {
+    match r {
+        Err(Error::Tls { kind, target, .. }) => {
+            assert!(url.contains(&target), "{side} {url}: target {target}");
+            kind
+        }
+        other => panic!("{side} {url}: expected a TLS error, got {other:?}"),
+    }
+}
+
+/// PostgreSQL with TLS on (the distribution's self-signed certificate, for `localhost`): each `sslmode` is
+/// honoured by both executors — the server itself reports whether the session is encrypted — and the
+/// verifying modes refuse what they must with a typed error, never falling back to plain TCP.
+fn tls_postgres() {
+    let Some(pg) = server(Dialect::Postgres) else {
+        return;
+    };
+    let auth = match &pg.password {
+        Some(p) => format!("{}:{p}", pg.user),
+        None => pg.user.clone(),
+    };
+    let at = |host: &str, query: &str| {
+        format!(
+            "postgres://{auth}@{host}:{}/{}?{query}",
+            pg.port, pg.database
+        )
+    };
+    let settings = ask_both(
+        &at(&pg.host, "sslmode=disable"),
+        "SELECT current_setting('ssl') || ' ' || current_setting('ssl_cert_file')",
+    );
+    let settings = settings[0].as_ref().expect("PostgreSQL's TLS settings");
+    let (ssl, cert_file) = settings.split_once(' ').unwrap();
+    assert_eq!(
+        ssl, "on",
+        "PostgreSQL at {}:{} has ssl = off: these tests need TLS on (ssl = on in postgresql.conf)",
+        pg.host, pg.port
+    );
+    let encrypted = "SELECT CASE WHEN ssl THEN 'tls' ELSE 'plain' END FROM pg_stat_ssl \
+                     WHERE pid = pg_backend_pid()";
+    // No sslmode is `prefer`, as with libpq.
+    for (query, expected) in [
+        ("sslmode=disable", "plain"),
+        ("sslmode=prefer", "tls"),
+        ("sslmode=require", "tls"),
+        ("", "tls"),
+    ] {
+        let url = at(&pg.host, query);
+        for (side, r) in ["blocking", "async"].iter().zip(ask_both(&url, encrypted)) {
+            assert_eq!(
+                r.unwrap_or_else(|e| panic!("{side} {url}: {e}")),
+                expected,
+                "{side} {url}"
+            );
+        }
+    }
+    // Not signed by a root anyone trusts: refused by both verifying modes.
+    for mode in ["verify-ca", "verify-full"] {
+        let url = at(&pg.host, &format!("sslmode={mode}"));
+        for (side, r) in ["blocking", "async"].iter().zip(ask_both(&url, encrypted)) {
+            assert_eq!(tls_kind(side, &url, r), TlsErrorKind::UntrustedCertificate);
+        }
+    }
+    // A root file that is not there is its own kind of failure.
+    let url = at(
+        &pg.host,
+        "sslmode=verify-full&sslrootcert=/nonexistent/root.pem",
+    );
+    for (side, r) in ["blocking", "async"].iter().zip(ask_both(&url, encrypted)) {
+        assert_eq!(tls_kind(side, &url, r), TlsErrorKind::RootCertificate);
+    }
+    // Trusting the server's own certificate: verify-ca passes at any address, verify-full only at the
+    // name the certificate is for. (Needs the certificate readable, as it is where the tests run as root.)
+    if std::fs::metadata(cert_file).is_err() {
+        eprintln!("tls_postgres: {cert_file} is not readable here; trusted-root cases not run");
+        return;
+    }
+    let trusted = format!("sslrootcert={cert_file}");
+    let url = at(&pg.host, &format!("sslmode=verify-ca&{trusted}"));
+    for (side, r) in ["blocking", "async"].iter().zip(ask_both(&url, encrypted)) {
+        assert_eq!(r.unwrap_or_else(|e| panic!("{side} {url}: {e}")), "tls");
+    }
+    let url = at("localhost", &format!("sslmode=verify-full&{trusted}"));
+    for (side, r) in ["blocking", "async"].iter().zip(ask_both(&url, encrypted)) {
+        assert_eq!(r.unwrap_or_else(|e| panic!("{side} {url}: {e}")), "tls");
+    }
+    let url = at("127.0.0.1", &format!("sslmode=verify-full&{trusted}"));
+    for (side, r) in ["blocking", "async"].iter().zip(ask_both(&url, encrypted)) {
+        assert_eq!(tls_kind(side, &url, r), TlsErrorKind::HostMismatch);
+    }
+}
+
+/// MariaDB: `ssl-mode=REQUIRED` on a server without TLS is a typed error on both executors, never a
+/// silent plain connection; `PREFERRED` (the default) and `DISABLED` connect. Where the server has TLS on,
+/// `REQUIRED` must give an encrypted session instead.
+fn tls_mysql() {
+    let Some(my) = server(Dialect::MySql) else {
+        return;
+    };
+    let auth = match &my.password {
+        Some(p) => format!("{}:{p}", my.user),
+        None => my.user.clone(),
+    };
+    let at = |query: &str| {
+        format!(
+            "mysql://{auth}@{}:{}/{}?{query}",
+            my.host, my.port, my.database
+        )
+    };
+    let cipher = "SELECT CONCAT(@@have_ssl, ' ', COALESCE((SELECT VARIABLE_VALUE FROM \
+                  information_schema.SESSION_STATUS WHERE VARIABLE_NAME = 'SSL_CIPHER'), ''))";
+    let [have, _] = ask_both(&at("ssl-mode=DISABLED"), cipher);
+    let have = have.expect("MariaDB's TLS setting");
+    let tls_on = have.starts_with("YES");
+    for mode in ["DISABLED", "PREFERRED"] {
+        for (side, r) in ["blocking", "async"]
+            .iter()
+            .zip(ask_both(&at(&format!("ssl-mode={mode}")), cipher))
+        {
+            let answer = r.unwrap_or_else(|e| panic!("{side} {mode}: {e}"));
+            let encrypted = answer
+                .split_once(' ')
+                .is_some_and(|(_, c)| !c.trim().is_empty());
+            assert_eq!(
+                encrypted,
+                tls_on && mode == "PREFERRED",
+                "{side} {mode}: {answer}"
+            );
+        }
+    }
+    let url = at("ssl-mode=REQUIRED");
+    for (side, r) in ["blocking", "async"].iter().zip(ask_both(&url, cipher)) {
+        if tls_on {
+            let answer = r.unwrap_or_else(|e| panic!("{side} {url}: {e}"));
+            assert!(
+                !answer.split_once(' ').unwrap().1.trim().is_empty(),
+                "{side}: {answer}"
+            );
+        } else {
+            assert_eq!(tls_kind(side, &url, r), TlsErrorKind::NotOffered);
+        }
+    }
+}
+
 fn main() {
     harness::main(
         [
@@ -185,6 +344,8 @@ fn main() {
                 "connect_failures_mysql",
                 connect_failures_mysql,
             )],
+            vec![harness::Case::new("tls_postgres", tls_postgres)],
+            vec![harness::Case::new("tls_mysql", tls_mysql)],
         ]
         .into_iter()
         .flatten()

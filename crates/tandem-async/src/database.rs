@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use sqlx::pool::PoolOptions;
 use tandem_core::plan::{Done, Plan};
-use tandem_core::{ConnectOptions, Error, PoolConfig, PoolMetrics, Result, TxOptions};
+use tandem_core::{ConnectOptions, Error, PoolConfig, PoolMetrics, Result, TlsMode, TxOptions};
 use tandem_pool::{Admission, LossClock};
 use tandem_sql::ast::CreateTable;
 use tandem_sql::{Dialect, Rendered};
@@ -133,6 +133,10 @@ async fn open_pool<DB: sqlx::Database>(
 /// A failed connect: the server's own refusal keeps its kind and code (authentication, unknown database),
 /// exactly as the blocking executor reports it; anything else means the server could not be reached.
 fn connect_error(dialect: Dialect, options: &ConnectOptions, e: sqlx::Error) -> Error {
+    #[cfg(any(feature = "postgres", feature = "mysql"))]
+    if let Some(tls) = tls_error(options, &e) {
+        return tls;
+    }
     match error(dialect, e) {
         Error::Database(d) if d.code.is_none() => {
             Error::Database(tandem_core::DbError::connection_lost(
@@ -141,6 +145,27 @@ fn connect_error(dialect: Dialect, options: &ConnectOptions, e: sqlx::Error) -> 
             ))
         }
         other => other,
+    }
+}
+
+/// A TLS failure as [`Error::Tls`]: rustls' own error inside sqlx's, or sqlx's words for a server that
+/// does not offer TLS to a mode that requires it.
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+fn tls_error(options: &ConnectOptions, e: &sqlx::Error) -> Option<Error> {
+    if let Some((kind, message)) = tandem_core::tls::failure(e) {
+        return Some(Error::tls(options, kind, message));
+    }
+    match e {
+        sqlx::Error::Tls(inner) => {
+            let message = inner.to_string();
+            let kind = if message.contains("does not support TLS") {
+                tandem_core::TlsErrorKind::NotOffered
+            } else {
+                tandem_core::TlsErrorKind::Handshake
+            };
+            Some(Error::tls(options, kind, message))
+        }
+        _ => None,
     }
 }
 
@@ -187,8 +212,19 @@ impl Database {
                     .port(options.port)
                     .username(&options.user)
                     .database(&options.database)
-                    .ssl_mode(sqlx::postgres::PgSslMode::Disable)
+                    .ssl_mode(match options.tls {
+                        TlsMode::Disable => sqlx::postgres::PgSslMode::Disable,
+                        TlsMode::Prefer => sqlx::postgres::PgSslMode::Prefer,
+                        TlsMode::Require => sqlx::postgres::PgSslMode::Require,
+                        TlsMode::VerifyCa => sqlx::postgres::PgSslMode::VerifyCa,
+                        _ => sqlx::postgres::PgSslMode::VerifyFull,
+                    })
                     .statement_cache_capacity(64);
+                if tandem_core::tls::root_certificates(&options)?.is_some()
+                    && let Some(root) = &options.tls_root_cert
+                {
+                    o = o.ssl_root_cert(root);
+                }
                 if let Some(p) = &options.password {
                     o = o.password(p);
                 }
@@ -209,8 +245,19 @@ impl Database {
                     .port(options.port)
                     .username(&options.user)
                     .database(&options.database)
-                    .ssl_mode(sqlx::mysql::MySqlSslMode::Disabled)
+                    .ssl_mode(match options.tls {
+                        TlsMode::Disable => sqlx::mysql::MySqlSslMode::Disabled,
+                        TlsMode::Prefer => sqlx::mysql::MySqlSslMode::Preferred,
+                        TlsMode::Require => sqlx::mysql::MySqlSslMode::Required,
+                        TlsMode::VerifyCa => sqlx::mysql::MySqlSslMode::VerifyCa,
+                        _ => sqlx::mysql::MySqlSslMode::VerifyIdentity,
+                    })
                     .statement_cache_capacity(64);
+                if tandem_core::tls::root_certificates(&options)?.is_some()
+                    && let Some(root) = &options.tls_root_cert
+                {
+                    o = o.ssl_ca(root);
+                }
                 if let Some(p) = &options.password {
                     o = o.password(p);
                 }

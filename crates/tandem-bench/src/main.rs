@@ -184,15 +184,46 @@ pub fn record(progress: &indicatif::ProgressBar, results: &mut Results, r: repor
     results.records.push(r);
 }
 
-/// The URL of an engine: a SQLite file under `out`, or the server from the environment.
+/// The URL of an engine: a SQLite file under `out`, or the server from the environment. A server URL
+/// without a TLS setting gets plain TCP (`sslmode=disable`, `ssl-mode=DISABLED`), as the raw-driver
+/// baselines use: every driver in a comparison then speaks the same transport.
 pub fn url(dialect: Dialect, out: &std::path::Path) -> String {
-    match dialect {
-        Dialect::Sqlite => format!("sqlite://{}", out.join("bench.db").display()),
-        Dialect::Postgres => std::env::var("TANDEM_POSTGRES_URL")
-            .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into()),
-        Dialect::MySql => std::env::var("TANDEM_MYSQL_URL")
-            .unwrap_or_else(|_| "mysql://root@127.0.0.1:3306/test".into()),
+    let (url, key) = match dialect {
+        Dialect::Sqlite => return format!("sqlite://{}", out.join("bench.db").display()),
+        Dialect::Postgres => (
+            std::env::var("TANDEM_POSTGRES_URL")
+                .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into()),
+            "sslmode",
+        ),
+        Dialect::MySql => (
+            std::env::var("TANDEM_MYSQL_URL")
+                .unwrap_or_else(|_| "mysql://root@127.0.0.1:3306/test".into()),
+            "ssl-mode",
+        ),
+    };
+    if url.contains(&format!("{key}=")) {
+        return url;
     }
+    let plain = tandem_core::TlsMode::Disable.spelling(dialect);
+    let sep = if url.contains('?') { '&' } else { '?' };
+    format!("{url}{sep}{key}={plain}")
+}
+
+/// The raw-driver baselines connect in plain TCP only: a URL that asks for TLS would compare unequal
+/// transports, so it is refused with the reason.
+pub fn plain_only(opts: &tandem_core::ConnectOptions) -> Result<(), String> {
+    if opts.tls == tandem_core::TlsMode::Disable {
+        return Ok(());
+    }
+    Err(format!(
+        "{}: the raw-driver baselines run in plain TCP; give the URL {}",
+        opts.display,
+        if opts.dialect == Dialect::Postgres {
+            "sslmode=disable"
+        } else {
+            "ssl-mode=DISABLED"
+        }
+    ))
 }
 
 fn main() {

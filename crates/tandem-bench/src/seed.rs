@@ -176,6 +176,7 @@ fn check_inserted(inserted: u64, n: usize) -> Result<(), String> {
 }
 
 fn pg_client(opts: &tandem_core::ConnectOptions) -> Result<postgres::Client, String> {
+    crate::plain_only(opts)?;
     let mut c = postgres::Config::new();
     c.host(&opts.host)
         .port(opts.port)
@@ -188,6 +189,7 @@ fn pg_client(opts: &tandem_core::ConnectOptions) -> Result<postgres::Client, Str
 }
 
 fn mysql_conn(opts: &tandem_core::ConnectOptions) -> Result<mysql::Conn, String> {
+    crate::plain_only(opts)?;
     let builder = mysql::OptsBuilder::new()
         .ip_or_hostname(Some(opts.host.clone()))
         .tcp_port(opts.port)
@@ -232,6 +234,7 @@ fn raw_sqlx(
     rows: &[Source],
 ) -> Result<(), String> {
     let opts = tandem_core::ConnectOptions::parse(url).map_err(|e| e.to_string())?;
+    crate::plain_only(&opts)?;
     let e = |e: sqlx::Error| e.to_string();
     rt.block_on(async {
         match dialect {

@@ -45,6 +45,17 @@ pub enum Error {
         /// The connect timeout that passed.
         timeout: Duration,
     },
+    /// TLS could not be set up as the URL asks. A mode that requires TLS never falls back to plain TCP:
+    /// this error comes instead.
+    #[error("TLS with {target}: {kind}: {message}")]
+    Tls {
+        /// `host:port`.
+        target: String,
+        /// What failed.
+        kind: TlsErrorKind,
+        /// The driver's or TLS library's own words.
+        message: String,
+    },
     /// Warm-up did not open `min_idle` connections within the connect timeout.
     #[error("pool warm-up opened {opened} of {wanted} connections within {waited:?}{}", last_error.as_ref().map(|e| format!(": {e}")).unwrap_or_default())]
     PoolWarmUp {
@@ -112,6 +123,42 @@ pub enum Error {
     Usage(String),
 }
 
+/// Why TLS could not be set up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TlsErrorKind {
+    /// The server does not offer TLS, and the URL requires it.
+    #[error("the server does not offer TLS")]
+    NotOffered,
+    /// The server's certificate does not chain to a trusted root (`verify-ca`, `verify-full`).
+    #[error("the server's certificate is not trusted")]
+    UntrustedCertificate,
+    /// The server's certificate is trusted but not for the host connected to (`verify-full`).
+    #[error("the server's certificate is for another host")]
+    HostMismatch,
+    /// The root certificate file (`sslrootcert=`, `ssl-ca=`) cannot be read or holds no certificate.
+    #[error("the root certificate file cannot be used")]
+    RootCertificate,
+    /// Any other failure of the TLS handshake.
+    #[error("the TLS handshake failed")]
+    Handshake,
+}
+
+impl Error {
+    /// [`Error::Tls`] for a connection to `options`' server.
+    pub fn tls(
+        options: &crate::ConnectOptions,
+        kind: TlsErrorKind,
+        message: impl Into<String>,
+    ) -> Error {
+        Error::Tls {
+            target: options.target(),
+            kind,
+            message: message.into(),
+        }
+    }
+}
+
 impl From<tandem_pool::AdmissionError> for Error {
     fn from(e: tandem_pool::AdmissionError) -> Self {
         let n = |v: usize| u32::try_from(v).unwrap_or(u32::MAX);
@@ -134,7 +181,7 @@ impl Error {
     /// [`Error::ConnectTimeout`] for a connection to `options`' host and port.
     pub fn connect_timeout(options: &crate::ConnectOptions, timeout: Duration) -> Error {
         Error::ConnectTimeout {
-            target: format!("{}:{}", options.host, options.port),
+            target: options.target(),
             timeout,
         }
     }

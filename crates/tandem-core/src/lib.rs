@@ -8,6 +8,7 @@
 //! - [`plan`]: a repository method as data — steps plus a pure function from outcomes to a result.
 //! - [`repo`]: the repository method set as plans, with its option and page types.
 //! - [`copy`]: PostgreSQL's binary COPY payload.
+//! - `tls` (feature `tls`): TLS failures classified, root certificate files read, for every driver.
 //! - [`ddl`]: the MySQL collation `create_table` uses, as the server offers it.
 //!
 //! Both executors run the same plans and the same transaction statements, so a repository call means the same
@@ -20,10 +21,12 @@ pub mod error;
 pub mod options;
 pub mod plan;
 pub mod repo;
+#[cfg(feature = "tls")]
+pub mod tls;
 pub mod tx;
 
-pub use error::{DbError, DbErrorKind, Error, Result};
-pub use options::{ConnectOptions, SqliteDriver};
+pub use error::{DbError, DbErrorKind, Error, Result, TlsErrorKind};
+pub use options::{ConnectOptions, SqliteDriver, TlsMode};
 pub use plan::{Atomicity, Done, Outcome, Outcomes, Plan, Runner, Step, StepId, Steps};
 pub use repo::{BatchOptions, BatchResult, BatchTransaction, CursorPage, Find, Page};
 pub use tandem_pool::{PoolConfig, PoolMetrics};

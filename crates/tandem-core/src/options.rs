@@ -2,7 +2,10 @@
 //! `sqlite::memory:`, `sqlite://path`, `postgres://user:pass@host:port/db`, `mysql://user:pass@host:port/db`.
 //!
 //! Parsing is done here, once, so both executors agree on what a URL means; each executor turns the result
-//! into its driver's own configuration.
+//! into its driver's own configuration. Server URLs take `sslmode=` (PostgreSQL) or `ssl-mode=` (MySQL), see
+//! [`TlsMode`]; any other parameter tandem does not know is an [`Error::InvalidUrl`].
+
+use std::path::PathBuf;
 
 use tandem_sql::Dialect;
 
@@ -32,6 +35,12 @@ pub struct ConnectOptions {
     /// SQLite: which driver the async executor uses (`?driver=rusqlite|sqlx`); the blocking executor always
     /// uses rusqlite.
     pub sqlite_driver: SqliteDriver,
+    /// How server connections use TLS (`sslmode=` / `ssl-mode=`); SQLite: [`TlsMode::Disable`].
+    pub tls: TlsMode,
+    /// A PEM file of root certificates to trust for [`TlsMode::VerifyCa`] and [`TlsMode::VerifyFull`]
+    /// (`sslrootcert=` / `ssl-ca=`), besides the Mozilla roots of `webpki-roots` (every driver trusts
+    /// both, as sqlx and the `mysql` crate do).
+    pub tls_root_cert: Option<PathBuf>,
     /// The URL as given, password removed, for error messages.
     pub display: String,
 }
@@ -48,7 +57,8 @@ pub enum SqliteDriver {
 }
 
 impl ConnectOptions {
-    /// Parses a URL.
+    /// Parses a URL. Server URLs are read by the `url` crate (so `[::1]` hosts and percent-encoded names and
+    /// passwords work as everywhere else); a parameter tandem does not know is an error, never ignored.
     pub fn parse(url: &str) -> Result<Self> {
         let bad = |reason: &str| Error::InvalidUrl {
             url: redact(url),
@@ -64,99 +74,150 @@ impl ConnectOptions {
             _ => return Err(bad("unknown scheme (sqlite, postgres, mysql)")),
         };
         if dialect == Dialect::Sqlite {
-            let path = rest.strip_prefix("//").unwrap_or(rest);
-            let (path, query) = path.split_once('?').unwrap_or((path, ""));
-            let mut sqlite_driver = SqliteDriver::default();
-            for pair in query.split('&').filter(|p| !p.is_empty()) {
-                match pair.split_once('=').unwrap_or((pair, "")) {
-                    ("driver", "sqlx") => sqlite_driver = SqliteDriver::Sqlx,
-                    ("driver", "rusqlite") => sqlite_driver = SqliteDriver::Rusqlite,
-                    ("driver", _) => return Err(bad("driver must be rusqlite or sqlx")),
-                    _ => {}
-                }
-            }
-            let path = match path {
-                ":memory:" | "" => None,
-                p => Some(p.to_owned()),
-            };
-            return Ok(ConnectOptions {
-                dialect,
-                host: String::new(),
-                port: 0,
-                user: String::new(),
-                password: None,
-                database: String::new(),
-                path,
-                search_path: None,
-                application_name: None,
-                sqlite_driver,
-                display: redact(url),
-            });
+            return Self::parse_sqlite(rest, url).map_err(|r| bad(&r));
         }
-        let rest = rest
-            .strip_prefix("//")
-            .ok_or_else(|| bad("expected scheme://host"))?;
-        let (authority, tail) = rest.split_once('/').unwrap_or((rest, ""));
-        let (database, query) = tail.split_once('?').unwrap_or((tail, ""));
-        let (userinfo, hostport) = match authority.rsplit_once('@') {
-            Some((u, h)) => (Some(u), h),
-            None => (None, authority),
-        };
-        let (user, password) = match userinfo {
-            Some(u) => match u.split_once(':') {
-                Some((name, pass)) => (decode(name), Some(decode(pass))),
-                None => (decode(u), None),
-            },
-            None => (String::new(), None),
-        };
-        let default_port = if dialect == Dialect::Postgres {
-            5432
-        } else {
-            3306
-        };
-        let (host, port) = match hostport.rsplit_once(':') {
-            Some((h, p)) => (h.to_owned(), parse_port(p).map_err(bad)?),
-            None => (hostport.to_owned(), default_port),
+        let parsed = url::Url::parse(url).map_err(|e| match e {
+            url::ParseError::InvalidPort
+                if authority(rest).rsplit_once(':').is_some_and(|(_, p)| {
+                    !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit())
+                }) =>
+            {
+                bad("port out of range (1 to 65535)")
+            }
+            url::ParseError::InvalidPort => bad("port is not a number"),
+            url::ParseError::EmptyHost => bad("no host"),
+            e => bad(&e.to_string()),
+        })?;
+        if parsed.cannot_be_a_base() || !rest.starts_with("//") {
+            return Err(bad("expected scheme://host"));
+        }
+        let host = match parsed.host() {
+            Some(url::Host::Domain(d)) => decode(d),
+            Some(url::Host::Ipv4(ip)) => ip.to_string(),
+            Some(url::Host::Ipv6(ip)) => ip.to_string(),
+            None => return Err(bad("no host")),
         };
         if host.is_empty() {
             return Err(bad("no host"));
         }
-        let mut search_path = None;
-        let mut application_name = None;
-        for pair in query.split('&').filter(|p| !p.is_empty()) {
-            let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
-            match k {
-                "search_path" | "schema" if dialect == Dialect::Postgres => {
-                    search_path = Some(decode(v))
-                }
-                "application_name" if dialect == Dialect::Postgres => {
-                    application_name = Some(decode(v))
-                }
-                // TLS settings are for the async driver's URL; tandem connects without TLS either way.
-                "sslmode" | "ssl-mode" | "ssl_mode" => {}
-                _ => {}
-            }
-        }
-        let user = if user.is_empty() {
-            if dialect == Dialect::Postgres {
-                "postgres".into()
-            } else {
-                "root".into()
-            }
-        } else {
-            user
+        // The url crate knows no default port for these schemes; an empty port (`host:/db`) is an error.
+        let port = match parsed.port() {
+            Some(0) => return Err(bad("port out of range (1 to 65535)")),
+            Some(p) => p,
+            None if authority(rest).ends_with(':') => return Err(bad("port is not a number")),
+            None if dialect == Dialect::Postgres => 5432,
+            None => 3306,
         };
-        Ok(ConnectOptions {
+        let database = decode(parsed.path().trim_start_matches('/'));
+        if database.contains('/') {
+            return Err(bad("the database name is one path segment"));
+        }
+        let mut options = ConnectOptions {
             dialect,
             host,
             port,
-            user,
-            password,
-            database: decode(database),
+            user: match decode(parsed.username()) {
+                u if u.is_empty() && dialect == Dialect::Postgres => "postgres".into(),
+                u if u.is_empty() => "root".into(),
+                u => u,
+            },
+            password: parsed.password().map(decode),
+            database,
             path: None,
-            search_path,
-            application_name,
+            search_path: None,
+            application_name: None,
             sqlite_driver: SqliteDriver::default(),
+            tls: TlsMode::default(),
+            tls_root_cert: None,
+            display: redact(url),
+        };
+        for (key, value) in parsed.query_pairs() {
+            let value = value.into_owned();
+            match (dialect, &*key) {
+                (Dialect::Postgres, "search_path" | "schema") => options.search_path = Some(value),
+                (Dialect::Postgres, "application_name") => options.application_name = Some(value),
+                (Dialect::Postgres, "sslmode") => {
+                    options.tls = TlsMode::parse(dialect, &value).ok_or_else(|| {
+                        bad(&format!(
+                            "sslmode={value} is not one of disable, prefer, require, verify-ca, verify-full"
+                        ))
+                    })?
+                }
+                (Dialect::Postgres, "sslrootcert") | (Dialect::MySql, "ssl-ca") => {
+                    options.tls_root_cert = Some(PathBuf::from(value))
+                }
+                (Dialect::MySql, "ssl-mode") => {
+                    options.tls = TlsMode::parse(dialect, &value).ok_or_else(|| {
+                        bad(&format!(
+                            "ssl-mode={value} is not one of DISABLED, PREFERRED, REQUIRED, VERIFY_CA, VERIFY_IDENTITY"
+                        ))
+                    })?
+                }
+                (Dialect::Postgres, "ssl-mode" | "ssl-ca") => {
+                    return Err(bad(&format!(
+                        "{key} is MySQL's spelling; PostgreSQL's is sslmode / sslrootcert"
+                    )));
+                }
+                (Dialect::MySql, "sslmode" | "sslrootcert") => {
+                    return Err(bad(&format!(
+                        "{key} is PostgreSQL's spelling; MySQL's is ssl-mode / ssl-ca"
+                    )));
+                }
+                _ => {
+                    return Err(bad(&format!(
+                        "unknown parameter {key:?} (known: {})",
+                        if dialect == Dialect::Postgres {
+                            "search_path, application_name, sslmode, sslrootcert"
+                        } else {
+                            "ssl-mode, ssl-ca"
+                        }
+                    )));
+                }
+            }
+        }
+        Ok(options)
+    }
+
+    /// `sqlite::memory:`, `sqlite:path`, `sqlite://path`, `sqlite:///absolute/path`, with `?driver=` and
+    /// sqlx's `?mode=rwc` (tandem always creates a missing file). A file path is not a network URL: the path
+    /// is kept as written (percent-decoded), only the query goes through the url crate's form decoder.
+    fn parse_sqlite(rest: &str, url: &str) -> std::result::Result<Self, String> {
+        let path = rest.strip_prefix("//").unwrap_or(rest);
+        let (path, query) = path.split_once('?').unwrap_or((path, ""));
+        let mut sqlite_driver = SqliteDriver::default();
+        for (key, value) in url::form_urlencoded::parse(query.as_bytes()) {
+            match (&*key, &*value) {
+                ("driver", "sqlx") => sqlite_driver = SqliteDriver::Sqlx,
+                ("driver", "rusqlite") => sqlite_driver = SqliteDriver::Rusqlite,
+                ("driver", _) => return Err("driver must be rusqlite or sqlx".into()),
+                ("mode", "rwc") => {}
+                ("mode", other) => {
+                    return Err(format!(
+                        "mode={other}: tandem opens SQLite files read-write-create (rwc)"
+                    ));
+                }
+                (other, _) => {
+                    return Err(format!("unknown parameter {other:?} (known: driver, mode)"));
+                }
+            }
+        }
+        let path = match path {
+            ":memory:" | "" => None,
+            p => Some(decode(p)),
+        };
+        Ok(ConnectOptions {
+            dialect: Dialect::Sqlite,
+            host: String::new(),
+            port: 0,
+            user: String::new(),
+            password: None,
+            database: String::new(),
+            path,
+            search_path: None,
+            application_name: None,
+            sqlite_driver,
+            tls: TlsMode::Disable,
+            tls_root_cert: None,
             display: redact(url),
         })
     }
@@ -166,56 +227,133 @@ impl ConnectOptions {
     pub fn is_memory(&self) -> bool {
         self.dialect == Dialect::Sqlite && self.path.is_none()
     }
-}
 
-/// A TCP port: 1 to 65535.
-fn parse_port(p: &str) -> std::result::Result<u16, &'static str> {
-    if p.is_empty() || !p.bytes().all(|b| b.is_ascii_digit()) {
-        return Err("port is not a number");
-    }
-    match p.parse::<u32>() {
-        Ok(n @ 1..=65_535) => Ok(n as u16),
-        _ => Err("port out of range (1 to 65535)"),
+    /// `host:port`, as errors name the server.
+    pub fn target(&self) -> String {
+        if self.host.contains(':') {
+            format!("[{}]:{}", self.host, self.port)
+        } else {
+            format!("{}:{}", self.host, self.port)
+        }
     }
 }
 
-/// The URL with its password replaced by `***`.
+/// How a server connection uses TLS: `sslmode=` on PostgreSQL URLs, `ssl-mode=` on MySQL ones, spelled as
+/// each engine's own client spells it. Every mode is honoured by both executors and all server drivers
+/// (rustls underneath); a mode that asks for TLS never falls back to plain TCP.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum TlsMode {
+    /// Plain TCP (`disable`, `DISABLED`).
+    Disable,
+    /// TLS when the server offers it, plain TCP otherwise; the certificate is not checked (`prefer`,
+    /// `PREFERRED`: both clients' default).
+    #[default]
+    Prefer,
+    /// TLS or no connection; the certificate is not checked (`require`, `REQUIRED`).
+    Require,
+    /// TLS with a certificate chain that ends at a trusted root, whatever name it is for (`verify-ca`,
+    /// `VERIFY_CA`).
+    VerifyCa,
+    /// TLS with a trusted certificate for the host connected to (`verify-full`, `VERIFY_IDENTITY`).
+    VerifyFull,
+}
+
+impl TlsMode {
+    /// The mode a URL names, in `dialect`'s spelling (MySQL's is case-insensitive, as its client's).
+    /// PostgreSQL's `allow` (plain first, TLS if the server insists) is not offered: `None`, like any
+    /// other unknown word.
+    pub fn parse(dialect: Dialect, word: &str) -> Option<TlsMode> {
+        match dialect {
+            Dialect::Postgres => match word {
+                "disable" => Some(TlsMode::Disable),
+                "prefer" => Some(TlsMode::Prefer),
+                "require" => Some(TlsMode::Require),
+                "verify-ca" => Some(TlsMode::VerifyCa),
+                "verify-full" => Some(TlsMode::VerifyFull),
+                _ => None,
+            },
+            _ => match word.to_ascii_uppercase().as_str() {
+                "DISABLED" => Some(TlsMode::Disable),
+                "PREFERRED" => Some(TlsMode::Prefer),
+                "REQUIRED" => Some(TlsMode::Require),
+                "VERIFY_CA" => Some(TlsMode::VerifyCa),
+                "VERIFY_IDENTITY" => Some(TlsMode::VerifyFull),
+                _ => None,
+            },
+        }
+    }
+
+    /// The URL word for this mode in `dialect`'s spelling.
+    pub fn spelling(self, dialect: Dialect) -> &'static str {
+        match (dialect, self) {
+            (Dialect::Postgres, TlsMode::Disable) => "disable",
+            (Dialect::Postgres, TlsMode::Prefer) => "prefer",
+            (Dialect::Postgres, TlsMode::Require) => "require",
+            (Dialect::Postgres, TlsMode::VerifyCa) => "verify-ca",
+            (Dialect::Postgres, TlsMode::VerifyFull) => "verify-full",
+            (_, TlsMode::Disable) => "DISABLED",
+            (_, TlsMode::Prefer) => "PREFERRED",
+            (_, TlsMode::Require) => "REQUIRED",
+            (_, TlsMode::VerifyCa) => "VERIFY_CA",
+            (_, TlsMode::VerifyFull) => "VERIFY_IDENTITY",
+        }
+    }
+
+    /// Whether a connection without TLS is refused.
+    pub fn requires_tls(self) -> bool {
+        matches!(
+            self,
+            TlsMode::Require | TlsMode::VerifyCa | TlsMode::VerifyFull
+        )
+    }
+
+    /// Whether the certificate chain must end at a trusted root.
+    pub fn verifies_chain(self) -> bool {
+        matches!(self, TlsMode::VerifyCa | TlsMode::VerifyFull)
+    }
+
+    /// Whether the certificate must be for the host connected to.
+    pub fn verifies_host(self) -> bool {
+        self == TlsMode::VerifyFull
+    }
+}
+
+/// The authority part of `//authority/rest`.
+fn authority(rest: &str) -> &str {
+    let rest = rest.strip_prefix("//").unwrap_or(rest);
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    &rest[..end]
+}
+
+/// The URL with its password replaced by `***`: by the url crate when it can parse it, otherwise (an invalid
+/// URL still goes into the error message) by cutting the password out of the authority.
 pub fn redact(url: &str) -> String {
+    if let Ok(mut parsed) = url::Url::parse(url)
+        && parsed.password().is_some()
+        && parsed.set_password(Some("***")).is_ok()
+    {
+        return parsed.to_string();
+    }
     let Some((scheme, rest)) = url.split_once("://") else {
         return url.to_owned();
     };
-    let (authority, tail) = rest
-        .split_once('/')
-        .map_or((rest, None), |(a, t)| (a, Some(t)));
-    let authority = match authority.rsplit_once('@') {
-        Some((userinfo, host)) => match userinfo.split_once(':') {
-            Some((user, _)) => format!("{user}:***@{host}"),
-            None => format!("{userinfo}@{host}"),
-        },
-        None => authority.to_owned(),
-    };
-    match tail {
-        Some(t) => format!("{scheme}://{authority}/{t}"),
-        None => format!("{scheme}://{authority}"),
+    let auth = authority(rest);
+    match auth.rsplit_once('@') {
+        Some((userinfo, host)) => {
+            let user = userinfo.split_once(':').map_or(userinfo, |(u, _)| u);
+            let stars = if userinfo.contains(':') { ":***" } else { "" };
+            format!("{scheme}://{user}{stars}@{host}{}", &rest[auth.len()..])
+        }
+        None => url.to_owned(),
     }
 }
 
+/// Percent-decoding, by the url crate's own decoder.
 fn decode(s: &str) -> String {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%'
-            && let Some(Ok(b)) = s.get(i + 1..i + 3).map(|hex| u8::from_str_radix(hex, 16))
-        {
-            out.push(b);
-            i += 3;
-            continue;
-        }
-        out.push(bytes[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
+    percent_encoding::percent_decode_str(s)
+        .decode_utf8_lossy()
+        .into_owned()
 }
 
 #[cfg(test)]
@@ -297,6 +435,108 @@ mod tests {
         assert_eq!(
             ConnectOptions::parse("mysql://h:65535/db").unwrap().port,
             65_535
+        );
+
+        // IPv6 hosts, percent-encoded user names and passwords, form-decoded parameters.
+        let v6 =
+            ConnectOptions::parse("postgres://a%20b:p%2Fw%3A@[::1]:5433/d%C3%A9j%C3%A0").unwrap();
+        assert_eq!(
+            (
+                v6.host.as_str(),
+                v6.port,
+                v6.user.as_str(),
+                v6.password.as_deref(),
+                v6.database.as_str(),
+                v6.target()
+            ),
+            (
+                "::1",
+                5433,
+                "a b",
+                Some("p/w:"),
+                "déjà",
+                "[::1]:5433".to_owned()
+            )
+        );
+        assert_eq!(
+            ConnectOptions::parse("mysql://[::1]/test").unwrap().port,
+            3306
+        );
+        assert!(!v6.display.contains("p%2Fw"), "{}", v6.display);
+        assert!(v6.display.contains("***"), "{}", v6.display);
+        // The password is cut out of a URL that does not parse, too.
+        match ConnectOptions::parse("postgres://me:secret@h:99999/db") {
+            Err(Error::InvalidUrl { url, .. }) => {
+                assert!(!url.contains("secret") && url.contains("me:***@h"), "{url}")
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// TLS modes in each engine's own spelling; the other engine's spelling, `allow`, unknown words and
+    /// unknown parameters are errors, not ignored.
+    #[test]
+    fn tls_modes() {
+        let pg = |q: &str| ConnectOptions::parse(&format!("postgres://h/db?{q}"));
+        let my = |q: &str| ConnectOptions::parse(&format!("mysql://h/db?{q}"));
+        assert_eq!(pg("").unwrap().tls, TlsMode::Prefer);
+        assert_eq!(my("").unwrap().tls, TlsMode::Prefer);
+        for (word, mode) in [
+            ("disable", TlsMode::Disable),
+            ("prefer", TlsMode::Prefer),
+            ("require", TlsMode::Require),
+            ("verify-ca", TlsMode::VerifyCa),
+            ("verify-full", TlsMode::VerifyFull),
+        ] {
+            assert_eq!(pg(&format!("sslmode={word}")).unwrap().tls, mode);
+            assert_eq!(mode.spelling(Dialect::Postgres), word);
+        }
+        for (word, mode) in [
+            ("DISABLED", TlsMode::Disable),
+            ("preferred", TlsMode::Prefer),
+            ("REQUIRED", TlsMode::Require),
+            ("VERIFY_CA", TlsMode::VerifyCa),
+            ("Verify_Identity", TlsMode::VerifyFull),
+        ] {
+            assert_eq!(my(&format!("ssl-mode={word}")).unwrap().tls, mode);
+            assert_eq!(
+                TlsMode::parse(Dialect::MySql, mode.spelling(Dialect::MySql)),
+                Some(mode)
+            );
+        }
+        let root = pg("sslmode=verify-full&sslrootcert=/etc/ssl/root%20ca.pem").unwrap();
+        assert_eq!(
+            root.tls_root_cert.as_deref(),
+            Some(std::path::Path::new("/etc/ssl/root ca.pem"))
+        );
+        assert!(my("ssl-ca=ca.pem").unwrap().tls_root_cert.is_some());
+        for (url, reason) in [
+            (pg("sslmode=allow"), "sslmode=allow is not one of"),
+            (pg("sslmode=REQUIRED"), "sslmode=REQUIRED is not one of"),
+            (
+                my("ssl-mode=require-ish"),
+                "ssl-mode=require-ish is not one of",
+            ),
+            (pg("ssl-mode=REQUIRED"), "MySQL's spelling"),
+            (my("sslmode=require"), "PostgreSQL's spelling"),
+            (pg("sslcert=client.pem"), "unknown parameter \"sslcert\""),
+            (my("search_path=x"), "unknown parameter \"search_path\""),
+            (
+                ConnectOptions::parse("sqlite://x.db?cache=shared"),
+                "unknown parameter \"cache\"",
+            ),
+            (ConnectOptions::parse("sqlite://x.db?mode=ro"), "mode=ro"),
+        ] {
+            match url {
+                Err(Error::InvalidUrl { reason: r, .. }) => {
+                    assert!(r.contains(reason), "{r:?} should say {reason:?}")
+                }
+                other => panic!("{reason}: {other:?}"),
+            }
+        }
+        assert_eq!(
+            ConnectOptions::parse("sqlite://x.db").unwrap().tls,
+            TlsMode::Disable
         );
     }
 }

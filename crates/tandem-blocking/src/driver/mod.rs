@@ -12,6 +12,8 @@ use tandem_sql::{Dialect, Rendered};
 pub(crate) mod mysql;
 #[cfg(feature = "postgres")]
 pub(crate) mod postgres;
+#[cfg(feature = "postgres")]
+mod tls;
 
 pub(crate) use tandem_core::plan::{Done, Sink};
 

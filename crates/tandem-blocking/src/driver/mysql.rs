@@ -5,13 +5,13 @@
 use mysql::consts::{ColumnFlags, ColumnType};
 use mysql::prelude::Queryable;
 use mysql::{Conn, OptsBuilder, Params};
-use tandem_core::{ConnectOptions, DbError, DbErrorKind, Error, Result};
+use tandem_core::{ConnectOptions, DbError, DbErrorKind, Error, Result, TlsErrorKind, TlsMode};
 use tandem_sql::{Dialect, Rendered, Row, SqlType, Value};
 
 use super::{Done, Sink, names};
 
 pub(crate) fn open(opts: &ConnectOptions, timeout: std::time::Duration) -> Result<Conn> {
-    let builder = OptsBuilder::new()
+    let plain = OptsBuilder::new()
         .ip_or_hostname(Some(opts.host.clone()))
         .tcp_port(opts.port)
         .user(Some(opts.user.clone()))
@@ -22,7 +22,42 @@ pub(crate) fn open(opts: &ConnectOptions, timeout: std::time::Duration) -> Resul
         .stmt_cache_size(Some(64))
         // Affected rows count matched rows, as on PostgreSQL and SQLite, and as sqlx always asks for.
         .additional_capabilities(mysql::consts::CapabilityFlags::CLIENT_FOUND_ROWS);
-    Conn::new(builder).map_err(error)
+    let Some(ssl) = ssl_opts(opts)? else {
+        return Conn::new(plain).map_err(error);
+    };
+    match Conn::new(plain.clone().ssl_opts(ssl)) {
+        Ok(conn) => Ok(conn),
+        // `PREFERRED`: a server without TLS is talked to in plain TCP.
+        Err(mysql::Error::DriverError(mysql::DriverError::TlsNotSupported))
+            if !opts.tls.requires_tls() =>
+        {
+            Conn::new(plain).map_err(error)
+        }
+        Err(mysql::Error::DriverError(mysql::DriverError::TlsNotSupported)) => Err(Error::tls(
+            opts,
+            TlsErrorKind::NotOffered,
+            mysql::DriverError::TlsNotSupported.to_string(),
+        )),
+        Err(e) => Err(match tandem_core::tls::failure(&e) {
+            Some((kind, message)) => Error::tls(opts, kind, message),
+            None => error(e),
+        }),
+    }
+}
+
+/// The `mysql` crate's TLS settings for the URL's `ssl-mode`: `PREFERRED` and `REQUIRED` take any
+/// certificate, `VERIFY_CA` checks the chain only, `VERIFY_IDENTITY` the chain and the host. The root file
+/// is read first, so that a bad one is the same typed error on every driver.
+fn ssl_opts(opts: &ConnectOptions) -> Result<Option<mysql::SslOpts>> {
+    if opts.tls == TlsMode::Disable {
+        return Ok(None);
+    }
+    tandem_core::tls::root_certificates(opts)?;
+    let ssl = mysql::SslOpts::default()
+        .with_root_cert_path(opts.tls_root_cert.clone())
+        .with_danger_accept_invalid_certs(!opts.tls.verifies_chain())
+        .with_danger_skip_domain_validation(!opts.tls.verifies_host());
+    Ok(Some(ssl))
 }
 
 fn bind(v: &Value) -> Result<mysql::Value> {

@@ -39,7 +39,18 @@ pub(crate) fn open(opts: &ConnectOptions, timeout: std::time::Duration) -> Resul
         config.options(&format!("-c search_path={sp}"));
     }
     config.connect_timeout(timeout);
-    let client = config.connect(NoTls).map_err(error)?;
+    let connected = match super::tls::client_config(opts)? {
+        None => config.connect(NoTls),
+        Some(tls) => {
+            config.ssl_mode(if opts.tls.requires_tls() {
+                postgres::config::SslMode::Require
+            } else {
+                postgres::config::SslMode::Prefer
+            });
+            config.connect(tokio_postgres_rustls::MakeRustlsConnect::new(tls))
+        }
+    };
+    let client = connected.map_err(|e| connect_error(opts, e))?;
     Ok(PgConn {
         client,
         statements: HashMap::new(),
@@ -218,6 +229,19 @@ pub(crate) fn copy_in(c: &mut PgConn, step: &Step) -> Result<u64> {
 
 /// Maps a postgres error: server errors by SQLSTATE (with the constraint name), a closed connection or an
 /// I/O failure as [`DbErrorKind::ConnectionLost`].
+/// A failed connect: TLS failures as [`Error::Tls`], the rest as any other error.
+fn connect_error(opts: &ConnectOptions, e: postgres::Error) -> Error {
+    if let Some((kind, message)) = tandem_core::tls::failure(&e) {
+        return Error::tls(opts, kind, message);
+    }
+    // The driver says so only in words (tokio-postgres' `connect_tls`): the server answered the TLS
+    // request with "no", and the mode does not allow plain TCP.
+    if opts.tls.requires_tls() && e.to_string().contains("server does not support TLS") {
+        return Error::tls(opts, tandem_core::TlsErrorKind::NotOffered, e.to_string());
+    }
+    error(e)
+}
+
 pub(crate) fn error(e: postgres::Error) -> Error {
     if let Some(db) = e.as_db_error() {
         let classified = DbError {
