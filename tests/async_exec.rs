@@ -1,13 +1,8 @@
 //! The async executor and repository against SQLite, PostgreSQL and MariaDB: the blocking side's test list
 //! on sqlx, plus cancellation — dropped streams, dropped query futures and dropped transactions.
 
-#[path = "support/db.rs"]
-mod db;
-#[path = "support/events.rs"]
-mod events;
-#[path = "support/harness.rs"]
-mod harness;
 mod support;
+use tandem_test_support::{db, events, harness};
 
 use std::time::Duration;
 use tandem_async::Executor;

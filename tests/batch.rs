@@ -1,15 +1,11 @@
 //! The batch job on SQLite, PostgreSQL and MariaDB with both runners: exact output at parallelism 1, 4 and 8,
 //! restarts after a failing processor, a killed connection and a killed process, and bad input.
 
-#[path = "support/db.rs"]
-mod db;
-#[path = "support/harness.rs"]
-mod harness;
-
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 use tandem_blocking::Executor as _;
+use tandem_test_support::{db, harness};
 
 use tandem_batch::essay::{self, Source, Target, benchmark_source, benchmark_target};
 use tandem_batch::model::{JobExecution, RunStatus, batch_job_execution, batch_step_execution};

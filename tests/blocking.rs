@@ -1,13 +1,8 @@
 //! The blocking executor and repository against SQLite, PostgreSQL and MariaDB: every repository method,
 //! the transaction rules, killed connections, large batches and bad input.
 
-#[path = "support/db.rs"]
-mod db;
-#[path = "support/events.rs"]
-mod events;
-#[path = "support/harness.rs"]
-mod harness;
 mod support;
+use tandem_test_support::{db, engine_test, events, harness};
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use tandem_blocking::Executor;

@@ -2,11 +2,8 @@
 //! executor, each on fresh tables of the same engine, give the same result at every step and the same final
 //! table contents — on SQLite, PostgreSQL and MariaDB.
 
-#[path = "support/db.rs"]
-mod db;
-#[path = "support/harness.rs"]
-mod harness;
 mod support;
+use tandem_test_support::{db, harness};
 
 use futures_util::TryStreamExt;
 use proptest::prelude::*;

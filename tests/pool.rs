@@ -2,15 +2,9 @@
 //! recovery after every pool connection is killed on PostgreSQL and MariaDB. Threads wait on the blocking
 //! side, tokio tasks on the async side, in the same scenarios.
 
-#[path = "support/db.rs"]
-mod db;
-#[path = "support/harness.rs"]
-mod harness;
-#[path = "support/pools.rs"]
-mod pools;
-
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use tandem_test_support::{db, harness, pools};
 
 use pools::{Exec, Side, connections, kill_connections, until};
 use tandem_core::{DbErrorKind, Error, PoolConfig};

@@ -5,17 +5,11 @@
 //! server the way the machines here start it (`start-stop-daemon … /usr/sbin/mariadbd`); elsewhere it says
 //! why it cannot and is skipped (a failure under `CI=true`).
 
-#[path = "support/db.rs"]
-mod db;
-#[path = "support/harness.rs"]
-mod harness;
-#[path = "support/pools.rs"]
-mod pools;
-
 use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tandem_blocking::Executor as _;
+use tandem_test_support::{db, harness, pools};
 
 use pools::{Exec, Side, connections, until};
 use tandem_core::{DbErrorKind, PoolConfig};

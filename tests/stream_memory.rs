@@ -2,11 +2,8 @@
 //! either executor: the producer waits for the consumer, a bounded number of rows at a time. (Its own test
 //! binary, so no other test's allocations share the process.)
 
-#[path = "support/db.rs"]
-mod db;
-#[path = "support/harness.rs"]
-mod harness;
 mod support;
+use tandem_test_support::{db, harness};
 
 use futures_util::StreamExt;
 use support::{User, users};

@@ -2,8 +2,7 @@
 //! database per test (`db::target`), URLs from `TANDEM_POSTGRES_URL` / `TANDEM_MYSQL_URL`, and a server that
 //! cannot be reached reported and skipped — except under `CI=true`, where it fails.
 
-#[path = "../../../tests/support/db.rs"]
-pub mod db;
+pub use tandem_test_support::db;
 
 use tandem_sql::Dialect;
 

@@ -1,7 +1,6 @@
 //! One face over both executors for the pool tests: open, hold a connection, wait in the queue (a thread on
 //! the blocking side, a tokio task on the async side), query, read metrics; and the server-side view of a
 //! test's connections (count them, kill them).
-#![allow(dead_code)]
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

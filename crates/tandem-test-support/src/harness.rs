@@ -4,7 +4,6 @@
 //!
 //! Each file's `main` lists its tests as [`Case`]s. A case needs PostgreSQL and/or MariaDB when its name
 //! says so (`…postgres…`, `…mysql…`), or when [`Case::needs`] adds them; each server is probed once.
-#![allow(dead_code)]
 
 use std::collections::HashMap;
 use std::time::Duration;

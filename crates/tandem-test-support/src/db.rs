@@ -4,7 +4,6 @@
 //! `search_path`), a fresh MariaDB database; all dropped when the test ends. URLs come from
 //! `TANDEM_POSTGRES_URL` and `TANDEM_MYSQL_URL`. An unreachable server is reported and the test skipped —
 //! except under `CI=true`, where it fails.
-#![allow(dead_code)]
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use tandem_blocking::Executor as _;
@@ -12,27 +11,9 @@ use tandem_blocking::Executor as _;
 use tandem_blocking::{ConnectOptions, Database, PoolConfig};
 use tandem_sql::{Dialect, raw};
 
-/// Default PostgreSQL URL (DESIGN.md).
-pub const POSTGRES_DEFAULT: &str = "postgres://postgres@127.0.0.1:5432/test";
-/// Default MariaDB URL (DESIGN.md).
-pub const MYSQL_DEFAULT: &str = "mysql://root@127.0.0.1:3306/test";
-
 static COUNTER: AtomicU32 = AtomicU32::new(0);
 
-/// The URL of a server engine, from its environment variable or the default.
-pub fn server_url(dialect: Dialect) -> (String, &'static str) {
-    match dialect {
-        Dialect::Postgres => (
-            std::env::var("TANDEM_POSTGRES_URL").unwrap_or_else(|_| POSTGRES_DEFAULT.into()),
-            "TANDEM_POSTGRES_URL",
-        ),
-        Dialect::MySql => (
-            std::env::var("TANDEM_MYSQL_URL").unwrap_or_else(|_| MYSQL_DEFAULT.into()),
-            "TANDEM_MYSQL_URL",
-        ),
-        Dialect::Sqlite => (String::new(), ""),
-    }
-}
+pub use crate::servers::{MYSQL_DEFAULT, POSTGRES_DEFAULT, server_url};
 
 /// Where one test's database lives: options pointing at a fresh schema (or file), removed on drop.
 pub struct TestTarget {
@@ -69,16 +50,20 @@ impl TestTarget {
             Some(p) => format!("{}:{p}", o.user),
             None => o.user.clone(),
         };
+        let tls = o.tls.spelling(o.dialect);
         match o.dialect {
             Dialect::Sqlite => format!("sqlite://{}", o.path.as_deref().unwrap_or(":memory:")),
             Dialect::Postgres => format!(
-                "postgres://{auth}@{}:{}/{}?search_path={}",
-                o.host,
-                o.port,
+                "postgres://{auth}@{}/{}?search_path={}&sslmode={tls}",
+                o.target(),
                 o.database,
                 o.search_path.as_deref().unwrap_or("public")
             ),
-            Dialect::MySql => format!("mysql://{auth}@{}:{}/{}", o.host, o.port, o.database),
+            Dialect::MySql => format!(
+                "mysql://{auth}@{}/{}?ssl-mode={tls}",
+                o.target(),
+                o.database
+            ),
         }
     }
 }
@@ -189,7 +174,7 @@ macro_rules! engine_test {
         mod $name {
             use super::*;
             pub(crate) fn run(dialect: tandem_sql::Dialect) {
-                if let Some(t) = $crate::db::open(dialect, stringify!($name), tandem_blocking::PoolConfig::default()) {
+                if let Some(t) = $crate::db::open(dialect, stringify!($name), $crate::tandem_core::PoolConfig::default()) {
                     let body: fn(&$crate::db::TestDb) = $body;
                     body(&t);
                 }

@@ -1,5 +1,4 @@
 //! A table of every date, time and UUID type, for the round-trip tests of both executors.
-#![allow(dead_code, missing_docs)]
 
 use chrono::{DateTime, NaiveDate, NaiveDateTime, NaiveTime, Utc};
 use tandem_sql::prelude::*;

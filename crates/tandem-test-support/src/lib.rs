@@ -1,0 +1,23 @@
+//! `tandem-test-support`: what tandem's own test files and the workshop's tests share (never published).
+//!
+//! - [`db`]: a database of its own for each test — a temporary SQLite file, a fresh PostgreSQL schema, a
+//!   fresh MariaDB database — dropped when the test ends.
+//! - [`servers`]: where PostgreSQL and MariaDB are: `TANDEM_POSTGRES_URL` / `TANDEM_MYSQL_URL`, the local
+//!   servers, or (feature `testcontainers`) containers started for the run.
+//! - [`harness`]: the libtest-mimic harness of the files that need servers: a test whose server is
+//!   unreachable is reported *ignored* with the reason, and fails under `CI=true`.
+//! - [`pools`]: both executors' pools behind one face, for the pool tests.
+//! - [`events`]: a table of every date, time and UUID type.
+#![allow(missing_docs)]
+
+pub mod db;
+pub mod events;
+pub mod harness;
+pub mod pools;
+pub mod servers;
+
+#[cfg(feature = "testcontainers")]
+mod containers;
+
+/// Re-exported for [`engine_test!`].
+pub use tandem_core;
