@@ -55,7 +55,7 @@ bench:
 results:
     cd peers && cargo build --release
     cargo run --release -p tandem-bench -- matrix --db sqlite,postgres,mysql --iterations 3 --peers "{{peers_bin}}"
-    cp target/tandem-bench/results.md target/tandem-bench/results.svg target/tandem-bench/results.csv docs/
+    cp target/tandem-bench/results.md target/tandem-bench/seed.svg target/tandem-bench/e2e.svg target/tandem-bench/results.csv docs/
 
 # criterion micro benchmarks (render, bind, decode; the admission gate's cost per acquire).
 micro:
@@ -140,3 +140,6 @@ workshop-verify:
 ci: playground-build test playground-wasm-test lint features wasm doc book workshop-verify
     cargo run --example tour > /dev/null
     cargo run --release -p tandem-bench
+    # The results parse as what they claim to be: JSON for jq (every record verified), CSV for a CSV reader.
+    jq -e '(.records | length) > 0 and all(.records[]; .verified)' target/tandem-bench/results.json > /dev/null
+    python3 -c 'import csv, sys; rows = list(csv.DictReader(open(sys.argv[1]))); assert rows and all(r["verified"] == "true" for r in rows), "results.csv"' target/tandem-bench/results.csv

@@ -17,15 +17,11 @@ const ROWS: usize = 200_000;
 /// What materialising the result would cost at least (200,000 users of ~60 bytes of values each).
 const BOUND_BYTES: i64 = 6 << 20;
 
-/// Resident set size of this process, in bytes (Linux).
+/// Resident set size of this process, in bytes, as the OS reports it (`memory-stats`).
 fn rss() -> i64 {
-    let statm = std::fs::read_to_string("/proc/self/statm").expect("Linux /proc");
-    let pages: i64 = statm
-        .split_whitespace()
-        .nth(1)
-        .and_then(|p| p.parse().ok())
-        .expect("statm resident");
-    pages * 4096
+    memory_stats::memory_stats()
+        .expect("the OS reports this process's memory")
+        .physical_mem as i64
 }
 
 fn seed(db: &tandem_blocking::Database) {

@@ -14,8 +14,8 @@ use tandem_sql::{Dialect, raw};
 use crate::report::{Record, measure};
 use crate::{Ctx, Executor, seed, url};
 
-fn reset_target(db: &Database) -> Result<(), String> {
-    let e = |e: tandem_core::Error| e.to_string();
+fn reset_target(db: &Database) -> anyhow::Result<()> {
+    let e = |e: tandem_core::Error| anyhow::Error::from(e);
     db.execute(&benchmark_target::table.drop_table())
         .map_err(e)?;
     db.execute(&batch_job_execution::table.drop_table())
@@ -26,18 +26,17 @@ fn reset_target(db: &Database) -> Result<(), String> {
         .map_err(e)
 }
 
-fn verify(db: &Database, n: usize) -> Result<(), String> {
-    let (count, distinct, total): (i64, i64, i64) = db
-        .fetch_one(&benchmark_target::table.select((
+fn verify(db: &Database, n: usize) -> anyhow::Result<()> {
+    let (count, distinct, total): (i64, i64, i64) =
+        db.fetch_one(&benchmark_target::table.select((
             count_star(),
             count_distinct(benchmark_target::source_name),
             coalesce(sum(benchmark_target::transformed_value), 0i64),
-        )))
-        .map_err(|e| e.to_string())?;
+        )))?;
     let n = n as i64;
     let expected = (n, n, n * (n + 1));
     if (count, distinct, total) != expected {
-        return Err(format!(
+        return Err(anyhow::anyhow!(
             "e2e verification failed: (count, distinct, checksum) = {:?}, expected {expected:?}",
             (count, distinct, total)
         ));
@@ -52,7 +51,7 @@ pub fn run(
     sizes: &[usize],
     pools: &[u32],
     parallelism: &[usize],
-) -> Result<(), String> {
+) -> anyhow::Result<()> {
     for &dialect in dbs {
         let url = url(dialect, &ctx.out);
         for &pool in pools {
@@ -62,22 +61,19 @@ pub fn run(
                 ..PoolConfig::default()
             };
             let db = Database::connect_with(&url, config.clone())
-                .map_err(|e| format!("{dialect} at {url}: {e}"))?;
+                .map_err(|e| anyhow::anyhow!("{dialect} at {url}: {e}"))?;
             let adb = ctx
                 .rt
-                .block_on(tandem_async::Database::connect_with(&url, config))
-                .map_err(|e| e.to_string())?;
+                .block_on(tandem_async::Database::connect_with(&url, config))?;
             for &n in sizes {
                 seed::reset(&db)?;
                 db.repository::<essay::Source>()
-                    .batch_insert(&essay::seed_rows(n), &BatchOptions::default())
-                    .map_err(|e| e.to_string())?;
+                    .batch_insert(&essay::seed_rows(n), &BatchOptions::default())?;
                 let it = ctx.iterations;
                 let ceiling = measure(it, || {
                     reset_target(&db)?;
                     let started = Instant::now();
-                    db.execute(&raw(essay::insert_select_sql(), vec![]))
-                        .map_err(|e| e.to_string())?;
+                    db.execute(&raw(essay::insert_select_sql(), vec![]))?;
                     let took = started.elapsed();
                     verify(&db, n)?;
                     Ok(took)
@@ -106,7 +102,7 @@ pub fn run(
                         let m = measure(it, || {
                             reset_target(&db)?;
                             let started = Instant::now();
-                            tandem_batch::blocking::run(&db, &job).map_err(|e| e.to_string())?;
+                            tandem_batch::blocking::run(&db, &job)?;
                             let took = started.elapsed();
                             verify(&db, n)?;
                             Ok(took)
@@ -118,8 +114,7 @@ pub fn run(
                         let m = measure(it, || {
                             reset_target(&db)?;
                             let started = Instant::now();
-                            rt.block_on(tandem_batch::asynchronous::run(&adb, &job))
-                                .map_err(|e| e.to_string())?;
+                            rt.block_on(tandem_batch::asynchronous::run(&adb, &job))?;
                             let took = started.elapsed();
                             verify(&db, n)?;
                             Ok(took)
@@ -129,8 +124,7 @@ pub fn run(
                 }
             }
             reset_target(&db)?;
-            db.execute(&essay::benchmark_source::table.drop_table())
-                .map_err(|e| e.to_string())?;
+            db.execute(&essay::benchmark_source::table.drop_table())?;
         }
     }
     Ok(())

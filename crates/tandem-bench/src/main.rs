@@ -4,7 +4,8 @@
 //! With no arguments it runs a short matrix on embedded SQLite (a few minutes); `matrix --db
 //! sqlite,postgres,mysql` runs the full one. Scenarios: `seed`, `e2e`, `stream`, `point`, `pool`. Every measured op is
 //! verified (row counts and a checksum); a mismatch aborts the run. Results go to `target/tandem-bench/`
-//! as `results.json` and `results.csv`, with the machine they were measured on.
+//! as `results.json` and `results.csv`, with the machine they were measured on, `results.md` (the essay's
+//! tables beside tandem's) and one chart per workload (`seed.svg`, `e2e.svg`).
 
 mod chart;
 mod e2e;
@@ -19,6 +20,7 @@ mod stream;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use anyhow::Context as _;
 use clap::{Args, Parser, Subcommand};
 use report::Results;
 use tandem_sql::Dialect;
@@ -63,6 +65,12 @@ enum Scenario {
     },
     /// Every scenario over the chosen sizes.
     Matrix(Sizes),
+    /// Draw the charts (`seed.svg`, `e2e.svg`) of an earlier run's `results.csv` into `--out`, measuring
+    /// nothing.
+    Chart {
+        /// The `results.csv` to read.
+        from: PathBuf,
+    },
 }
 
 #[derive(Args, Debug, Clone)]
@@ -211,11 +219,11 @@ pub fn url(dialect: Dialect, out: &std::path::Path) -> String {
 
 /// The raw-driver baselines connect in plain TCP only: a URL that asks for TLS would compare unequal
 /// transports, so it is refused with the reason.
-pub fn plain_only(opts: &tandem_core::ConnectOptions) -> Result<(), String> {
+pub fn plain_only(opts: &tandem_core::ConnectOptions) -> anyhow::Result<()> {
     if opts.tls == tandem_core::TlsMode::Disable {
         return Ok(());
     }
-    Err(format!(
+    Err(anyhow::anyhow!(
         "{}: the raw-driver baselines run in plain TCP; give the URL {}",
         opts.display,
         if opts.dialect == Dialect::Postgres {
@@ -229,19 +237,27 @@ pub fn plain_only(opts: &tandem_core::ConnectOptions) -> Result<(), String> {
 fn main() {
     let cli = Cli::parse();
     if let Err(e) = run(cli) {
-        eprintln!("tandem-bench: {e}");
+        // The whole chain of causes, one after the other.
+        eprintln!("tandem-bench: {e:#}");
         std::process::exit(1);
     }
 }
 
-fn run(cli: Cli) -> Result<(), String> {
-    std::fs::create_dir_all(&cli.common.out).map_err(|e| e.to_string())?;
+fn run(cli: Cli) -> anyhow::Result<()> {
+    std::fs::create_dir_all(&cli.common.out)
+        .with_context(|| format!("creating {}", cli.common.out.display()))?;
+    if let Some(Scenario::Chart { from }) = &cli.scenario {
+        let results = Results::read_csv(from)?;
+        for chart in chart::write(&results, &cli.common.out)? {
+            println!("{}", chart.display());
+        }
+        return Ok(());
+    }
     let mut ctx = Ctx {
         rt: tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
-            .build()
-            .map_err(|e| e.to_string())?,
+            .build()?,
         iterations: cli.common.iterations,
         executors: cli.common.executor.clone(),
         out: cli.common.out.clone(),
@@ -249,12 +265,10 @@ fn run(cli: Cli) -> Result<(), String> {
         peers: cli.common.peers.clone(),
         progress: indicatif::ProgressBar::new_spinner(),
     };
-    ctx.progress.set_style(
-        indicatif::ProgressStyle::with_template(
+    ctx.progress
+        .set_style(indicatif::ProgressStyle::with_template(
             "{spinner} {elapsed_precise} {pos} cells measured · {msg}",
-        )
-        .map_err(|e| e.to_string())?,
-    );
+        )?);
     ctx.progress
         .enable_steady_tick(std::time::Duration::from_millis(120));
     let dbs: Vec<Dialect> = cli.common.db.iter().map(|d| d.dialect()).collect();
@@ -284,6 +298,7 @@ fn run(cli: Cli) -> Result<(), String> {
             &dbs,
             &pool::Plan::full(Duration::from_millis(cell_ms), cli.common.iterations),
         )?,
+        Some(Scenario::Chart { .. }) => unreachable!("handled above"),
         Some(Scenario::Matrix(s)) => {
             seed::run(&mut ctx, &dbs, &s.data_size, &s.pool_size)?;
             e2e::run(&mut ctx, &dbs, &s.data_size, &s.pool_size, &s.parallelism)?;
@@ -310,18 +325,20 @@ fn run(cli: Cli) -> Result<(), String> {
     }
     ctx.progress.finish_and_clear();
     ctx.results.print();
-    let (json, csv) = ctx.results.write(&ctx.out).map_err(|e| e.to_string())?;
-    let chart = ctx.out.join("results.svg");
-    std::fs::write(&chart, chart::svg(&ctx.results)).map_err(|e| e.to_string())?;
+    let (json, csv) = ctx.results.write(&ctx.out)?;
+    let charts = chart::write(&ctx.results, &ctx.out)?;
     let page = ctx.out.join("results.md");
-    std::fs::write(&page, essay::markdown(&ctx.results)).map_err(|e| e.to_string())?;
+    std::fs::write(&page, essay::markdown(&ctx.results))
+        .with_context(|| format!("writing {}", page.display()))?;
     println!(
-        "\nresults: {}, {}, {} and {}",
+        "\nresults: {}, {}, {}",
         json.display(),
         csv.display(),
-        chart.display(),
         page.display()
     );
+    for c in charts {
+        println!("charts:  {}", c.display());
+    }
     for (k, v) in &ctx.results.machine {
         println!("  {k}: {v}");
     }

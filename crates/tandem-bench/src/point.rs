@@ -1,9 +1,8 @@
 //! `point`: select one row by id out of 10,000, as many times as possible for `seconds`, with `workers`
 //! threads (blocking) or tasks (async) — the essay's companion figure (platform threads vs virtual threads
-//! vs R2DBC). Every answer is checked against the id asked for.
+//! vs R2DBC). Every answer is checked against the id asked for; each select's latency goes into an HDR
+//! histogram (p50, p99, max in the results' details).
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 use tandem_async::Executor as _;
 use tandem_blocking::Executor as _;
@@ -12,7 +11,7 @@ use tandem_batch::essay::{Source, benchmark_source, seed_rows};
 use tandem_blocking::{BatchOptions, Database, PoolConfig};
 use tandem_sql::Dialect;
 
-use crate::report::{Measured, Record};
+use crate::report::{Latencies, Measured, Record};
 use crate::{Ctx, Executor, seed, url};
 
 const ROWS: i64 = 10_000;
@@ -25,15 +24,17 @@ fn pick(state: &mut u64) -> i64 {
     (*state % ROWS as u64) as i64 + 1
 }
 
-fn check(id: i64, got: Option<Source>) -> Result<(), String> {
+fn check(id: i64, got: Option<Source>) -> anyhow::Result<()> {
     match got {
         Some(s) if s.id == id && s.value as i64 == id => Ok(()),
-        other => Err(format!("point verification failed for id {id}: {other:?}")),
+        other => Err(anyhow::anyhow!(
+            "point verification failed for id {id}: {other:?}"
+        )),
     }
 }
 
 /// Runs the scenario for every engine.
-pub fn run(ctx: &mut Ctx, dbs: &[Dialect], seconds: u64, workers: usize) -> Result<(), String> {
+pub fn run(ctx: &mut Ctx, dbs: &[Dialect], seconds: u64, workers: usize) -> anyhow::Result<()> {
     let window = Duration::from_secs(seconds.max(1));
     for &dialect in dbs {
         let url = url(dialect, &ctx.out);
@@ -42,12 +43,12 @@ pub fn run(ctx: &mut Ctx, dbs: &[Dialect], seconds: u64, workers: usize) -> Resu
             ..PoolConfig::default()
         };
         let db = Database::connect_with(&url, config.clone())
-            .map_err(|e| format!("{dialect} at {url}: {e}"))?;
+            .map_err(|e| anyhow::anyhow!("{dialect} at {url}: {e}"))?;
         seed::reset(&db)?;
         db.repository::<Source>()
-            .batch_insert(&seed_rows(ROWS as usize), &BatchOptions::default())
-            .map_err(|e| e.to_string())?;
-        let push = |ctx: &mut Ctx, variant: &str, took: Duration, ops: u64| {
+            .batch_insert(&seed_rows(ROWS as usize), &BatchOptions::default())?;
+        let push = |ctx: &mut Ctx, variant: &str, took: Duration, latencies: &Latencies| {
+            let ops = latencies.len();
             crate::record(
                 &ctx.progress,
                 &mut ctx.results,
@@ -64,81 +65,79 @@ pub fn run(ctx: &mut Ctx, dbs: &[Dialect], seconds: u64, workers: usize) -> Resu
                         max: took,
                     },
                     extra: Some(ops as f64),
-                    details: Vec::new(),
+                    details: vec![
+                        ("latency_p50_ms", latencies.quantile_ms(0.5)),
+                        ("latency_p99_ms", latencies.quantile_ms(0.99)),
+                        ("latency_max_ms", latencies.quantile_ms(1.0)),
+                    ],
                 },
             )
         };
         if ctx.runs(Executor::Blocking) {
-            let done = AtomicU64::new(0);
             let started = Instant::now();
-            std::thread::scope(|s| -> Result<(), String> {
+            let mut all = Latencies::new();
+            std::thread::scope(|s| -> anyhow::Result<()> {
                 let handles: Vec<_> = (0..workers)
                     .map(|w| {
-                        let (db, done) = (&db, &done);
-                        s.spawn(move || -> Result<(), String> {
+                        let db = &db;
+                        s.spawn(move || -> anyhow::Result<Latencies> {
                             let repo = db.repository::<Source>();
                             let mut state = 0x9e37_79b9_7f4a_7c15 ^ (w as u64 + 1);
+                            let mut seen = Latencies::new();
                             while started.elapsed() < window {
                                 let id = pick(&mut state);
-                                check(id, repo.find_by_id(id).map_err(|e| e.to_string())?)?;
-                                done.fetch_add(1, Ordering::Relaxed);
+                                let op = Instant::now();
+                                check(id, repo.find_by_id(id)?)?;
+                                seen.record(op.elapsed());
                             }
-                            Ok(())
+                            Ok(seen)
                         })
                     })
                     .collect();
                 for h in handles {
-                    h.join()
-                        .map_err(|_| "a point worker panicked".to_string())??;
+                    all.add(
+                        &h.join()
+                            .map_err(|_| anyhow::anyhow!("a point worker panicked"))??,
+                    );
                 }
                 Ok(())
             })?;
-            push(
-                ctx,
-                "tandem-blocking threads",
-                started.elapsed(),
-                done.load(Ordering::Relaxed),
-            );
+            push(ctx, "tandem-blocking threads", started.elapsed(), &all);
         }
         if ctx.runs(Executor::Async) {
             let adb = ctx
                 .rt
-                .block_on(tandem_async::Database::connect_with(&url, config))
-                .map_err(|e| e.to_string())?;
-            let done = Arc::new(AtomicU64::new(0));
+                .block_on(tandem_async::Database::connect_with(&url, config))?;
             let started = Instant::now();
-            ctx.rt.block_on(async {
+            let all = ctx.rt.block_on(async {
                 let tasks: Vec<_> = (0..workers)
                     .map(|w| {
-                        let (db, done) = (adb.clone(), done.clone());
+                        let db = adb.clone();
                         tokio::spawn(async move {
                             let repo = db.repository::<Source>();
                             let mut state = 0x9e37_79b9_7f4a_7c15 ^ (w as u64 + 1);
+                            let mut seen = Latencies::new();
                             while started.elapsed() < window {
                                 let id = pick(&mut state);
-                                check(id, repo.find_by_id(id).await.map_err(|e| e.to_string())?)?;
-                                done.fetch_add(1, Ordering::Relaxed);
+                                let op = Instant::now();
+                                check(id, repo.find_by_id(id).await?)?;
+                                seen.record(op.elapsed());
                             }
-                            Ok::<_, String>(())
+                            Ok::<_, anyhow::Error>(seen)
                         })
                     })
                     .collect();
+                let mut all = Latencies::new();
                 for t in tasks {
-                    t.await.map_err(|e| e.to_string())??;
+                    all.add(&t.await??);
                 }
-                Ok::<_, String>(())
+                Ok::<_, anyhow::Error>(all)
             })?;
-            push(
-                ctx,
-                "tandem-async tasks",
-                started.elapsed(),
-                done.load(Ordering::Relaxed),
-            );
+            push(ctx, "tandem-async tasks", started.elapsed(), &all);
         }
         db.execute(&tandem_sql::prelude::TableMethods::drop_table(
             benchmark_source::table,
-        ))
-        .map_err(|e| e.to_string())?;
+        ))?;
     }
     Ok(())
 }

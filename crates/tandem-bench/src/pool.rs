@@ -18,7 +18,7 @@ use tandem_blocking::Executor as _;
 use tandem_blocking::{Error, PoolConfig, PoolMetrics};
 use tandem_sql::{Dialect, raw};
 
-use crate::report::{Measured, Record, Results};
+use crate::report::{Latencies, Measured, Record, Results};
 use crate::{Ctx, Executor, url};
 
 /// The pool presets a cell runs.
@@ -101,15 +101,26 @@ const THROUGHPUT_POOL: u32 = 16;
 const CROWD: usize = 64;
 
 /// What the workers of one cell saw.
-#[derive(Default)]
 struct Seen {
     acquired: u64,
     rejected: u64,
     timed_out: u64,
-    /// Waits of completed acquires, in nanoseconds.
-    waits: Vec<u64>,
-    /// How long each rejection took, in nanoseconds.
-    rejections: Vec<u64>,
+    /// Waits of completed acquires.
+    waits: Latencies,
+    /// How long each rejection took.
+    rejections: Latencies,
+}
+
+impl Default for Seen {
+    fn default() -> Self {
+        Seen {
+            acquired: 0,
+            rejected: 0,
+            timed_out: 0,
+            waits: Latencies::new(),
+            rejections: Latencies::new(),
+        }
+    }
 }
 
 impl Seen {
@@ -117,24 +128,24 @@ impl Seen {
         self.acquired += other.acquired;
         self.rejected += other.rejected;
         self.timed_out += other.timed_out;
-        self.waits.extend(other.waits);
-        self.rejections.extend(other.rejections);
+        self.waits.add(&other.waits);
+        self.rejections.add(&other.rejections);
     }
 
     /// Counts one op: a connection (with how long its acquire waited, the hold excluded), a rejection or a
     /// timeout; `Err` for anything else.
-    fn note(&mut self, started: Instant, outcome: Result<Duration, Error>) -> Result<(), String> {
+    fn note(&mut self, started: Instant, outcome: Result<Duration, Error>) -> anyhow::Result<()> {
         match outcome {
             Ok(waited) => {
                 self.acquired += 1;
-                self.waits.push(waited.as_nanos() as u64);
+                self.waits.record(waited);
             }
             Err(Error::PoolSaturated { .. }) => {
                 self.rejected += 1;
-                self.rejections.push(started.elapsed().as_nanos() as u64);
+                self.rejections.record(started.elapsed());
             }
             Err(Error::PoolTimeout { .. }) => self.timed_out += 1,
-            Err(e) => return Err(format!("pool: {e}")),
+            Err(e) => return Err(anyhow::anyhow!("pool: {e}")),
         }
         Ok(())
     }
@@ -148,26 +159,19 @@ fn check_one(one: (i64,)) -> Result<(), Error> {
     }
 }
 
-fn pct(sorted: &[u64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return 0.0;
-    }
-    sorted[((sorted.len() - 1) as f64 * p).round() as usize] as f64 / 1e6
-}
-
 /// One cell on the blocking executor: `workers` threads until `cell` has passed.
 fn blocking_cell(
     db: &tandem_blocking::Database,
     workers: usize,
     hold: Duration,
     cell: Duration,
-) -> Result<(Seen, Duration), String> {
+) -> anyhow::Result<(Seen, Duration)> {
     let started = Instant::now();
     let until = started + cell;
     std::thread::scope(|s| {
         let handles: Vec<_> = (0..workers)
             .map(|_| {
-                s.spawn(move || -> Result<Seen, String> {
+                s.spawn(move || -> anyhow::Result<Seen> {
                     let mut seen = Seen::default();
                     let select = raw("SELECT 1", vec![]);
                     while Instant::now() < until {
@@ -194,7 +198,7 @@ fn blocking_cell(
         for h in handles {
             all.add(
                 h.join()
-                    .map_err(|_| "a pool worker panicked".to_string())??,
+                    .map_err(|_| anyhow::anyhow!("a pool worker panicked"))??,
             );
         }
         Ok((all, started.elapsed()))
@@ -208,7 +212,7 @@ fn async_cell(
     workers: usize,
     hold: Duration,
     cell: Duration,
-) -> Result<(Seen, Duration), String> {
+) -> anyhow::Result<(Seen, Duration)> {
     let started = Instant::now();
     let until = started + cell;
     rt.block_on(async {
@@ -237,13 +241,13 @@ fn async_cell(
                             tokio::task::yield_now().await;
                         }
                     }
-                    Ok::<_, String>(seen)
+                    Ok::<_, anyhow::Error>(seen)
                 })
             })
             .collect();
         let mut all = Seen::default();
         for t in tasks {
-            all.add(t.await.map_err(|e| e.to_string())??);
+            all.add(t.await??);
         }
         Ok((all, started.elapsed()))
     })
@@ -256,8 +260,8 @@ fn verify(
     before: &PoolMetrics,
     after: &PoolMetrics,
     seen: &Seen,
-) -> Result<(), String> {
-    let fail = |m: String| Err(format!("pool verification failed ({what}): {m}"));
+) -> anyhow::Result<()> {
+    let fail = |m: String| Err(anyhow::anyhow!("pool verification failed ({what}): {m}"));
     if seen.acquired == 0 {
         return fail("no acquire completed".into());
     }
@@ -294,7 +298,7 @@ struct Cell {
     hold_ms: u64,
 }
 
-fn measure(ctx: &Ctx, url: &str, c: &Cell, cell: Duration) -> Result<(Seen, Duration), String> {
+fn measure(ctx: &Ctx, url: &str, c: &Cell, cell: Duration) -> anyhow::Result<(Seen, Duration)> {
     let config = c.preset.config(c.max_size);
     let hold = Duration::from_millis(c.hold_ms);
     let what = format!(
@@ -304,10 +308,10 @@ fn measure(ctx: &Ctx, url: &str, c: &Cell, cell: Duration) -> Result<(Seen, Dura
         c.max_size,
         c.hold_ms
     );
-    let (mut seen, elapsed, before, after) = match c.executor {
+    let (seen, elapsed, before, after) = match c.executor {
         Executor::Blocking => {
             let db = tandem_blocking::Database::connect_with(url, config)
-                .map_err(|e| format!("{url}: {e}"))?;
+                .map_err(|e| anyhow::anyhow!("{url}: {e}"))?;
             let before = db.pool_metrics();
             let (seen, elapsed) = blocking_cell(&db, c.workers, hold, cell)?;
             (seen, elapsed, before, db.pool_metrics())
@@ -316,7 +320,7 @@ fn measure(ctx: &Ctx, url: &str, c: &Cell, cell: Duration) -> Result<(Seen, Dura
             let db = ctx
                 .rt
                 .block_on(tandem_async::Database::connect_with(url, config))
-                .map_err(|e| format!("{url}: {e}"))?;
+                .map_err(|e| anyhow::anyhow!("{url}: {e}"))?;
             let before = db.pool_metrics();
             let (seen, elapsed) = async_cell(&ctx.rt, &db, c.workers, hold, cell)?;
             // sqlx hands connections back on a task of its own: let the last ones land.
@@ -330,8 +334,6 @@ fn measure(ctx: &Ctx, url: &str, c: &Cell, cell: Duration) -> Result<(Seen, Dura
         }
     };
     verify(&what, c.preset, &before, &after, &seen)?;
-    seen.waits.sort_unstable();
-    seen.rejections.sort_unstable();
     Ok((seen, elapsed))
 }
 
@@ -351,10 +353,10 @@ fn record(
         ("timed_out", seen.timed_out as f64),
         ("acquired_per_s", seen.acquired as f64 / secs),
         ("rejected_per_s", seen.rejected as f64 / secs),
-        ("wait_p50_ms", pct(&seen.waits, 0.5)),
-        ("wait_p99_ms", pct(&seen.waits, 0.99)),
-        ("wait_max_ms", pct(&seen.waits, 1.0)),
-        ("reject_p99_ms", pct(&seen.rejections, 0.99)),
+        ("wait_p50_ms", seen.waits.quantile_ms(0.5)),
+        ("wait_p99_ms", seen.waits.quantile_ms(0.99)),
+        ("wait_max_ms", seen.waits.quantile_ms(1.0)),
+        ("reject_p99_ms", seen.rejections.quantile_ms(0.99)),
     ];
     crate::record(
         &ctx.progress,
@@ -383,7 +385,7 @@ pub fn variant(executor: Executor, preset: Preset, hold_ms: u64) -> String {
 }
 
 /// Runs the scenario for every engine.
-pub fn run(ctx: &mut Ctx, dbs: &[Dialect], plan: &Plan) -> Result<(), String> {
+pub fn run(ctx: &mut Ctx, dbs: &[Dialect], plan: &Plan) -> anyhow::Result<()> {
     let executors: Vec<Executor> = [Executor::Blocking, Executor::Async]
         .into_iter()
         .filter(|e| ctx.runs(*e))

@@ -1,7 +1,6 @@
 //! Results: one [`Record`] per measured cell, printed as tables and written as JSON and CSV with the machine
 //! they were measured on.
 
-use std::fmt::Write as _;
 use std::time::Duration;
 
 /// Median and spread of a cell's measured iterations.
@@ -25,8 +24,8 @@ impl Measured {
 /// Runs `op` once to warm up, then `iterations` times; each call returns the time of its measured part.
 pub fn measure(
     iterations: usize,
-    mut op: impl FnMut() -> Result<Duration, String>,
-) -> Result<Measured, String> {
+    mut op: impl FnMut() -> anyhow::Result<Duration>,
+) -> anyhow::Result<Measured> {
     op()?;
     let mut times: Vec<Duration> = (0..iterations.max(1))
         .map(|_| op())
@@ -91,8 +90,48 @@ pub struct Results {
     pub machine: Vec<(String, String)>,
 }
 
-fn json_str(s: &str) -> String {
-    format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
+/// One record as `results.json` and `results.csv` hold it: every figure in seconds or per second, the
+/// scenario's named figures under `details`.
+#[derive(serde::Serialize)]
+struct Row<'a, D> {
+    scenario: &'a str,
+    db: &'a str,
+    variant: &'a str,
+    rows: u64,
+    pool: u32,
+    parallelism: u32,
+    median_s: f64,
+    min_s: f64,
+    max_s: f64,
+    /// Non-finite figures (a cell too fast to time) are written as `null` / empty, never `inf`.
+    ops_per_s: Option<f64>,
+    rows_per_s: Option<f64>,
+    extra: Option<f64>,
+    details: D,
+    verified: bool,
+}
+
+impl Record {
+    fn row<D>(&self, details: D) -> Row<'_, D> {
+        let finite = |v: f64| v.is_finite().then_some(v);
+        Row {
+            scenario: self.scenario,
+            db: &self.db,
+            variant: &self.variant,
+            rows: self.rows,
+            pool: self.pool,
+            parallelism: self.parallelism,
+            median_s: self.time.median.as_secs_f64(),
+            min_s: self.time.min.as_secs_f64(),
+            max_s: self.time.max.as_secs_f64(),
+            ops_per_s: finite(self.ops_per_s()),
+            rows_per_s: finite(self.rows_per_s()),
+            extra: self.extra.and_then(finite),
+            details,
+            // A cell is recorded only after its verification passed (a mismatch aborts the run).
+            verified: true,
+        }
+    }
 }
 
 impl Results {
@@ -108,77 +147,100 @@ impl Results {
         })
     }
 
-    /// Writes `results.json` and `results.csv` into `dir`.
+    /// Writes `results.json` (serde_json) and `results.csv` (the csv crate: quoted where a field needs it)
+    /// into `dir`.
     pub fn write(
         &self,
         dir: &std::path::Path,
-    ) -> std::io::Result<(std::path::PathBuf, std::path::PathBuf)> {
-        std::fs::create_dir_all(dir)?;
-        let mut json = String::from("{\n  \"machine\": {");
-        for (i, (k, v)) in self.machine.iter().enumerate() {
-            let _ = write!(
-                json,
-                "{}{}: {}",
-                if i > 0 { ", " } else { "" },
-                json_str(k),
-                json_str(v)
-            );
+    ) -> anyhow::Result<(std::path::PathBuf, std::path::PathBuf)> {
+        use anyhow::Context as _;
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        let (jp, cp) = (dir.join("results.json"), dir.join("results.csv"));
+        #[derive(serde::Serialize)]
+        struct Json<'a> {
+            machine: std::collections::BTreeMap<&'a str, &'a str>,
+            records: Vec<Row<'a, std::collections::BTreeMap<&'a str, f64>>>,
         }
-        json.push_str("},\n  \"records\": [\n");
-        let mut csv = String::from(
-            "scenario,db,variant,rows,pool,parallelism,median_s,min_s,max_s,ops_per_s,rows_per_s,extra,details,verified\n",
-        );
-        for (i, r) in self.records.iter().enumerate() {
-            let extra = r.extra.map_or("null".to_owned(), |e| format!("{e}"));
-            let details: Vec<String> = r
+        let json = Json {
+            machine: self
+                .machine
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.as_str()))
+                .collect(),
+            records: self
+                .records
+                .iter()
+                .map(|r| r.row(r.details.iter().map(|(k, v)| (*k, *v)).collect()))
+                .collect(),
+        };
+        let file =
+            std::fs::File::create(&jp).with_context(|| format!("creating {}", jp.display()))?;
+        serde_json::to_writer_pretty(std::io::BufWriter::new(file), &json)
+            .with_context(|| format!("writing {}", jp.display()))?;
+        let mut csv =
+            csv::Writer::from_path(&cp).with_context(|| format!("creating {}", cp.display()))?;
+        for r in &self.records {
+            let details = r
                 .details
                 .iter()
-                .map(|(k, v)| format!("{}: {v}", json_str(k)))
-                .collect();
-            let details = details.join(", ");
-            let _ = writeln!(
-                json,
-                "    {{\"scenario\": {}, \"db\": {}, \"variant\": {}, \"rows\": {}, \"pool\": {}, \"parallelism\": {}, \"median_s\": {}, \"min_s\": {}, \"max_s\": {}, \"ops_per_s\": {:.4}, \"rows_per_s\": {:.1}, \"extra\": {extra}, \"details\": {{{details}}}, \"verified\": true}}{}",
-                json_str(r.scenario),
-                json_str(&r.db),
-                json_str(&r.variant),
-                r.rows,
-                r.pool,
-                r.parallelism,
-                r.time.median.as_secs_f64(),
-                r.time.min.as_secs_f64(),
-                r.time.max.as_secs_f64(),
-                r.ops_per_s(),
-                r.rows_per_s(),
-                if i + 1 < self.records.len() { "," } else { "" }
-            );
-            let _ = writeln!(
-                csv,
-                "{},{},{},{},{},{},{},{},{},{:.4},{:.1},{},{},true",
-                r.scenario,
-                r.db,
-                r.variant,
-                r.rows,
-                r.pool,
-                r.parallelism,
-                r.time.median.as_secs_f64(),
-                r.time.min.as_secs_f64(),
-                r.time.max.as_secs_f64(),
-                r.ops_per_s(),
-                r.rows_per_s(),
-                r.extra.map_or(String::new(), |e| format!("{e}")),
-                r.details
-                    .iter()
-                    .map(|(k, v)| format!("{k}={v}"))
-                    .collect::<Vec<_>>()
-                    .join(";")
-            );
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(";");
+            csv.serialize(r.row(details))
+                .with_context(|| format!("writing {}", cp.display()))?;
         }
-        json.push_str("  ]\n}\n");
-        let (jp, cp) = (dir.join("results.json"), dir.join("results.csv"));
-        std::fs::write(&jp, json)?;
-        std::fs::write(&cp, csv)?;
+        csv.flush()
+            .with_context(|| format!("writing {}", cp.display()))?;
         Ok((jp, cp))
+    }
+
+    /// The seed and e2e cells of an earlier run's `results.csv` (what the charts need; other scenarios
+    /// and the details are not read back).
+    pub fn read_csv(path: &std::path::Path) -> anyhow::Result<Results> {
+        use anyhow::Context as _;
+        #[derive(serde::Deserialize)]
+        struct In {
+            scenario: String,
+            db: String,
+            variant: String,
+            rows: u64,
+            pool: u32,
+            parallelism: u32,
+            median_s: f64,
+            min_s: f64,
+            max_s: f64,
+        }
+        let mut reader =
+            csv::Reader::from_path(path).with_context(|| format!("reading {}", path.display()))?;
+        let mut results = Results::default();
+        for (line, row) in reader.deserialize::<In>().enumerate() {
+            let r = row.with_context(|| format!("{}: record {}", path.display(), line + 1))?;
+            let scenario = match r.scenario.as_str() {
+                "seed" => "seed",
+                "e2e" => "e2e",
+                _ => continue,
+            };
+            let secs = |s: f64| {
+                Duration::try_from_secs_f64(s)
+                    .with_context(|| format!("{}: record {}: time {s}", path.display(), line + 1))
+            };
+            results.records.push(Record {
+                scenario,
+                db: r.db,
+                variant: r.variant,
+                rows: r.rows,
+                pool: r.pool,
+                parallelism: r.parallelism,
+                time: Measured {
+                    median: secs(r.median_s)?,
+                    min: secs(r.min_s)?,
+                    max: secs(r.max_s)?,
+                },
+                extra: None,
+                details: Vec::new(),
+            });
+        }
+        Ok(results)
     }
 
     /// The seed and e2e tables in the essay's shape (DB, pool, blocking ops/s, async ops/s, ratio) with rows/s
@@ -289,14 +351,129 @@ impl Results {
     }
 }
 
-/// Resident set size of this process in bytes (Linux; 0 elsewhere).
+/// Resident set size of this process in bytes, as the OS reports it (`memory-stats`: the real page size,
+/// not an assumed one); 0 where it cannot tell.
 pub fn rss() -> i64 {
-    std::fs::read_to_string("/proc/self/statm")
-        .ok()
-        .and_then(|s| {
-            s.split_whitespace()
-                .nth(1)
-                .and_then(|p| p.parse::<i64>().ok())
-        })
-        .map_or(0, |pages| pages * 4096)
+    memory_stats::memory_stats().map_or(0, |m| m.physical_mem as i64)
+}
+
+/// Latencies in an HDR histogram: 1 ns to 1 h at three significant digits, so quantiles come from every
+/// recorded value in fixed memory, whatever the count.
+pub struct Latencies(hdrhistogram::Histogram<u64>);
+
+impl Latencies {
+    /// An empty histogram.
+    pub fn new() -> Self {
+        Latencies(
+            hdrhistogram::Histogram::new_with_bounds(1, 3_600_000_000_000, 3)
+                .expect("static histogram bounds are valid"),
+        )
+    }
+
+    /// Records one latency (clamped into the histogram's range).
+    pub fn record(&mut self, d: Duration) {
+        self.0
+            .saturating_record((d.as_nanos().min(u128::from(u64::MAX)) as u64).max(1));
+    }
+
+    /// Adds another histogram's counts.
+    pub fn add(&mut self, other: &Latencies) {
+        self.0
+            .add(&other.0)
+            .expect("histograms of the same bounds add");
+    }
+
+    /// The `q` quantile (0.5, 0.99, 1.0 = max) in milliseconds; 0 when nothing was recorded.
+    pub fn quantile_ms(&self, q: f64) -> f64 {
+        if self.0.is_empty() {
+            return 0.0;
+        }
+        self.0.value_at_quantile(q) as f64 / 1e6
+    }
+
+    /// How many latencies were recorded.
+    pub fn len(&self) -> u64 {
+        self.0.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(variant: &str, median: Duration) -> Record {
+        Record {
+            scenario: "seed",
+            db: "sqlite".into(),
+            variant: variant.into(),
+            rows: 1_000,
+            pool: 10,
+            parallelism: 0,
+            time: Measured {
+                median,
+                min: median,
+                max: median,
+            },
+            extra: Some(f64::INFINITY),
+            details: vec![("wait_p99_ms", 1.5)],
+        }
+    }
+
+    /// Names with commas, quotes, backslashes and newlines survive both files; a cell too fast to time
+    /// writes `null` (JSON) and an empty field (CSV), never `inf`; the CSV reads back for the charts.
+    #[test]
+    fn results_files_parse_back() {
+        let tricky = "peer \"sea-query\", sqlx\\0.8\nsecond line";
+        let results = Results {
+            records: vec![
+                record(tricky, Duration::from_millis(2)),
+                record("tandem-blocking", Duration::ZERO),
+            ],
+            machine: vec![("cpu \"model\"".into(), "x, y".into())],
+        };
+        let dir = std::env::temp_dir().join(format!("tandem-bench-report-{}", std::process::id()));
+        let (jp, cp) = results.write(&dir).unwrap();
+        let json: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&jp).unwrap()).unwrap();
+        assert_eq!(json["machine"]["cpu \"model\""], "x, y");
+        assert_eq!(json["records"][0]["variant"], tricky);
+        assert_eq!(json["records"][0]["ops_per_s"], 500.0);
+        assert_eq!(json["records"][0]["details"]["wait_p99_ms"], 1.5);
+        assert!(json["records"][0]["extra"].is_null());
+        assert!(json["records"][1]["ops_per_s"].is_null());
+        let mut reader = csv::Reader::from_path(&cp).unwrap();
+        let rows: Vec<csv::StringRecord> = reader.records().map(Result::unwrap).collect();
+        assert_eq!(rows.len(), 2);
+        assert_eq!(&rows[0][2], tricky);
+        assert_eq!(&rows[1][9], "", "an infinite ops/s is an empty field");
+        let back = Results::read_csv(&cp).unwrap();
+        assert_eq!(back.records.len(), 2);
+        assert_eq!(back.records[0].variant, tricky);
+        assert_eq!(back.records[0].time.median, Duration::from_millis(2));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// Quantiles come from every recorded latency.
+    #[test]
+    fn latency_quantiles() {
+        let mut a = Latencies::new();
+        for ms in 1..=99 {
+            a.record(Duration::from_millis(ms));
+        }
+        let mut b = Latencies::new();
+        b.record(Duration::from_secs(2));
+        a.add(&b);
+        assert_eq!(a.len(), 100);
+        assert!(
+            (a.quantile_ms(0.5) - 50.0).abs() < 0.1,
+            "{}",
+            a.quantile_ms(0.5)
+        );
+        assert!(
+            (a.quantile_ms(1.0) - 2000.0).abs() < 2.0,
+            "{}",
+            a.quantile_ms(1.0)
+        );
+        assert_eq!(Latencies::new().quantile_ms(0.99), 0.0);
+    }
 }

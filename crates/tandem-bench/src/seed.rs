@@ -20,45 +20,42 @@ use crate::{Ctx, Executor, raw as rawdrv, url};
 pub const CHUNK: usize = 1_000;
 
 /// The engine's version string.
-pub fn engine_version(dialect: Dialect, url: &str) -> Result<String, String> {
+pub fn engine_version(dialect: Dialect, url: &str) -> anyhow::Result<String> {
     let db = Database::connect_with(
         url,
         PoolConfig {
             max_size: 1,
             ..PoolConfig::default()
         },
-    )
-    .map_err(|e| e.to_string())?;
+    )?;
     let sql = match dialect {
         Dialect::Sqlite => "SELECT 'SQLite ' || sqlite_version()",
         _ => "SELECT version()",
     };
     db.fetch_one::<(String,)>(&raw(sql, vec![]))
         .map(|(v,)| v)
-        .map_err(|e| e.to_string())
+        .map_err(anyhow::Error::from)
 }
 
 /// Recreates `benchmark_source`.
-pub fn reset(db: &Database) -> Result<(), String> {
-    db.execute(&benchmark_source::table.drop_table())
-        .map_err(|e| e.to_string())?;
+pub fn reset(db: &Database) -> anyhow::Result<()> {
+    db.execute(&benchmark_source::table.drop_table())?;
     db.create_table(&benchmark_source::table.create_table())
-        .map_err(|e| e.to_string())
+        .map_err(anyhow::Error::from)
 }
 
 /// Checks that the table holds exactly rows `1..=n`: count, distinct names and the sum of values.
-pub fn verify(db: &Database, n: usize) -> Result<(), String> {
-    let (count, distinct, total): (i64, i64, i64) = db
-        .fetch_one(&benchmark_source::table.select((
+pub fn verify(db: &Database, n: usize) -> anyhow::Result<()> {
+    let (count, distinct, total): (i64, i64, i64) =
+        db.fetch_one(&benchmark_source::table.select((
             count_star(),
             count_distinct(benchmark_source::name),
             coalesce(sum(benchmark_source::value), 0i64),
-        )))
-        .map_err(|e| e.to_string())?;
+        )))?;
     let n = n as i64;
     let expected = (n, n, n * (n + 1) / 2);
     if (count, distinct, total) != expected {
-        return Err(format!(
+        return Err(anyhow::anyhow!(
             "seed verification failed: (count, distinct names, sum) = {:?}, expected {expected:?}",
             (count, distinct, total)
         ));
@@ -69,8 +66,8 @@ pub fn verify(db: &Database, n: usize) -> Result<(), String> {
 fn timed(
     db: &Database,
     n: usize,
-    op: impl FnOnce() -> Result<(), String>,
-) -> Result<Duration, String> {
+    op: impl FnOnce() -> anyhow::Result<()>,
+) -> anyhow::Result<Duration> {
     reset(db)?;
     let started = Instant::now();
     op()?;
@@ -87,7 +84,7 @@ fn per_chunk() -> BatchOptions {
 }
 
 /// Runs the scenario for every engine, data size and pool size.
-pub fn run(ctx: &mut Ctx, dbs: &[Dialect], sizes: &[usize], pools: &[u32]) -> Result<(), String> {
+pub fn run(ctx: &mut Ctx, dbs: &[Dialect], sizes: &[usize], pools: &[u32]) -> anyhow::Result<()> {
     for &dialect in dbs {
         let url = url(dialect, &ctx.out);
         for &pool in pools {
@@ -96,11 +93,11 @@ pub fn run(ctx: &mut Ctx, dbs: &[Dialect], sizes: &[usize], pools: &[u32]) -> Re
                 ..PoolConfig::default()
             };
             let db = Database::connect_with(&url, config.clone())
-                .map_err(|e| format!("{dialect} at {url}: {e}"))?;
+                .map_err(|e| anyhow::anyhow!("{dialect} at {url}: {e}"))?;
             let adb = ctx
                 .rt
                 .block_on(tandem_async::Database::connect_with(&url, config))
-                .map_err(|e| format!("{dialect} at {url}: {e}"))?;
+                .map_err(|e| anyhow::anyhow!("{dialect} at {url}: {e}"))?;
             for &n in sizes {
                 let rows = seed_rows(n);
                 let mut record = |variant: &str, time| {
@@ -126,8 +123,7 @@ pub fn run(ctx: &mut Ctx, dbs: &[Dialect], sizes: &[usize], pools: &[u32]) -> Re
                         timed(&db, n, || {
                             let r = db
                                 .repository::<Source>()
-                                .batch_insert(&rows, &per_chunk())
-                                .map_err(|e| e.to_string())?;
+                                .batch_insert(&rows, &per_chunk())?;
                             check_inserted(r.inserted, n)
                         })
                     })?;
@@ -139,11 +135,9 @@ pub fn run(ctx: &mut Ctx, dbs: &[Dialect], sizes: &[usize], pools: &[u32]) -> Re
                     let rt = &ctx.rt;
                     let m = measure(it, || {
                         timed(&db, n, || {
-                            let r = rt
-                                .block_on(
-                                    adb.repository::<Source>().batch_insert(&rows, &per_chunk()),
-                                )
-                                .map_err(|e| e.to_string())?;
+                            let r = rt.block_on(
+                                adb.repository::<Source>().batch_insert(&rows, &per_chunk()),
+                            )?;
                             check_inserted(r.inserted, n)
                         })
                     })?;
@@ -159,23 +153,22 @@ pub fn run(ctx: &mut Ctx, dbs: &[Dialect], sizes: &[usize], pools: &[u32]) -> Re
                     }
                 }
             }
-            db.execute(&benchmark_source::table.drop_table())
-                .map_err(|e| e.to_string())?;
+            db.execute(&benchmark_source::table.drop_table())?;
         }
     }
     Ok(())
 }
 
-fn check_inserted(inserted: u64, n: usize) -> Result<(), String> {
+fn check_inserted(inserted: u64, n: usize) -> anyhow::Result<()> {
     if inserted != n as u64 {
-        return Err(format!(
+        return Err(anyhow::anyhow!(
             "batch_insert reported {inserted} rows, expected {n}"
         ));
     }
     Ok(())
 }
 
-fn pg_client(opts: &tandem_core::ConnectOptions) -> Result<postgres::Client, String> {
+fn pg_client(opts: &tandem_core::ConnectOptions) -> anyhow::Result<postgres::Client> {
     crate::plain_only(opts)?;
     let mut c = postgres::Config::new();
     c.host(&opts.host)
@@ -185,10 +178,10 @@ fn pg_client(opts: &tandem_core::ConnectOptions) -> Result<postgres::Client, Str
     if let Some(p) = &opts.password {
         c.password(p);
     }
-    c.connect(postgres::NoTls).map_err(|e| e.to_string())
+    c.connect(postgres::NoTls).map_err(anyhow::Error::from)
 }
 
-fn mysql_conn(opts: &tandem_core::ConnectOptions) -> Result<mysql::Conn, String> {
+fn mysql_conn(opts: &tandem_core::ConnectOptions) -> anyhow::Result<mysql::Conn> {
     crate::plain_only(opts)?;
     let builder = mysql::OptsBuilder::new()
         .ip_or_hostname(Some(opts.host.clone()))
@@ -197,32 +190,30 @@ fn mysql_conn(opts: &tandem_core::ConnectOptions) -> Result<mysql::Conn, String>
         .pass(opts.password.clone())
         .db_name(Some(opts.database.clone()))
         .prefer_socket(false);
-    mysql::Conn::new(builder).map_err(|e| e.to_string())
+    mysql::Conn::new(builder).map_err(anyhow::Error::from)
 }
 
-fn sqlite_conn(opts: &tandem_core::ConnectOptions) -> Result<rusqlite::Connection, String> {
-    let conn = rusqlite::Connection::open(opts.path.as_deref().unwrap_or(":memory:"))
-        .map_err(|e| e.to_string())?;
+fn sqlite_conn(opts: &tandem_core::ConnectOptions) -> anyhow::Result<rusqlite::Connection> {
+    let conn = rusqlite::Connection::open(opts.path.as_deref().unwrap_or(":memory:"))?;
     conn.execute_batch(
         "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = 5000;",
-    )
-    .map_err(|e| e.to_string())?;
+    )?;
     Ok(conn)
 }
 
 /// The same work by hand: multi-row INSERTs of `CHUNK` rows, each statement its own transaction. Only the
 /// statements are timed (connecting is not).
-fn raw_driver(dialect: Dialect, url: &str, rows: &[Source]) -> Result<(), String> {
-    let opts = tandem_core::ConnectOptions::parse(url).map_err(|e| e.to_string())?;
+fn raw_driver(dialect: Dialect, url: &str, rows: &[Source]) -> anyhow::Result<()> {
+    let opts = tandem_core::ConnectOptions::parse(url)?;
     match dialect {
         Dialect::Sqlite => {
-            rawdrv::sqlite(&sqlite_conn(&opts)?, rows, CHUNK).map_err(|e| e.to_string())
+            rawdrv::sqlite(&sqlite_conn(&opts)?, rows, CHUNK).map_err(anyhow::Error::from)
         }
         Dialect::Postgres => {
-            rawdrv::postgres(&mut pg_client(&opts)?, rows, CHUNK).map_err(|e| e.to_string())
+            rawdrv::postgres(&mut pg_client(&opts)?, rows, CHUNK).map_err(anyhow::Error::from)
         }
         Dialect::MySql => {
-            rawdrv::mysql(&mut mysql_conn(&opts)?, rows, CHUNK).map_err(|e| e.to_string())
+            rawdrv::mysql(&mut mysql_conn(&opts)?, rows, CHUNK).map_err(anyhow::Error::from)
         }
     }
 }
@@ -232,10 +223,10 @@ fn raw_sqlx(
     dialect: Dialect,
     url: &str,
     rows: &[Source],
-) -> Result<(), String> {
-    let opts = tandem_core::ConnectOptions::parse(url).map_err(|e| e.to_string())?;
+) -> anyhow::Result<()> {
+    let opts = tandem_core::ConnectOptions::parse(url)?;
     crate::plain_only(&opts)?;
-    let e = |e: sqlx::Error| e.to_string();
+    let e = |e: sqlx::Error| anyhow::Error::from(e);
     rt.block_on(async {
         match dialect {
             Dialect::Sqlite => {
@@ -290,17 +281,17 @@ fn raw_sqlx(
 }
 
 /// The engine's bulk path, all rows in one go: the floor for this workload.
-fn bulk_limit(dialect: Dialect, url: &str, rows: &[Source]) -> Result<(), String> {
-    let opts = tandem_core::ConnectOptions::parse(url).map_err(|e| e.to_string())?;
+fn bulk_limit(dialect: Dialect, url: &str, rows: &[Source]) -> anyhow::Result<()> {
+    let opts = tandem_core::ConnectOptions::parse(url)?;
     match dialect {
         Dialect::Sqlite => {
-            rawdrv::sqlite_one_statement(&sqlite_conn(&opts)?, rows).map_err(|e| e.to_string())
+            rawdrv::sqlite_one_statement(&sqlite_conn(&opts)?, rows).map_err(anyhow::Error::from)
         }
         Dialect::Postgres => {
-            rawdrv::postgres_copy(&mut pg_client(&opts)?, rows).map_err(|e| e.to_string())
+            rawdrv::postgres_copy(&mut pg_client(&opts)?, rows).map_err(anyhow::Error::from)
         }
         Dialect::MySql => {
-            rawdrv::mysql_load_data(&mut mysql_conn(&opts)?, rows).map_err(|e| e.to_string())
+            rawdrv::mysql_load_data(&mut mysql_conn(&opts)?, rows).map_err(anyhow::Error::from)
         }
     }
 }
@@ -312,7 +303,7 @@ fn run_peers(
     url: &str,
     n: usize,
     iterations: usize,
-) -> Result<Vec<(String, crate::report::Measured)>, String> {
+) -> anyhow::Result<Vec<(String, crate::report::Measured)>> {
     let out = std::process::Command::new(program)
         .args([
             "seed",
@@ -322,9 +313,9 @@ fn run_peers(
             &iterations.to_string(),
         ])
         .output()
-        .map_err(|e| format!("running {}: {e}", program.display()))?;
+        .map_err(|e| anyhow::anyhow!("running {}: {e}", program.display()))?;
     if !out.status.success() {
-        return Err(format!(
+        return Err(anyhow::anyhow!(
             "peers failed: {}",
             String::from_utf8_lossy(&out.stderr)
         ));
@@ -332,14 +323,14 @@ fn run_peers(
     let secs = |s: &str| {
         s.parse::<f64>()
             .map(Duration::from_secs_f64)
-            .map_err(|e| format!("peers output: {e}"))
+            .map_err(|e| anyhow::anyhow!("peers output: {e}"))
     };
     String::from_utf8_lossy(&out.stdout)
         .lines()
         .map(|line| {
             let f: Vec<&str> = line.split_whitespace().collect();
             let [name, median, min, max] = f.as_slice() else {
-                return Err(format!("peers output: {line:?}"));
+                return Err(anyhow::anyhow!("peers output: {line:?}"));
             };
             Ok((
                 (*name).to_owned(),

@@ -22,9 +22,9 @@ fn once(d: Duration) -> Measured {
     }
 }
 
-fn check(n: usize, rows: usize) -> Result<(), String> {
+fn check(n: usize, rows: usize) -> anyhow::Result<()> {
     if n != rows {
-        return Err(format!(
+        return Err(anyhow::anyhow!(
             "stream verification failed: read {n} rows, expected {rows}"
         ));
     }
@@ -32,16 +32,15 @@ fn check(n: usize, rows: usize) -> Result<(), String> {
 }
 
 /// Runs the scenario for every engine.
-pub fn run(ctx: &mut Ctx, dbs: &[Dialect], rows: usize) -> Result<(), String> {
+pub fn run(ctx: &mut Ctx, dbs: &[Dialect], rows: usize) -> anyhow::Result<()> {
     for &dialect in dbs {
         let url = url(dialect, &ctx.out);
         let db = Database::connect_with(&url, PoolConfig::default())
-            .map_err(|e| format!("{dialect} at {url}: {e}"))?;
+            .map_err(|e| anyhow::anyhow!("{dialect} at {url}: {e}"))?;
         seed::reset(&db)?;
         for part in seed_rows(rows).chunks(100_000) {
             db.repository::<Source>()
-                .batch_insert(part, &BatchOptions::default())
-                .map_err(|e| e.to_string())?;
+                .batch_insert(part, &BatchOptions::default())?;
         }
         let push = |ctx: &mut Ctx, variant: &str, took: Duration, growth: i64| {
             crate::record(
@@ -65,12 +64,8 @@ pub fn run(ctx: &mut Ctx, dbs: &[Dialect], rows: usize) -> Result<(), String> {
             let (base, started) = (rss(), Instant::now());
             let mut peak = 0;
             let mut n = 0;
-            for s in db
-                .repository::<Source>()
-                .find_all(find())
-                .map_err(|e| e.to_string())?
-            {
-                s.map_err(|e| e.to_string())?;
+            for s in db.repository::<Source>().find_all(find())? {
+                s?;
                 n += 1;
                 if n % 10_000 == 0 {
                     peak = peak.max(rss() - base);
@@ -79,54 +74,43 @@ pub fn run(ctx: &mut Ctx, dbs: &[Dialect], rows: usize) -> Result<(), String> {
             check(n, rows)?;
             push(ctx, "tandem-blocking find_all", started.elapsed(), peak);
             let (base, started) = (rss(), Instant::now());
-            let all: Vec<Source> = db
-                .fetch_all(&benchmark_source::table.select_all())
-                .map_err(|e| e.to_string())?;
+            let all: Vec<Source> = db.fetch_all(&benchmark_source::table.select_all())?;
             let (took, growth) = (started.elapsed(), rss() - base);
             check(all.len(), rows)?;
             drop(all);
             push(ctx, "tandem-blocking fetch_all", took, growth);
         }
         if ctx.runs(Executor::Async) {
-            let adb = ctx
-                .rt
-                .block_on(tandem_async::Database::connect_with(
-                    &url,
-                    PoolConfig::default(),
-                ))
-                .map_err(|e| e.to_string())?;
+            let adb = ctx.rt.block_on(tandem_async::Database::connect_with(
+                &url,
+                PoolConfig::default(),
+            ))?;
             let (took, peak, n) = ctx.rt.block_on(async {
                 let (base, started) = (rss(), Instant::now());
                 let mut peak = 0;
                 let mut n = 0;
-                let mut s = adb
-                    .repository::<Source>()
-                    .find_all(find())
-                    .await
-                    .map_err(|e| e.to_string())?;
+                let mut s = adb.repository::<Source>().find_all(find()).await?;
                 while let Some(u) = s.next().await {
-                    u.map_err(|e| e.to_string())?;
+                    u?;
                     n += 1;
                     if n % 10_000 == 0 {
                         peak = peak.max(rss() - base);
                     }
                 }
-                Ok::<_, String>((started.elapsed(), peak, n))
+                Ok::<_, anyhow::Error>((started.elapsed(), peak, n))
             })?;
             check(n, rows)?;
             push(ctx, "tandem-async find_all", took, peak);
             let (base, started) = (rss(), Instant::now());
             let all: Vec<Source> = ctx
                 .rt
-                .block_on(adb.fetch_all(&benchmark_source::table.select_all()))
-                .map_err(|e| e.to_string())?;
+                .block_on(adb.fetch_all(&benchmark_source::table.select_all()))?;
             let (took, growth) = (started.elapsed(), rss() - base);
             check(all.len(), rows)?;
             drop(all);
             push(ctx, "tandem-async fetch_all", took, growth);
         }
-        db.execute(&benchmark_source::table.drop_table())
-            .map_err(|e| e.to_string())?;
+        db.execute(&benchmark_source::table.drop_table())?;
     }
     Ok(())
 }
