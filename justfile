@@ -90,6 +90,18 @@ playground-build:
     cp crates/tandem-playground/web/* "{{site}}/"
     @ls -l "{{site}}/pkg/tandem_playground_bg.wasm"
 
+# The playground's WebAssembly weighed with its own parser, and with syn's parser linked in beside it (what
+# parsing the input with syn would add at least): raw and gzip sizes, same profile.
+wasm-size:
+    #!/usr/bin/env bash
+    set -euo pipefail
+    export CFLAGS_wasm32_unknown_unknown="{{wasm_cflags}}"
+    weigh() { printf '%-44s %9d bytes, %8d gzip\n' "$1" "$(stat -c %s "{{wasm_file}}")" "$(gzip -9c "{{wasm_file}}" | wc -c)"; }
+    cargo build -q -p tandem-playground --lib --target wasm32-unknown-unknown --profile wasm
+    weigh "tandem-playground (hand-written parser)"
+    cargo build -q -p tandem-playground --lib --target wasm32-unknown-unknown --profile wasm --features syn-size-probe
+    weigh "tandem-playground + syn 2 (full, parsing)"
+
 # The playground's wasm-bindgen tests, in headless Chromium through chromedriver.
 playground-wasm-test:
     cd crates/tandem-playground && CFLAGS_wasm32_unknown_unknown="{{wasm_cflags}}" CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner CHROMEDRIVER="${CHROMEDRIVER:-/usr/bin/chromedriver}" cargo test --target wasm32-unknown-unknown --test web
@@ -120,19 +132,19 @@ book: playground-build
 
 # The workshop: run stage NN's tests on your code (`workshop/NN-*/src/lib.rs`) with a verdict.
 check NN:
-    @workshop/run.sh check {{NN}}
+    @cargo run -q -p workshop-runner -- check {{NN}}
 
 # The workshop: the first stage whose tests do not pass yet.
 next:
-    @workshop/run.sh next
+    @cargo run -q -p workshop-runner -- next
 
 # The workshop: stage NN's reference solution, and how your code differs from it.
 solve NN:
-    @workshop/run.sh solve {{NN}}
+    @cargo run -q -p workshop-runner -- solve {{NN}}
 
 # The workshop, for CI: every reference solution passes its tests and every starter fails all of them.
 workshop-verify:
-    workshop/run.sh verify
+    cargo run -q -p workshop-runner -- verify
 
 # The full check: the playground page (built first: the browser test serves it), tests, the playground's
 # wasm-bindgen tests in Chromium, lints, the wasm build, docs, the book, the workshop's verification, the tour

@@ -11,7 +11,6 @@
 //! - [`run`](mod@run): a fresh in-memory SQLite per run: tables, sample rows, the statement.
 //! - [`samples`]: the default schema, sample rows and the examples menu (shared with the book).
 //! - `report` and `json`: one run's outcome as the JSON the page reads; `web` (wasm32 only): the exports.
-//! - `serve` (native only): the static server `just playground` and the browser test use.
 //! - `web/`: the page itself (HTML, one JS module, CSS).
 //!
 //! Nothing here panics on user input: every problem is a [`report::Report`] with a message and a span.
@@ -23,8 +22,6 @@ pub mod report;
 pub mod run;
 pub mod samples;
 pub mod schema;
-#[cfg(not(target_arch = "wasm32"))]
-pub mod serve;
 pub mod syntax;
 #[cfg(target_arch = "wasm32")]
 mod web;

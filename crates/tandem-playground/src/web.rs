@@ -11,6 +11,14 @@ pub fn run(schema: &str, query: &str) -> String {
 }
 
 /// The default table declarations.
+/// `just wasm-size` only: the schema and the query parsed by syn, as a syn-based playground would parse
+/// them (items and an expression), so that its parser is linked in and weighed.
+#[cfg(feature = "syn-size-probe")]
+#[wasm_bindgen]
+pub fn syn_probe(schema: &str, query: &str) -> bool {
+    syn::parse_file(schema).is_ok() && syn::parse_str::<syn::Expr>(query).is_ok()
+}
+
 #[wasm_bindgen]
 pub fn default_schema() -> String {
     crate::samples::DEFAULT_SCHEMA.to_owned()

@@ -1,5 +1,5 @@
-//! The built page in headless Chromium (Debian's `chromium` + `chromium-driver`), driven as a learner uses
-//! it: the page loads its WebAssembly and shows the default query's SQL and rows; a typed query renders for
+//! The built page in headless Chromium (Debian's `chromium` + `chromium-driver`), driven through WebDriver
+//! by fantoccini as a learner uses it: the page loads its WebAssembly and shows the default query's SQL and rows; a typed query renders for
 //! every dialect and runs; a bad query shows its error and the next good one works; an example from the
 //! menu runs; the address reproduces the state. A screenshot is saved to `target/playground-e2e/`.
 //!
@@ -8,16 +8,12 @@
 
 #![cfg_attr(target_arch = "wasm32", allow(unused))]
 
-#[cfg(not(target_arch = "wasm32"))]
-#[path = "support/webdriver.rs"]
-mod webdriver;
-
 use std::path::PathBuf;
 
 #[cfg(not(target_arch = "wasm32"))]
-use libtest_mimic::{Arguments, Completion, Failed, Trial};
+use browser::Page;
 #[cfg(not(target_arch = "wasm32"))]
-use webdriver::Browser;
+use libtest_mimic::{Arguments, Completion, Failed, Trial};
 
 #[cfg(not(target_arch = "wasm32"))]
 fn main() {
@@ -44,6 +40,164 @@ fn unavailable(why: &str) -> Result<Completion, Failed> {
     Ok(Completion::ignored_with(msg))
 }
 
+/// The processes a run needs (chromedriver, the static server) and a WebDriver session through
+/// fantoccini, with the few steps the test repeats.
+#[cfg(not(target_arch = "wasm32"))]
+mod browser {
+    use std::io::BufRead;
+    use std::process::{Child, Command, Stdio};
+    use std::time::{Duration, Instant};
+
+    use fantoccini::{Client, ClientBuilder, Locator};
+    use serde_json::{Value, json};
+
+    /// A child process killed when dropped.
+    pub struct Process(pub Child);
+
+    impl Drop for Process {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+
+    /// A port free at the moment of asking.
+    fn free_port() -> u16 {
+        std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .expect("a free port")
+    }
+
+    /// `playground-serve` (this package's development binary) on a free port; its first line names it.
+    pub fn serve(site: &std::path::Path) -> Result<(Process, String), String> {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_playground-serve"))
+            .arg(site)
+            .arg("127.0.0.1:0")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .map_err(|e| format!("cannot start playground-serve: {e}"))?;
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().expect("piped stdout"))
+            .read_line(&mut line)
+            .map_err(|e| format!("playground-serve said nothing: {e}"))?;
+        let url = line
+            .split_whitespace()
+            .find(|w| w.starts_with("http://"))
+            .ok_or_else(|| format!("playground-serve: {line:?}"))?
+            .to_owned();
+        Ok((Process(child), url))
+    }
+
+    /// chromedriver and a headless Chromium session in it (flags as this machine's browser needs them:
+    /// no sandbox as root, no background networking on a closed network).
+    pub struct Page {
+        pub client: Client,
+        _driver: Process,
+    }
+
+    impl Page {
+        pub async fn start(chromedriver: &str, chromium: &str) -> Result<Page, String> {
+            let port = free_port();
+            let driver = Process(
+                Command::new(chromedriver)
+                    .arg(format!("--port={port}"))
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .spawn()
+                    .map_err(|e| format!("cannot start {chromedriver}: {e}"))?,
+            );
+            let profile =
+                std::env::temp_dir().join(format!("tandem-chromium-{}", std::process::id()));
+            let caps = json!({
+                "browserName": "chrome",
+                "goog:chromeOptions": {
+                    "binary": chromium,
+                    "args": ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                             "--no-first-run", "--disable-background-networking",
+                             "--disable-component-update", "--disable-sync", "--window-size=1400,1300",
+                             format!("--user-data-dir={}", profile.display())]
+                }
+            });
+            let caps = caps.as_object().cloned().expect("an object");
+            let connector = hyper_util::client::legacy::connect::HttpConnector::new();
+            let deadline = Instant::now() + Duration::from_secs(20);
+            // chromedriver takes a moment to listen: retry the session until it answers.
+            let client = loop {
+                match ClientBuilder::new(connector.clone())
+                    .capabilities(caps.clone())
+                    .connect(&format!("http://127.0.0.1:{port}"))
+                    .await
+                {
+                    Ok(c) => break c,
+                    Err(e) if Instant::now() > deadline => {
+                        return Err(format!("no WebDriver session from {chromedriver}: {e}"));
+                    }
+                    Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+                }
+            };
+            Ok(Page {
+                client,
+                _driver: driver,
+            })
+        }
+
+        /// Runs a script; its `return` value comes back.
+        pub async fn script(&self, js: &str) -> Value {
+            self.client
+                .execute(js, Vec::new())
+                .await
+                .unwrap_or_else(|e| panic!("{js}: {e}"))
+        }
+
+        /// Waits (30 s at most) until `js` returns true.
+        pub async fn wait_for(&self, js: &str) {
+            let deadline = Instant::now() + Duration::from_secs(30);
+            while self.script(js).await != Value::Bool(true) {
+                assert!(Instant::now() < deadline, "timed out waiting for: {js}");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+
+        /// Replaces the text of a field, typed key by key.
+        pub async fn type_into(&self, css: &str, text: &str) {
+            let field = self.client.find(Locator::Css(css)).await.expect(css);
+            field.clear().await.expect("clear");
+            field.send_keys(text).await.expect("send keys");
+        }
+
+        pub async fn click(&self, css: &str) {
+            self.client
+                .find(Locator::Css(css))
+                .await
+                .expect(css)
+                .click()
+                .await
+                .expect("click");
+        }
+
+        /// The text of the first element matching `css`.
+        pub async fn text(&self, css: &str) -> String {
+            self.client
+                .find(Locator::Css(css))
+                .await
+                .expect(css)
+                .text()
+                .await
+                .expect("text")
+        }
+
+        pub async fn goto(&self, url: &str) {
+            self.client.goto(url).await.expect(url);
+        }
+
+        pub async fn screenshot(&self) -> Vec<u8> {
+            self.client.screenshot().await.expect("screenshot")
+        }
+    }
+}
+
 /// The whole page, as a learner uses it.
 #[cfg(not(target_arch = "wasm32"))]
 fn page_in_headless_chromium() -> Result<Completion, Failed> {
@@ -66,94 +220,123 @@ fn page_in_headless_chromium() -> Result<Completion, Failed> {
             ));
         }
     }
-    let addr = tandem_playground::serve::start(site, "127.0.0.1:0").expect("serve the page");
-    let b = Browser::start(&chromedriver, &chromium).expect("start headless Chromium");
-    let base = format!("http://{addr}/");
-    b.goto(&base);
-    b.wait_for("return Boolean(window.tandemPlayground && window.tandemPlayground.ready)");
+    let (_server, base) = browser::serve(&site).expect("serve the page");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    rt.block_on(drive(&chromedriver, &chromium, &base))
+}
+
+/// The page driven through WebDriver (fantoccini).
+#[cfg(not(target_arch = "wasm32"))]
+async fn drive(chromedriver: &str, chromium: &str, base: &str) -> Result<Completion, Failed> {
+    let b = Page::start(chromedriver, chromium)
+        .await
+        .expect("start headless Chromium");
+    b.goto(base).await;
+    b.wait_for("return Boolean(window.tandemPlayground && window.tandemPlayground.ready)")
+        .await;
     let usable_ms = b
         .script("return window.tandemPlayground.usableMs")
+        .await
         .as_f64()
         .unwrap_or(f64::NAN);
 
     // The default query: the README's adults, three dialects, three rows from SQLite in WebAssembly.
-    let pg = b.text(r#"[data-dialect="PostgreSQL"] pre.sql"#);
+    let pg = b.text(r#"[data-dialect="PostgreSQL"] pre.sql"#).await;
     assert!(
         pg.contains(r#"WHERE ("users"."age" >= $1) AND ("users"."email" IS NOT NULL)"#),
         "{pg}"
     );
     assert!(
         b.text(r#"[data-dialect="MySQL"] pre.sql"#)
+            .await
             .contains("`users`.`age` >= ?")
     );
-    assert_eq!(b.text("#summary"), "3 rows");
-    assert!(b.text("#grids").contains("ada"));
+    assert_eq!(b.text("#summary").await, "3 rows");
+    assert!(b.text("#grids").await.contains("ada"));
 
     // A query typed key by key.
     b.type_into(
         "#query",
         "users::table\n    .select((users::name, users::age))\n    .filter(users::age.lt(18))\n    .order_by(users::age.desc())",
-    );
-    b.click("#run");
-    b.wait_for("return document.querySelector('#summary').textContent === '2 rows'");
-    let sqlite = b.text(r#"[data-dialect="SQLite"] pre.sql"#);
+    ).await;
+    b.click("#run").await;
+    b.wait_for("return document.querySelector('#summary').textContent === '2 rows'")
+        .await;
+    let sqlite = b.text(r#"[data-dialect="SQLite"] pre.sql"#).await;
     assert_eq!(
         sqlite,
         r#"SELECT "users"."name", "users"."age" FROM "users" WHERE "users"."age" < ? ORDER BY "users"."age" DESC"#
     );
-    let grid = b.text("#grids");
+    let grid = b.text("#grids").await;
     assert!(
         grid.find("bob").unwrap() < grid.find("ed").unwrap(),
         "{grid}"
     );
     let run_ms = b
         .script("return window.tandemPlayground.lastRunMs")
+        .await
         .as_f64()
         .unwrap_or(f64::NAN);
 
     // A bad query: the error with its caret, no stale SQL; then a good one works again.
-    b.type_into("#query", "users::table.filter(users::age.eq(\"x\"))");
-    b.click("#run");
-    b.wait_for("return !document.querySelector('#error').hidden");
-    let err = b.text("#error-text");
+    b.type_into("#query", "users::table.filter(users::age.eq(\"x\"))")
+        .await;
+    b.click("#run").await;
+    b.wait_for("return !document.querySelector('#error').hidden")
+        .await;
+    let err = b.text("#error-text").await;
     assert!(err.contains("expected `i32`"), "{err}");
     assert!(err.contains("query:1:35") && err.contains("^^^"), "{err}");
-    assert!(b.script("return document.querySelectorAll('#dialects .dialect').length") == 0);
+    assert!(
+        b.script("return document.querySelectorAll('#dialects .dialect').length")
+            .await
+            == 0
+    );
     std::fs::create_dir_all(workspace().join("target/playground-e2e")).unwrap();
     std::fs::write(
         workspace().join("target/playground-e2e/error.png"),
-        b.screenshot(),
+        b.screenshot().await,
     )
     .unwrap();
-    b.type_into("#query", "users::table.select(count_star())");
-    b.click("#run");
-    b.wait_for("return document.querySelector('#error').hidden && document.querySelector('#summary').textContent === '1 row'");
-    assert!(b.text("#grids").contains('5'));
+    b.type_into("#query", "users::table.select(count_star())")
+        .await;
+    b.click("#run").await;
+    b.wait_for("return document.querySelector('#error').hidden && document.querySelector('#summary').textContent === '1 row'").await;
+    assert!(b.text("#grids").await.contains('5'));
 
     // An example from the menu, and a schema the learner changed.
-    b.script("const s = document.querySelector('#examples'); s.value = 'no_orders'; s.dispatchEvent(new Event('change')); return true;");
-    b.wait_for("return document.querySelector('#summary').textContent === '2 rows'");
+    b.script("const s = document.querySelector('#examples'); s.value = 'no_orders'; s.dispatchEvent(new Event('change')); return true;").await;
+    b.wait_for("return document.querySelector('#summary').textContent === '2 rows'")
+        .await;
     assert!(
         b.text(r#"[data-dialect="SQLite"] pre.sql"#)
+            .await
             .contains("NOT EXISTS")
     );
 
     // The address carries the state: a fresh load reproduces it.
     let url = b
         .script("return location.href")
+        .await
         .as_str()
         .unwrap_or_default()
         .to_owned();
     assert!(url.contains("q="), "{url}");
-    b.goto(&base);
-    b.goto(&url);
-    b.wait_for("return Boolean(window.tandemPlayground && window.tandemPlayground.ready)");
+    b.goto(base).await;
+    b.goto(&url).await;
+    b.wait_for("return Boolean(window.tandemPlayground && window.tandemPlayground.ready)")
+        .await;
     assert!(
-        b.script("return document.querySelector('#query').value.includes('not_exists')") == true
+        b.script("return document.querySelector('#query').value.includes('not_exists')")
+            .await
+            == true
     );
-    assert_eq!(b.text("#summary"), "2 rows");
+    assert_eq!(b.text("#summary").await, "2 rows");
 
-    let png = b.screenshot();
+    let png = b.screenshot().await;
     assert!(png.starts_with(b"\x89PNG"), "a PNG screenshot");
     std::fs::write(workspace().join("target/playground-e2e/page.png"), png).unwrap();
     let wasm =
@@ -162,5 +345,6 @@ fn page_in_headless_chromium() -> Result<Completion, Failed> {
     println!(
         "playground: usable {usable_ms:.0} ms after navigation; a typed query rendered and ran in {run_ms:.1} ms; {wasm} bytes of WebAssembly"
     );
+    let _ = b.client.close().await;
     Ok(Completion::Completed)
 }

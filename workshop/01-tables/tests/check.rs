@@ -18,7 +18,6 @@ fn ident(s: &'static str) -> Ident {
 }
 
 /// The declaration yields exactly the chapter's table.
-#[test]
 fn book_declaration_is_the_specified_table() {
     let col = |name, ty, nullable| ColumnDef {
         nullable,
@@ -54,7 +53,6 @@ fn book_declaration_is_the_specified_table() {
 }
 
 /// On every engine the DDL declares the key, the unique title and the author index.
-#[test]
 fn ddl_on_every_engine() {
     for d in Dialect::ALL {
         let sql: Vec<String> = <books::table as Table>::schema()
@@ -79,7 +77,6 @@ fn ddl_on_every_engine() {
 }
 
 /// Each Rust type maps as tandem's own `SqlValue` does.
-#[test]
 fn types_match_tandem() {
     fn oracle<T: SqlValue>() -> Option<(SqlType, bool)> {
         Some((T::SQL_TYPE, T::NULLABLE))
@@ -107,7 +104,6 @@ fn types_match_tandem() {
 
 proptest! {
     /// Names that are not column types are `None`, never a panic.
-    #[test]
     fn other_names_are_none(name in "[A-Za-z<>0-9_:]{0,16}") {
         let known = ["bool", "i16", "i32", "i64", "f32", "f64", "String", "Vec<u8>"];
         let inner = name.strip_prefix("Option<").and_then(|n| n.strip_suffix('>')).unwrap_or(&name);
@@ -117,8 +113,15 @@ proptest! {
 }
 
 /// `Option<Option<T>>` is not a column type.
-#[test]
 fn nested_options_are_none() {
     assert_eq!(sql_type_of("Option<Option<i64>>"), None);
     assert_eq!(sql_type_of("Option<u32>"), None);
 }
+
+workshop_harness::checks!(
+    book_declaration_is_the_specified_table,
+    ddl_on_every_engine,
+    types_match_tandem,
+    other_names_are_none,
+    nested_options_are_none,
+);

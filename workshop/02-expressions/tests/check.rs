@@ -34,7 +34,6 @@ fn as_int(b: Option<bool>) -> Option<i64> {
 
 proptest! {
     /// AND, OR and NOT agree with SQLite on every combination.
-    #[test]
     fn logic_agrees_with_sqlite(a in tv(), b in tv()) {
         let c = sqlite();
         prop_assert_eq!(and3(a, b), ask(&c, "SELECT ?1 AND ?2", vec![as_int(a), as_int(b)]), "{:?} AND {:?}", a, b);
@@ -43,13 +42,11 @@ proptest! {
     }
 
     /// `=` agrees with SQLite, NULLs included.
-    #[test]
     fn equality_agrees_with_sqlite(a in proptest::option::of(-3i64..3), b in proptest::option::of(-3i64..3)) {
         prop_assert_eq!(eq3(a, b), ask(&sqlite(), "SELECT ?1 = ?2", vec![a, b]), "{:?} = {:?}", a, b);
     }
 
     /// `IN` agrees with SQLite, NULLs included.
-    #[test]
     fn in_agrees_with_sqlite(
         x in proptest::option::of(0i64..4),
         list in proptest::collection::vec(proptest::option::of(0i64..4), 1..6),
@@ -63,7 +60,6 @@ proptest! {
 }
 
 /// The query returns exactly the rows the rule describes, with its values bound as parameters.
-#[test]
 fn the_query_returns_the_specified_rows() {
     let select = adults_query();
     let r = select.render(Dialect::Sqlite).unwrap();
@@ -98,3 +94,10 @@ fn the_query_returns_the_specified_rows() {
         .unwrap();
     assert_eq!(names, ["ada", "cy", "eve", "fay"]);
 }
+
+workshop_harness::checks!(
+    logic_agrees_with_sqlite,
+    equality_agrees_with_sqlite,
+    in_agrees_with_sqlite,
+    the_query_returns_the_specified_rows,
+);

@@ -22,7 +22,6 @@ fn dialect() -> impl Strategy<Value = Dialect> {
 
 proptest! {
     /// Any valid name is quoted exactly as tandem quotes it.
-    #[test]
     fn quoting_matches_tandem(d in dialect(), name in "[a-z\"` _é]{1,12}") {
         let Ok(ident) = Ident::new(name.clone()) else { return Ok(()) };
         let sql = Select::from(ident).render(d).unwrap().sql;
@@ -31,7 +30,6 @@ proptest! {
     }
 
     /// The n-th placeholder is the one tandem writes for the n-th value.
-    #[test]
     fn placeholders_match_tandem(d in dialect(), n in 1usize..15) {
         let mut select = Select::from(Ident::new("t").unwrap());
         for i in 0..n {
@@ -48,7 +46,6 @@ proptest! {
     }
 
     /// Rows per INSERT are what tandem's batch splitter uses.
-    #[test]
     fn rows_per_insert_matches_tandem(d in dialect(), columns in 0usize..70_000) {
         let oracle = tandem_sql::batch::rows_per_statement(d, columns, None).unwrap_or(0);
         prop_assert_eq!(rows_per_insert(d, columns), oracle);
@@ -56,10 +53,16 @@ proptest! {
 }
 
 /// The seed workload's chunk: 1,000 rows of 3 columns fit in one statement everywhere.
-#[test]
 fn the_seed_chunk_fits() {
     for d in Dialect::ALL {
         assert!(rows_per_insert(d, 3) >= 1_000, "{d}");
     }
     assert_eq!(rows_per_insert(Dialect::Sqlite, 2), 16_383);
 }
+
+workshop_harness::checks!(
+    quoting_matches_tandem,
+    placeholders_match_tandem,
+    rows_per_insert_matches_tandem,
+    the_seed_chunk_fits,
+);

@@ -50,7 +50,6 @@ fn balances(db: &Database, ids: &[i64]) -> Vec<i64> {
 }
 
 /// A transfer moves the amount: one balance down, the other up.
-#[test]
 fn moves_money() {
     on_engines("w4move", &[100, 0], |db, ids| {
         transfer(db, ids[0], ids[1], 30).unwrap();
@@ -59,7 +58,6 @@ fn moves_money() {
 }
 
 /// An overdraft is refused and changes nothing.
-#[test]
 fn overdraft_changes_nothing() {
     on_engines("w4over", &[100, 0], |db, ids| {
         assert!(matches!(
@@ -71,7 +69,6 @@ fn overdraft_changes_nothing() {
 }
 
 /// A missing account on either side is refused, and the debit of a transfer to nowhere is rolled back.
-#[test]
 fn missing_accounts_change_nothing() {
     on_engines("w4missing", &[100, 0], |db, ids| {
         assert!(matches!(
@@ -94,7 +91,6 @@ fn missing_accounts_change_nothing() {
 /// Eight threads transferring at once: every balance is what the successful transfers say, none is
 /// negative, no money appears or vanishes. A transfer may give up on a deadlock or serialization failure the
 /// executor could not retry away; it must then have changed nothing either.
-#[test]
 fn concurrent_transfers_keep_the_books() {
     let start = [1_000i64; 6];
     on_engines("w4threads", &start, |db, ids| {
@@ -145,3 +141,10 @@ fn concurrent_transfers_keep_the_books() {
         assert_eq!(got.iter().sum::<i64>(), 6_000);
     });
 }
+
+workshop_harness::checks!(
+    moves_money,
+    overdraft_changes_nothing,
+    missing_accounts_change_nothing,
+    concurrent_transfers_keep_the_books,
+);

@@ -45,7 +45,6 @@ fn on_engines(name: &str, f: impl Fn(&Database, &[Account])) {
 }
 
 /// `rich` returns exactly the accounts at or above the floor, richest first, ties by id.
-#[test]
 fn rich_accounts_in_order() {
     on_engines("w5rich", |db, all| {
         let mut expected: Vec<Account> = all.iter().filter(|a| a.balance >= 600).cloned().collect();
@@ -61,7 +60,6 @@ fn rich_accounts_in_order() {
 }
 
 /// Keyset pages: every id once, in order, `size` per page but the last.
-#[test]
 fn keyset_pages_cover_every_row_once() {
     on_engines("w5pages", |db, all| {
         let mut ids: Vec<i64> = all.iter().map(|a| a.id).collect();
@@ -78,7 +76,6 @@ fn keyset_pages_cover_every_row_once() {
 }
 
 /// `top_up` changes exactly the accounts below the floor, to the floor, in one statement.
-#[test]
 fn top_up_raises_the_poor_only() {
     on_engines("w5topup", |db, all| {
         let below = all.iter().filter(|a| a.balance < 300).count() as u64;
@@ -99,3 +96,9 @@ fn top_up_raises_the_poor_only() {
         );
     });
 }
+
+workshop_harness::checks!(
+    rich_accounts_in_order,
+    keyset_pages_cover_every_row_once,
+    top_up_raises_the_poor_only,
+);

@@ -16,7 +16,6 @@ use tandem_blocking::{Database, Error, PoolConfig};
 use workshop_support::{ENGINES, db};
 
 /// The configuration says what the chapter asks, for small and large pools.
-#[test]
 fn configuration() {
     for max in [1u32, 2, 7, 40] {
         let c = service_pool(max);
@@ -35,7 +34,6 @@ fn configuration() {
 }
 
 /// Each error gets its answer.
-#[test]
 fn answers() {
     let saturated = Error::PoolSaturated {
         pending: 8,
@@ -60,7 +58,6 @@ fn answers() {
 
 /// Thirty requests at once against `service_pool(2)`, each holding its connection 300 ms: two are
 /// served at once, four wait, the rest are refused at once — and every refusal is answered 503.
-#[test]
 fn a_crowd_meets_the_pool() {
     for dialect in ENGINES {
         let Some(target) = db::target(dialect, "w7crowd") else {
@@ -103,3 +100,5 @@ fn a_crowd_meets_the_pool() {
         assert!(m.size <= 2, "{dialect}: never more than two connections");
     }
 }
+
+workshop_harness::checks!(configuration, answers, a_crowd_meets_the_pool,);

@@ -26,7 +26,6 @@ fn source(name: &str, value: i32) -> Source {
 }
 
 /// The processor's three cases.
-#[test]
 fn processor_rules() {
     match process(source("item-7", 21)).unwrap() {
         Processed::Write(t) => assert_eq!(
@@ -48,7 +47,6 @@ fn processor_rules() {
 
 proptest! {
     /// Partitions cover every key once, in order, with sizes that differ by at most one.
-    #[test]
     fn partitions_cover_the_range(lo in -1_000i64..1_000, len in 0i64..5_000, n in 0usize..40) {
         let hi = lo + len - 1;
         let parts = split(lo, hi, n);
@@ -68,7 +66,6 @@ proptest! {
 }
 
 /// The widest range does not overflow.
-#[test]
 fn the_widest_range() {
     let parts = split(i64::MIN, i64::MAX, 4);
     assert_eq!(parts.len(), 4);
@@ -121,7 +118,6 @@ fn check_target(db: &Database, rows: &[Source]) {
 /// The job with your processor and your partitions (via the job's parallelism: the runner splits the same
 /// way) writes every non-negative row once, skips the rest, and survives a processor that dies midway: the
 /// rerun resumes after the last committed chunk.
-#[test]
 fn the_job_runs_and_restarts() {
     for dialect in ENGINES {
         let Some(target) = db::target(dialect, "w8job") else {
@@ -167,3 +163,10 @@ fn the_job_runs_and_restarts() {
         check_target(&db, &rows);
     }
 }
+
+workshop_harness::checks!(
+    processor_rules,
+    partitions_cover_the_range,
+    the_widest_range,
+    the_job_runs_and_restarts,
+);

@@ -14,7 +14,6 @@ use stage::{Model, Workload, choose, median, ops_per_sec};
 
 proptest! {
     /// The median is the middle of the sorted samples, whatever their order.
-    #[test]
     fn median_is_the_middle(mut ms in proptest::collection::vec(0u64..10_000, 1..50)) {
         let samples: Vec<Duration> = ms.iter().map(|m| Duration::from_micros(*m)).collect();
         ms.sort();
@@ -27,7 +26,6 @@ proptest! {
 }
 
 /// No samples, no median; one outlier does not move it.
-#[test]
 fn median_edges() {
     assert_eq!(median(&[]), None);
     let ms = |v: &[u64]| {
@@ -42,7 +40,6 @@ fn median_edges() {
 }
 
 /// Operations per second, with the edges.
-#[test]
 fn throughput() {
     assert_eq!(ops_per_sec(500, Duration::from_millis(250)), 2_000.0);
     assert_eq!(ops_per_sec(0, Duration::ZERO), 0.0);
@@ -50,7 +47,6 @@ fn throughput() {
 }
 
 /// The guide's table, row by row.
-#[test]
 fn the_selection_guide() {
     let w = |concurrent_requests, async_stack, batch_heavy, team_knows_threads| Workload {
         concurrent_requests,
@@ -71,3 +67,10 @@ fn the_selection_guide() {
         assert_eq!(choose(&workload), model, "{workload:?}");
     }
 }
+
+workshop_harness::checks!(
+    median_is_the_middle,
+    median_edges,
+    throughput,
+    the_selection_guide,
+);

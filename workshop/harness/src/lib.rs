@@ -1,0 +1,110 @@
+//! The harness of the workshop's tests (`harness = false` on each stage's `tests/check.rs`).
+//!
+//! A stage lists its checks with [`checks!`]; they run under libtest-mimic, so `cargo test` looks and filters
+//! as usual. When `TANDEM_WORKSHOP_REPORT` names a file, the outcome of every check (passed or not, and what
+//! a failing one said) is also written there as JSON ([`Report`]): the workshop runner (`just check NN`)
+//! reads that, never libtest's text.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::{Arc, Mutex};
+
+use libtest_mimic::{Arguments, Failed, Trial};
+use serde::{Deserialize, Serialize};
+
+/// The variable naming the report file.
+pub const REPORT_VAR: &str = "TANDEM_WORKSHOP_REPORT";
+
+/// What a run of a stage's checks wrote.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    /// Every check that ran (filtered-out checks are not listed).
+    pub checks: Vec<Outcome>,
+}
+
+/// One check's outcome.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Outcome {
+    /// The check's name (its function's).
+    pub name: String,
+    /// Whether it passed.
+    pub passed: bool,
+    /// What a failing check said (its panic message), first line first.
+    pub message: Option<String>,
+}
+
+/// One check: a name and the function that panics when the learner's code is wrong.
+pub struct Check {
+    name: &'static str,
+    run: Box<dyn FnOnce() + Send + 'static>,
+}
+
+impl Check {
+    /// A check called `name`.
+    pub fn new(name: &'static str, run: impl FnOnce() + Send + 'static) -> Check {
+        Check {
+            name,
+            run: Box::new(run),
+        }
+    }
+}
+
+/// Declares the stage's `main`: `checks!(a, b, c)` runs the functions `a`, `b` and `c` as checks.
+#[macro_export]
+macro_rules! checks {
+    ($($name:ident),* $(,)?) => {
+        fn main() {
+            $crate::main(vec![$($crate::Check::new(stringify!($name), $name)),*]);
+        }
+    };
+}
+
+/// The text of a panic payload.
+fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "the check panicked".to_owned())
+}
+
+/// Runs the checks with libtest's command line; writes the report when asked; exits with libtest's code.
+pub fn main(checks: Vec<Check>) {
+    let args = Arguments::from_args();
+    let outcomes = Arc::new(Mutex::new(Vec::new()));
+    let trials = checks
+        .into_iter()
+        .map(|c| {
+            let outcomes = outcomes.clone();
+            Trial::test(c.name, move || {
+                let result = catch_unwind(AssertUnwindSafe(c.run)).map_err(|p| panic_text(&*p));
+                outcomes
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push(Outcome {
+                        name: c.name.to_owned(),
+                        passed: result.is_ok(),
+                        message: result.as_ref().err().cloned(),
+                    });
+                result.map_err(Failed::from)
+            })
+        })
+        .collect();
+    let conclusion = libtest_mimic::run(&args, trials);
+    if let Ok(path) = std::env::var(REPORT_VAR) {
+        let mut checks = outcomes.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        checks.sort_by(|a, b| a.name.cmp(&b.name));
+        let report = Report { checks };
+        let json = serde_json::to_string_pretty(&report).expect("a report serializes");
+        if let Err(e) = std::fs::write(&path, json) {
+            eprintln!("cannot write the workshop report to {path}: {e}");
+            std::process::exit(101);
+        }
+    }
+    conclusion.exit();
+}
+
+/// Reads a report written by [`main`].
+pub fn read_report(path: &std::path::Path) -> Result<Report, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
+}
