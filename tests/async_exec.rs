@@ -1,7 +1,7 @@
 //! The async executor and repository against SQLite, PostgreSQL and MariaDB: the blocking side's test list
 //! on sqlx, plus cancellation — dropped streams, dropped query futures and dropped transactions.
 
-mod support;
+use tandem_test_support::schema as support;
 use tandem_test_support::{db, events, harness};
 
 use std::time::Duration;

@@ -1,7 +1,7 @@
 //! The blocking executor and repository against SQLite, PostgreSQL and MariaDB: every repository method,
 //! the transaction rules, killed connections, large batches and bad input.
 
-mod support;
+use tandem_test_support::schema as support;
 use tandem_test_support::{db, engine_test, events, harness};
 
 use std::panic::{AssertUnwindSafe, catch_unwind};

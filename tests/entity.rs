@@ -1,6 +1,6 @@
 //! What `#[derive(Table)]` generates for a row struct: schema, entity values, and decoding.
 
-mod support;
+use tandem_test_support::schema as support;
 
 use std::sync::Arc;
 

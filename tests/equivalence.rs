@@ -2,7 +2,7 @@
 //! executor, each on fresh tables of the same engine, give the same result at every step and the same final
 //! table contents — on SQLite, PostgreSQL and MariaDB.
 
-mod support;
+use tandem_test_support::schema as support;
 use tandem_test_support::{db, harness};
 
 use futures_util::TryStreamExt;

@@ -1,6 +1,6 @@
 //! Bad input gets a typed error, never a panic and never broken SQL.
 
-mod support;
+use tandem_test_support::schema as support;
 
 use support::users;
 use tandem_sql::ast::{self, Conflict, Expr, Insert, Select, TableSchema};

@@ -1,6 +1,6 @@
 //! Exact SQL of every statement kind, for SQLite, PostgreSQL and MySQL side by side.
 
-mod support;
+use tandem_test_support::schema as support;
 
 use support::{orders, sql3, users};
 use tandem_sql::prelude::*;

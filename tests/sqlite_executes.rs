@@ -2,7 +2,7 @@
 //! keys, ignore and upsert, updates, deletes, joins, subqueries, hostile identifiers and split batches.
 //! (PostgreSQL and MariaDB run the same statements in the executors' tests.)
 
-mod support;
+use tandem_test_support::schema as support;
 
 use rusqlite::Connection;
 use support::{orders, users};

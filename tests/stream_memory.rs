@@ -2,7 +2,7 @@
 //! either executor: the producer waits for the consumer, a bounded number of rows at a time. (Its own test
 //! binary, so no other test's allocations share the process.)
 
-mod support;
+use tandem_test_support::schema as support;
 use tandem_test_support::{db, harness};
 
 use futures_util::StreamExt;

@@ -1,6 +1,5 @@
 // Arithmetic on a text column does not compile.
-#[path = "../support/mod.rs"]
-mod support;
+use tandem_test_support::schema as support;
 use support::users;
 use tandem_sql::prelude::*;
 

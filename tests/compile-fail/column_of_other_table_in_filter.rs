@@ -1,6 +1,5 @@
 // A filter on a column of a table that is not in FROM or a JOIN does not compile.
-#[path = "../support/mod.rs"]
-mod support;
+use tandem_test_support::schema as support;
 use support::{orders, users};
 use tandem_sql::prelude::*;
 

@@ -1,6 +1,5 @@
 // An `i32` column compared with a string does not compile.
-#[path = "../support/mod.rs"]
-mod support;
+use tandem_test_support::schema as support;
 use support::users;
 use tandem_sql::prelude::*;
 

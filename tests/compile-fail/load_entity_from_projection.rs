@@ -1,6 +1,5 @@
 // An entity is loaded from its table's `select_all()`, not from a projection of some of its columns.
-#[path = "../support/mod.rs"]
-mod support;
+use tandem_test_support::schema as support;
 use support::{User, users};
 use tandem_blocking::Executor;
 use tandem_sql::prelude::*;

@@ -1,6 +1,5 @@
 // Every column of a LEFT JOINed table may be NULL: a typed load reads it only into an `Option`.
-#[path = "../support/mod.rs"]
-mod support;
+use tandem_test_support::schema as support;
 use support::{orders, users};
 use tandem_blocking::Executor;
 use tandem_sql::prelude::*;

@@ -1,6 +1,5 @@
 // A typed load does not read a column that may be NULL (an `Option` field) into a non-`Option` type.
-#[path = "../support/mod.rs"]
-mod support;
+use tandem_test_support::schema as support;
 use support::users;
 use tandem_blocking::Executor;
 use tandem_sql::prelude::*;

@@ -1,6 +1,5 @@
 // SUM over no rows is NULL: a computed column other than COUNT loads only into an `Option`.
-#[path = "../support/mod.rs"]
-mod support;
+use tandem_test_support::schema as support;
 use support::users;
 use tandem_async::Executor;
 use tandem_sql::prelude::*;

@@ -1,6 +1,5 @@
 // A typed load reads each column into a type of its own kind: an INT column is not an `i64`.
-#[path = "../support/mod.rs"]
-mod support;
+use tandem_test_support::schema as support;
 use support::users;
 use tandem_blocking::Executor;
 use tandem_sql::prelude::*;

@@ -1,6 +1,5 @@
 // Selecting a column of a table the query does not have does not compile.
-#[path = "../support/mod.rs"]
-mod support;
+use tandem_test_support::schema as support;
 use support::{orders, users};
 use tandem_sql::prelude::*;
 

@@ -1,6 +1,5 @@
 // An UPDATE cannot set a column of another table.
-#[path = "../support/mod.rs"]
-mod support;
+use tandem_test_support::schema as support;
 use support::{orders, users};
 use tandem_sql::prelude::*;
 

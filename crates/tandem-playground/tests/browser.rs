@@ -325,16 +325,16 @@ async fn drive(chromedriver: &str, chromium: &str, base: &str) -> Result<Complet
         .unwrap_or_default()
         .to_owned();
     assert!(url.contains("q="), "{url}");
-    b.goto(base).await;
+    // A fresh load (leaving the page first: the state is in the fragment, and a fragment change alone
+    // would keep the loaded page), then the state applied: waited for, not read once.
+    b.goto("about:blank").await;
     b.goto(&url).await;
-    b.wait_for("return Boolean(window.tandemPlayground && window.tandemPlayground.ready)")
-        .await;
-    assert!(
-        b.script("return document.querySelector('#query').value.includes('not_exists')")
-            .await
-            == true
-    );
-    assert_eq!(b.text("#summary").await, "2 rows");
+    b.wait_for(
+        "return Boolean(window.tandemPlayground && window.tandemPlayground.ready) \
+         && document.querySelector('#query').value.includes('not_exists') \
+         && document.querySelector('#summary').textContent === '2 rows'",
+    )
+    .await;
 
     let png = b.screenshot().await;
     assert!(png.starts_with(b"\x89PNG"), "a PNG screenshot");

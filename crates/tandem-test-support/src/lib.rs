@@ -8,12 +8,15 @@
 //!   unreachable is reported *ignored* with the reason, and fails under `CI=true`.
 //! - [`pools`]: both executors' pools behind one face, for the pool tests.
 //! - [`events`]: a table of every date, time and UUID type.
+//! - [`schema`]: the users-and-orders schema the cross-crate tests (and the compile-fail cases) share, with
+//!   the error helpers the executor tests use.
 #![allow(missing_docs)]
 
 pub mod db;
 pub mod events;
 pub mod harness;
 pub mod pools;
+pub mod schema;
 pub mod servers;
 
 #[cfg(feature = "testcontainers")]
