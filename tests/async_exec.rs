@@ -224,6 +224,38 @@ async_engine_test!(
     finders_and_pages
 );
 
+async fn ids_of_kept_rows_when_duplicates_are_skipped(t: &ADb) {
+    let db = &t.db;
+    setup(db).await;
+    let repo = db.repository::<User>();
+    let first: Vec<User> = (0..10).map(|i| user(&format!("d{i}"), i)).collect();
+    repo.batch_insert(&first, &BatchOptions::default())
+        .await
+        .unwrap();
+    let mixed: Vec<User> = (5..15).map(|i| user(&format!("d{i}"), i)).collect();
+    let opts = BatchOptions {
+        ignore_duplicates: true,
+        return_ids: true,
+        chunk_rows: Some(4),
+        ..BatchOptions::default()
+    };
+    let r = repo.batch_insert(&mixed, &opts).await.unwrap();
+    assert_eq!(r.inserted, 5);
+    let mut kept = Vec::new();
+    for i in 10..15 {
+        let q = users::table
+            .select(users::id)
+            .filter(users::name.eq(format!("d{i}")));
+        kept.push(db.fetch_one::<(i64,)>(&q).await.unwrap().0);
+    }
+    assert_eq!(r.ids, kept);
+}
+
+async_engine_test!(
+    /// Ignoring duplicates and returning keys together: the keys of the rows kept, in insertion order.
+    ids_of_kept_rows_when_duplicates_are_skipped
+);
+
 async fn batches_and_bulk_changes(t: &ADb) {
     let db = &t.db;
     setup(db).await;
@@ -1310,6 +1342,7 @@ fn main() {
             crud::cases(),
             finders_and_pages::cases(),
             batches_and_bulk_changes::cases(),
+            ids_of_kept_rows_when_duplicates_are_skipped::cases(),
             batch_beyond_parameter_limit::cases(),
             transaction_rules::cases(),
             transaction_options_and_retry::cases(),

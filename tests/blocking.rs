@@ -156,6 +156,27 @@ engine_test!(
 );
 
 engine_test!(
+    /// Ignoring duplicates and returning keys together: the keys are those of the rows kept, in insertion
+    /// order — on MySQL too, where a multi-row statement that skipped rows cannot tell them.
+    ids_of_kept_rows_when_duplicates_are_skipped,
+    |t: &TestDb| {
+        let db = &t.db;
+        setup(db);
+        let repo = db.repository::<User>();
+        let first: Vec<User> = (0..10).map(|i| user(&format!("d{i}"), i)).collect();
+        repo.batch_insert(&first, &BatchOptions::default()).unwrap();
+        let mixed: Vec<User> = (5..15).map(|i| user(&format!("d{i}"), i)).collect();
+        let opts = BatchOptions { ignore_duplicates: true, return_ids: true, chunk_rows: Some(4), ..BatchOptions::default() };
+        let r = repo.batch_insert(&mixed, &opts).unwrap();
+        assert_eq!(r.inserted, 5);
+        let kept: Vec<i64> = (10..15)
+            .map(|i| db.fetch_one::<(i64,)>(&users::table.select(users::id).filter(users::name.eq(format!("d{i}")))).unwrap().0)
+            .collect();
+        assert_eq!(r.ids, kept);
+    }
+);
+
+engine_test!(
     /// More rows than one statement may bind are split and stored exactly once.
     batch_beyond_parameter_limit,
     |t: &TestDb| {
@@ -811,6 +832,10 @@ fn main() {
             harness::engines("crud", crud::run),
             harness::engines("finders_and_pages", finders_and_pages::run),
             harness::engines("batches_and_bulk_changes", batches_and_bulk_changes::run),
+            harness::engines(
+                "ids_of_kept_rows_when_duplicates_are_skipped",
+                ids_of_kept_rows_when_duplicates_are_skipped::run,
+            ),
             harness::engines(
                 "batch_beyond_parameter_limit",
                 batch_beyond_parameter_limit::run,

@@ -456,17 +456,16 @@ impl crate::Executor for PooledConnection {
             c.simple(&sql).await?;
         }
         let outcomes = c.run_steps(&plan.steps).await;
-        let mut ended = Ok(());
+        let mut ending = tandem_core::Ending::new(outcomes.is_ok());
         for sql in tandem_core::tx::end(self.dialect, &opts, outcomes.is_ok()) {
-            let r = c.simple(&sql).await;
-            if outcomes.is_ok() && ended.is_ok() {
-                ended = r;
-            }
+            ending.record(c.simple(&sql).await);
         }
-        if ended.is_ok() {
+        // Still inside a transaction unless every end statement ran: the connection is then not reused
+        // as is (see `in_transaction`).
+        if ending.all_ok() {
             c.in_transaction = false;
         }
-        ended?;
+        ending.finish()?;
         plan.finish(outcomes?)
     }
 

@@ -416,15 +416,12 @@ impl Database {
         opts: TxOptions,
         mut f: impl AsyncFnMut(&Transaction) -> Result<T, E>,
     ) -> Result<T, E> {
-        let mut attempt = 1;
+        let mut attempts = tandem_core::Attempts::new(&opts);
         loop {
             let conn = self.acquire().await?;
             let tx = match Transaction::begin(conn, &opts).await {
                 Ok(tx) => tx,
-                Err(e) if opts.should_retry(&e, attempt) => {
-                    attempt += 1;
-                    continue;
-                }
+                Err(e) if attempts.again(&e, false) => continue,
                 Err(e) => return Err(e.into()),
             };
             let result = match f(&tx).await {
@@ -437,10 +434,7 @@ impl Database {
             let seen = result.is_err() && tx.retriable_seen().await;
             drop(tx);
             match result {
-                Err(e) if opts.should_retry_any(&e, seen, attempt) => {
-                    tracing::debug!(attempt, "retrying transaction");
-                    attempt += 1;
-                }
+                Err(e) if attempts.again(&e, seen) => continue,
                 other => return other,
             }
         }
@@ -459,21 +453,18 @@ impl Database {
     pub(crate) async fn run_plan<T>(&self, plan: Plan<T>) -> Result<T> {
         if plan.needs_transaction() {
             let opts = TxOptions::default();
-            let mut attempt = 1;
-            loop {
+            let outcomes = crate::transaction::retry(&opts, || async {
                 let tx = self.begin(opts.clone()).await?;
-                let result = match tx.run_steps(&plan.steps).await {
+                match tx.run_steps(&plan.steps).await {
                     Ok(outcomes) => tx.end(&opts, true).await.map(|()| outcomes),
                     Err(e) => {
                         let _ = tx.end(&opts, false).await;
                         Err(e)
                     }
-                };
-                match result {
-                    Err(e) if opts.should_retry(&e, attempt) => attempt += 1,
-                    other => return plan.finish(other?),
                 }
-            }
+            })
+            .await?;
+            return plan.finish(outcomes);
         }
         let outcomes = self.acquire().await?.run_steps(&plan.steps).await?;
         plan.finish(outcomes)

@@ -123,13 +123,11 @@ impl Transaction {
     /// Releases the savepoint, or rolls back to it and releases it (see [`tx::end_savepoint`]); only a
     /// failed release after success is an error.
     async fn end_savepoint(&self, depth: u32, ok: bool) -> Result<()> {
+        let mut ending = tx::Ending::new(ok);
         for sql in tx::end_savepoint(depth, ok) {
-            let ended = self.simple(&sql).await;
-            if ok {
-                ended?;
-            }
+            ending.record(self.simple(&sql).await);
         }
-        Ok(())
+        ending.finish()
     }
 
     pub(crate) async fn run_steps(&self, steps: &std::sync::Arc<[Step]>) -> Result<Vec<Outcome>> {
@@ -212,13 +210,10 @@ where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<T>>,
 {
-    let mut n = 1;
+    let mut attempts = tandem_core::Attempts::new(opts);
     loop {
         match attempt().await {
-            Err(e) if opts.should_retry(&e, n) => {
-                tracing::debug!(attempt = n, error = %e, "retrying");
-                n += 1;
-            }
+            Err(e) if attempts.again(&e, false) => continue,
             other => return other,
         }
     }

@@ -274,14 +274,11 @@ impl Database {
         opts: TxOptions,
         mut f: impl FnMut(&Transaction) -> Result<T, E>,
     ) -> Result<T, E> {
-        let mut attempt = 1;
+        let mut attempts = tandem_core::Attempts::new(&opts);
         loop {
             let conn = self.acquire()?;
             match Transaction::run_closure(conn, &opts, &mut f) {
-                (Err(e), seen) if opts.should_retry_any(&e, seen, attempt) => {
-                    tracing::debug!(attempt, "retrying transaction");
-                    attempt += 1;
-                }
+                (Err(e), seen) if attempts.again(&e, seen) => continue,
                 (other, _) => return other,
             }
         }

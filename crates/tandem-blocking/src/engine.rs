@@ -107,12 +107,11 @@ impl crate::Executor for PooledConnection {
                 c.simple(&sql)?;
             }
             let outcomes = run_steps(c, &plan.steps);
+            let mut ending = tx::Ending::new(outcomes.is_ok());
             for sql in tx::end(self.dialect, &opts, outcomes.is_ok()) {
-                let ended = c.simple(&sql);
-                if outcomes.is_ok() {
-                    ended?;
-                }
+                ending.record(c.simple(&sql));
             }
+            ending.finish()?;
             outcomes
         })?;
         plan.finish(outcomes)

@@ -100,12 +100,11 @@ impl Transaction {
         let result = catch_unwind(AssertUnwindSafe(|| f(self)));
         self.depth.set(depth - 1);
         let ok = matches!(result, Ok(Ok(_)));
+        let mut ending = tx::Ending::new(ok);
         for sql in tx::end_savepoint(depth, ok) {
-            let ended = self.simple(&sql);
-            if ok {
-                ended?;
-            }
+            ending.record(self.simple(&sql));
         }
+        ending.finish()?;
         match result {
             Ok(Ok(v)) => Ok(v),
             Ok(Err(e)) => Err(e),

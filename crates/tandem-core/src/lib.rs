@@ -30,4 +30,4 @@ pub use options::{ConnectOptions, SqliteDriver, TlsMode};
 pub use plan::{Atomicity, Done, Outcome, Outcomes, Plan, Runner, Step, StepId, Steps};
 pub use repo::{BatchOptions, BatchResult, BatchTransaction, CursorPage, Find, Page};
 pub use tandem_pool::{PoolConfig, PoolMetrics};
-pub use tx::{Isolation, TxOptions};
+pub use tx::{Attempts, Ending, Isolation, TxOptions};

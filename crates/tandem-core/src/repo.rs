@@ -460,7 +460,13 @@ pub fn batch_insert<E: Entity>(
         shape.conflict = Conflict::Ignore { target: Vec::new() };
     }
     let want_ids = opts.return_ids && E::GENERATED_KEY;
-    if want_ids {
+    // Where the affected-row count cannot tell skipped duplicates from inserted rows (MySQL), tandem-sql
+    // gives the statements that count them around each chunk.
+    let counter = InsertTemplate::new(dialect, shape.clone()).duplicate_counter()?;
+    // Keys: RETURNING where the engine has it. Where duplicates are counted instead (MySQL), a multi-row
+    // statement that skipped rows cannot tell the keys of those it kept (they need not be consecutive): one
+    // row per statement then, and a kept row's key is the statement's generated key.
+    if want_ids && counter.is_none() {
         shape.returning = Returning::Columns(vec![E::KEY]);
     }
     let given_keys: Vec<E::Key> = if opts.return_ids && !E::GENERATED_KEY {
@@ -469,11 +475,12 @@ pub fn batch_insert<E: Entity>(
         Vec::new()
     };
     let width = E::insert_columns().len();
-    let per = rows_per_statement(dialect, width, opts.chunk_rows)?;
     let mut template = InsertTemplate::new(dialect, shape);
-    // Where the affected-row count cannot tell skipped duplicates from inserted rows (MySQL), tandem-sql
-    // gives the statements that count them around each chunk.
-    let counter = template.duplicate_counter()?;
+    let per = if want_ids && counter.is_some() {
+        1
+    } else {
+        rows_per_statement(dialect, width, opts.chunk_rows)?
+    };
     let mut steps = Steps::new();
     // Per chunk: its insert, its duplicate count (if counted), its size.
     let mut chunks: Vec<(StepId, Option<StepId>, u64)> = Vec::new();
@@ -485,7 +492,12 @@ pub fn batch_insert<E: Entity>(
         if let Some(c) = &counter {
             steps.sql(c.reset.clone());
         }
-        let insert = steps.sql(template.statement(params)?);
+        let mut statement = template.statement(params)?;
+        if want_ids && counter.is_some() {
+            // One row (see `per`): the statement's generated key is that row's when it was kept.
+            statement.generated_key = GeneratedKey::LastInsertId;
+        }
+        let insert = steps.sql(statement);
         let skipped = counter.as_ref().map(|c| steps.sql(c.read.clone()));
         chunks.push((insert, skipped, chunk.len() as u64));
     }
@@ -493,14 +505,25 @@ pub fn batch_insert<E: Entity>(
         let mut inserted = 0;
         let mut ids = Vec::new();
         for (insert, skipped, size) in chunks {
-            let insert = outcomes.take(insert)?;
+            let mut insert = outcomes.take(insert)?;
+            let skipped = match skipped {
+                Some(s) => Some(first_i64(&outcomes.take(s)?)?.max(0) as u64),
+                None => None,
+            };
             inserted += match skipped {
-                Some(s) => size.saturating_sub(first_i64(&outcomes.take(s)?)?.max(0) as u64),
+                Some(n) => size.saturating_sub(n),
                 None => insert.affected,
             };
-            // MySQL's affected rows include skipped duplicates there: no keys can be derived from them.
-            if want_ids && skipped.is_none() {
-                ids.extend(generated_keys::<E::Key>(insert)?);
+            if want_ids {
+                match skipped {
+                    None => ids.extend(generated_keys::<E::Key>(insert)?),
+                    // One row per statement (see above), kept: its key is the statement's.
+                    Some(0) => {
+                        insert.affected = 1;
+                        ids.extend(generated_keys::<E::Key>(insert)?);
+                    }
+                    Some(_) => {}
+                }
             }
         }
         Ok(BatchResult {

@@ -92,6 +92,82 @@ impl TxOptions {
     }
 }
 
+/// The outcome of running the statements that end a transaction or a savepoint ([`end`],
+/// [`end_savepoint`]): every statement is run whatever fails, and a failure counts only when the work
+/// succeeded — after a failed attempt the rollback is best effort and the work's own error is the one to
+/// report. The one place this rule is written; each executor runs the statements and records them here.
+#[derive(Debug)]
+pub struct Ending {
+    work_ok: bool,
+    first_error: Option<Error>,
+    all_ok: bool,
+}
+
+impl Ending {
+    /// The ending of work that succeeded (`work_ok`) or failed.
+    pub fn new(work_ok: bool) -> Self {
+        Ending {
+            work_ok,
+            first_error: None,
+            all_ok: true,
+        }
+    }
+
+    /// Records one end statement's result.
+    pub fn record(&mut self, result: crate::Result<()>) {
+        self.all_ok &= result.is_ok();
+        if let Err(e) = result
+            && self.work_ok
+            && self.first_error.is_none()
+        {
+            self.first_error = Some(e);
+        }
+    }
+
+    /// Whether every end statement succeeded: the transaction is over for sure (after failed work too,
+    /// where [`Ending::finish`] says `Ok` whatever the rollback did).
+    pub fn all_ok(&self) -> bool {
+        self.all_ok
+    }
+
+    /// `Err` with the first failure of an end statement after successful work; `Ok` otherwise.
+    pub fn finish(self) -> crate::Result<()> {
+        self.first_error.map_or(Ok(()), Err)
+    }
+}
+
+/// The attempts of a retried transaction: the one place that counts them, applies
+/// [`TxOptions::should_retry_any`] and logs a rerun. Every retry loop of both executors is
+/// `loop { match attempt() { Err(e) if attempts.again(&e, seen) => continue, other => return other } }`.
+#[derive(Debug)]
+pub struct Attempts<'a> {
+    opts: &'a TxOptions,
+    done: u32,
+}
+
+impl<'a> Attempts<'a> {
+    /// No attempt made yet.
+    pub fn new(opts: &'a TxOptions) -> Self {
+        Attempts { opts, done: 0 }
+    }
+
+    /// Counts an attempt that failed with `err` (whatever its type; `seen_retriable`: one of its
+    /// statements failed retriably) and says whether to run another.
+    pub fn again<E: 'static>(&mut self, err: &E, seen_retriable: bool) -> bool {
+        self.done += 1;
+        let again = self.opts.should_retry_any(err, seen_retriable, self.done);
+        if again {
+            tracing::debug!(attempt = self.done, "retrying transaction");
+        }
+        again
+    }
+
+    /// Attempts made so far.
+    pub fn made(&self) -> u32 {
+        self.done
+    }
+}
+
 /// The statements that open a transaction with `opts` on `dialect`, in order.
 pub fn begin(dialect: Dialect, opts: &TxOptions) -> Vec<String> {
     match dialect {
@@ -186,6 +262,53 @@ pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Ending: a failed end statement is the error only after successful work, and the first one wins.
+    #[test]
+    fn ending_reports_only_after_success() {
+        let mut after_success = Ending::new(true);
+        after_success.record(Ok(()));
+        after_success.record(Err(Error::RowNotFound));
+        after_success.record(Err(Error::Usage("second".into())));
+        assert!(matches!(after_success.finish(), Err(Error::RowNotFound)));
+        let mut after_failure = Ending::new(false);
+        after_failure.record(Err(Error::RowNotFound));
+        assert!(
+            !after_failure.all_ok(),
+            "the rollback failed: the transaction may be open"
+        );
+        assert!(after_failure.finish().is_ok());
+        assert!(Ending::new(true).finish().is_ok());
+    }
+
+    /// Attempts: a retriable failure runs again until the bound, anything else never; a caller's own error
+    /// runs again only when a statement failed retriably during the attempt.
+    #[test]
+    fn attempts_follow_the_rule() {
+        let deadlock = Error::Database(crate::DbError {
+            dialect: Dialect::MySql,
+            kind: crate::DbErrorKind::Deadlock,
+            code: Some("1213".into()),
+            message: "deadlock".into(),
+            constraint: None,
+            source: None,
+        });
+        let opts = TxOptions::default().max_attempts(3);
+        let mut a = Attempts::new(&opts);
+        assert!(a.again(&deadlock, false));
+        assert!(a.again(&deadlock, false));
+        assert!(!a.again(&deadlock, false), "the third failure is the last");
+        assert_eq!(a.made(), 3);
+        let mut a = Attempts::new(&opts);
+        assert!(!a.again(&Error::RowNotFound, false));
+        #[derive(Debug)]
+        struct Mine;
+        let mut a = Attempts::new(&opts);
+        assert!(!a.again(&Mine, false));
+        assert!(a.again(&Mine, true));
+        let once = TxOptions::default().max_attempts(1);
+        assert!(!Attempts::new(&once).again(&deadlock, true));
+    }
 
     /// Each engine gets its own spelling of isolation and read-only.
     #[test]
