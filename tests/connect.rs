@@ -345,6 +345,90 @@ fn tls_mysql() {
     }
 }
 
+/// A TCP proxy to `host:port` that forwards every connection and counts them.
+fn counting_proxy(host: &str, port: u16) -> (u16, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let local = listener.local_addr().unwrap().port();
+    let upstream = format!("{host}:{port}");
+    let count = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = count.clone();
+    std::thread::spawn(move || {
+        for client in listener.incoming().flatten() {
+            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let Ok(server) = std::net::TcpStream::connect(&upstream) else {
+                continue;
+            };
+            for (mut from, mut to) in [
+                (client.try_clone().unwrap(), server.try_clone().unwrap()),
+                (server, client),
+            ] {
+                std::thread::spawn(move || {
+                    let _ = std::io::copy(&mut from, &mut to);
+                    let _ = to.shutdown(std::net::Shutdown::Both);
+                });
+            }
+        }
+    });
+    (local, count)
+}
+/// MariaDB without TLS, `ssl-mode=PREFERRED` on the blocking executor: the `mysql` crate learns that the
+/// server refuses TLS only by trying, and then connects again in plain TCP. Once learnt, later
+/// connections to that server go plain at once: the first pool takes one TCP connection more than a
+/// `DISABLED` pool, the second none.
+fn tls_mysql_preferred_connects_once() {
+    let Some(my) = server(Dialect::MySql) else {
+        return;
+    };
+    let auth = match &my.password {
+        Some(p) => format!("{}:{p}", my.user),
+        None => my.user.clone(),
+    };
+    let [have, _] = ask_both(
+        &format!(
+            "mysql://{auth}@{}:{}/{}?ssl-mode=DISABLED",
+            my.host, my.port, my.database
+        ),
+        "SELECT @@have_ssl",
+    );
+    if have.expect("MariaDB's TLS setting").starts_with("YES") {
+        eprintln!("tls_mysql_preferred_connects_once: this MariaDB has TLS on; nothing to learn");
+        return;
+    }
+    let one = PoolConfig {
+        max_size: 1,
+        min_idle: Some(1),
+        ..config()
+    };
+    let now = |c: &std::sync::atomic::AtomicUsize| c.load(std::sync::atomic::Ordering::SeqCst);
+    // How many TCP connections opening such a pool takes in plain TCP.
+    let (port, count) = counting_proxy(&my.host, my.port);
+    let plain = format!(
+        "mysql://{auth}@127.0.0.1:{port}/{}?ssl-mode=DISABLED",
+        my.database
+    );
+    drop(tandem_blocking::Database::connect_with(&plain, one.clone()).unwrap());
+    let per_pool = now(&count);
+    assert!(per_pool >= 1);
+    let (port, count) = counting_proxy(&my.host, my.port);
+    let url = format!(
+        "mysql://{auth}@127.0.0.1:{port}/{}?ssl-mode=PREFERRED",
+        my.database
+    );
+    let first = tandem_blocking::Database::connect_with(&url, one.clone()).unwrap();
+    assert_eq!(
+        now(&count),
+        per_pool + 1,
+        "one TLS attempt, refused, learnt"
+    );
+    let second = tandem_blocking::Database::connect_with(&url, one).unwrap();
+    assert_eq!(
+        now(&count),
+        2 * per_pool + 1,
+        "the second pool goes plain at once"
+    );
+    drop((first, second));
+}
+
 fn main() {
     harness::main(
         [
@@ -366,6 +450,10 @@ fn main() {
             )],
             vec![harness::Case::new("tls_postgres", tls_postgres)],
             vec![harness::Case::new("tls_mysql", tls_mysql)],
+            vec![harness::Case::new(
+                "tls_mysql_preferred_connects_once",
+                tls_mysql_preferred_connects_once,
+            )],
         ]
         .into_iter()
         .flatten()

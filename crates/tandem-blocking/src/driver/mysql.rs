@@ -25,12 +25,17 @@ pub(crate) fn open(opts: &ConnectOptions, timeout: std::time::Duration) -> Resul
     let Some(ssl) = ssl_opts(opts)? else {
         return Conn::new(plain).map_err(error);
     };
+    // `PREFERRED` to a server known to refuse TLS: plain TCP at once, not a refused attempt first.
+    if !opts.tls.requires_tls() && plain_only::known(opts) {
+        return Conn::new(plain).map_err(error);
+    }
     match Conn::new(plain.clone().ssl_opts(ssl)) {
         Ok(conn) => Ok(conn),
         // `PREFERRED`: a server without TLS is talked to in plain TCP.
         Err(mysql::Error::DriverError(mysql::DriverError::TlsNotSupported))
             if !opts.tls.requires_tls() =>
         {
+            plain_only::remember(opts);
             Conn::new(plain).map_err(error)
         }
         Err(mysql::Error::DriverError(mysql::DriverError::TlsNotSupported)) => Err(Error::tls(
@@ -42,6 +47,35 @@ pub(crate) fn open(opts: &ConnectOptions, timeout: std::time::Duration) -> Resul
             Some((kind, message)) => Error::tls(opts, kind, message),
             None => error(e),
         }),
+    }
+}
+
+/// Servers that refused TLS to a `PREFERRED` connection lately: the `mysql` crate learns it only by trying
+/// (the server's greeting comes after the TCP connect), so without this every connection to such a
+/// server would be made twice. Kept per `host:port` for a while, then tried again (a server may turn TLS
+/// on).
+mod plain_only {
+    use std::collections::HashMap;
+    use std::sync::Mutex;
+    use std::time::{Duration, Instant};
+
+    use tandem_core::ConnectOptions;
+
+    const FOR: Duration = Duration::from_secs(300);
+
+    static SEEN: Mutex<Option<HashMap<String, Instant>>> = Mutex::new(None);
+
+    pub(super) fn known(opts: &ConnectOptions) -> bool {
+        let seen = SEEN.lock().unwrap_or_else(|e| e.into_inner());
+        seen.as_ref()
+            .and_then(|m| m.get(&opts.target()))
+            .is_some_and(|at| at.elapsed() < FOR)
+    }
+
+    pub(super) fn remember(opts: &ConnectOptions) {
+        let mut seen = SEEN.lock().unwrap_or_else(|e| e.into_inner());
+        seen.get_or_insert_with(HashMap::new)
+            .insert(opts.target(), Instant::now());
     }
 }
 
