@@ -28,18 +28,18 @@ pub(crate) fn client_config(opts: &ConnectOptions) -> Result<Option<ClientConfig
     let builder = ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
         .map_err(|e| Error::tls(opts, TlsErrorKind::Handshake, e.to_string()))?;
-    let verifier: Arc<dyn ServerCertVerifier> = if opts.tls.verifies_chain() {
-        let webpki = WebPkiServerVerifier::builder_with_provider(Arc::new(roots(opts)?), provider)
-            .build()
-            .map_err(|e| Error::tls(opts, TlsErrorKind::RootCertificate, e.to_string()))?;
-        if opts.tls.verifies_host() {
-            webpki
-        } else {
-            Arc::new(AnyName(webpki))
-        }
-    } else {
-        Arc::new(Unchecked(provider))
-    };
+    let verifier: Arc<dyn ServerCertVerifier> =
+        match (opts.tls.verifies_chain(), opts.tls.verifies_host()) {
+            (true, true) => webpki(opts, provider)?,
+            (true, false) => Arc::new(Relaxed {
+                chain: Some(webpki(opts, provider.clone())?),
+                provider,
+            }),
+            _ => Arc::new(Relaxed {
+                chain: None,
+                provider,
+            }),
+        };
     Ok(Some(
         builder
             .dangerous()
@@ -66,11 +66,25 @@ fn roots(opts: &ConnectOptions) -> Result<RootCertStore> {
     Ok(store)
 }
 
-/// `verify-ca`: the chain is checked, the name is not.
-#[derive(Debug)]
-struct AnyName(Arc<WebPkiServerVerifier>);
+/// The standard verifier: a chain to the roots, for the host connected to (`verify-full`).
+fn webpki(
+    opts: &ConnectOptions,
+    provider: Arc<CryptoProvider>,
+) -> Result<Arc<WebPkiServerVerifier>> {
+    WebPkiServerVerifier::builder_with_provider(Arc::new(roots(opts)?), provider)
+        .build()
+        .map_err(|e| Error::tls(opts, TlsErrorKind::RootCertificate, e.to_string()))
+}
 
-impl ServerCertVerifier for AnyName {
+/// The relaxed modes: `verify-ca` checks the chain (`chain`) but not the name; `prefer` / `require` check
+/// neither. Either way the handshake must be signed by the certificate's key.
+#[derive(Debug)]
+struct Relaxed {
+    chain: Option<Arc<WebPkiServerVerifier>>,
+    provider: Arc<CryptoProvider>,
+}
+
+impl ServerCertVerifier for Relaxed {
     fn verify_server_cert(
         &self,
         end_entity: &CertificateDer<'_>,
@@ -79,10 +93,10 @@ impl ServerCertVerifier for AnyName {
         ocsp_response: &[u8],
         now: UnixTime,
     ) -> std::result::Result<ServerCertVerified, rustls::Error> {
-        match self
-            .0
-            .verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)
-        {
+        let Some(chain) = &self.chain else {
+            return Ok(ServerCertVerified::assertion());
+        };
+        match chain.verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now) {
             Err(rustls::Error::InvalidCertificate(
                 CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
             )) => Ok(ServerCertVerified::assertion()),
@@ -96,50 +110,11 @@ impl ServerCertVerifier for AnyName {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> std::result::Result<HandshakeSignatureValid, rustls::Error> {
-        self.0.verify_tls12_signature(message, cert, dss)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> std::result::Result<HandshakeSignatureValid, rustls::Error> {
-        self.0.verify_tls13_signature(message, cert, dss)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.supported_verify_schemes()
-    }
-}
-
-/// `prefer` / `require`: any certificate, but the handshake must be signed by its key.
-#[derive(Debug)]
-struct Unchecked(Arc<CryptoProvider>);
-
-impl ServerCertVerifier for Unchecked {
-    fn verify_server_cert(
-        &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp_response: &[u8],
-        _now: UnixTime,
-    ) -> std::result::Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> std::result::Result<HandshakeSignatureValid, rustls::Error> {
         verify_tls12_signature(
             message,
             cert,
             dss,
-            &self.0.signature_verification_algorithms,
+            &self.provider.signature_verification_algorithms,
         )
     }
 
@@ -153,11 +128,13 @@ impl ServerCertVerifier for Unchecked {
             message,
             cert,
             dss,
-            &self.0.signature_verification_algorithms,
+            &self.provider.signature_verification_algorithms,
         )
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
+        self.provider
+            .signature_verification_algorithms
+            .supported_schemes()
     }
 }
