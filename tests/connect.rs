@@ -345,32 +345,6 @@ fn tls_mysql() {
     }
 }
 
-/// A TCP proxy to `host:port` that forwards every connection and counts them.
-fn counting_proxy(host: &str, port: u16) -> (u16, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let local = listener.local_addr().unwrap().port();
-    let upstream = format!("{host}:{port}");
-    let count = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let counted = count.clone();
-    std::thread::spawn(move || {
-        for client in listener.incoming().flatten() {
-            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-            let Ok(server) = std::net::TcpStream::connect(&upstream) else {
-                continue;
-            };
-            for (mut from, mut to) in [
-                (client.try_clone().unwrap(), server.try_clone().unwrap()),
-                (server, client),
-            ] {
-                std::thread::spawn(move || {
-                    let _ = std::io::copy(&mut from, &mut to);
-                    let _ = to.shutdown(std::net::Shutdown::Both);
-                });
-            }
-        }
-    });
-    (local, count)
-}
 /// MariaDB without TLS, `ssl-mode=PREFERRED` on the blocking executor: the `mysql` crate learns that the
 /// server refuses TLS only by trying, and then connects again in plain TCP. Once learnt, later
 /// connections to that server go plain at once: the first pool takes one TCP connection more than a
@@ -399,30 +373,31 @@ fn tls_mysql_preferred_connects_once() {
         min_idle: Some(1),
         ..config()
     };
-    let now = |c: &std::sync::atomic::AtomicUsize| c.load(std::sync::atomic::Ordering::SeqCst);
+    let counted =
+        || tandem_test_support::proxy::start(&format!("{}:{}", my.host, my.port), |_| true);
     // How many TCP connections opening such a pool takes in plain TCP.
-    let (port, count) = counting_proxy(&my.host, my.port);
+    let proxy = counted();
     let plain = format!(
-        "mysql://{auth}@127.0.0.1:{port}/{}?ssl-mode=DISABLED",
-        my.database
+        "mysql://{auth}@127.0.0.1:{}/{}?ssl-mode=DISABLED",
+        proxy.port, my.database
     );
     drop(tandem_blocking::Database::connect_with(&plain, one.clone()).unwrap());
-    let per_pool = now(&count);
+    let per_pool = proxy.accepted();
     assert!(per_pool >= 1);
-    let (port, count) = counting_proxy(&my.host, my.port);
+    let proxy = counted();
     let url = format!(
-        "mysql://{auth}@127.0.0.1:{port}/{}?ssl-mode=PREFERRED",
-        my.database
+        "mysql://{auth}@127.0.0.1:{}/{}?ssl-mode=PREFERRED",
+        proxy.port, my.database
     );
     let first = tandem_blocking::Database::connect_with(&url, one.clone()).unwrap();
     assert_eq!(
-        now(&count),
+        proxy.accepted(),
         per_pool + 1,
         "one TLS attempt, refused, learnt"
     );
     let second = tandem_blocking::Database::connect_with(&url, one).unwrap();
     assert_eq!(
-        now(&count),
+        proxy.accepted(),
         2 * per_pool + 1,
         "the second pool goes plain at once"
     );

@@ -181,7 +181,11 @@ fn warm_up_failures_are_typed() {
         // The first connection gets through to the server; every later one is accepted and left
         // unanswered. Warm-up fails with the cause: the connect timeout its connections ran into.
         let mut options = target.options.clone();
-        options.port = first_only_proxy(&options.host, options.port);
+        options.port =
+            tandem_test_support::proxy::start(&format!("{}:{}", options.host, options.port), |i| {
+                i == 0
+            })
+            .port;
         options.host = "127.0.0.1".into();
         let config = PoolConfig {
             connect_timeout: Duration::from_millis(500),
@@ -207,33 +211,6 @@ fn warm_up_failures_are_typed() {
             _ => panic!("{side:?}: {err}"),
         }
     }
-}
-
-/// A TCP proxy to `host:port` that forwards its first connection and holds every later one unanswered.
-fn first_only_proxy(host: &str, port: u16) -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let local = listener.local_addr().unwrap().port();
-    let upstream = format!("{host}:{port}");
-    std::thread::spawn(move || {
-        let mut held = Vec::new();
-        for (i, client) in listener.incoming().flatten().enumerate() {
-            if i > 0 {
-                held.push(client);
-                continue;
-            }
-            let server = std::net::TcpStream::connect(&upstream).unwrap();
-            for (mut from, mut to) in [
-                (client.try_clone().unwrap(), server.try_clone().unwrap()),
-                (server, client),
-            ] {
-                std::thread::spawn(move || {
-                    let _ = std::io::copy(&mut from, &mut to);
-                    let _ = to.shutdown(std::net::Shutdown::Both);
-                });
-            }
-        }
-    });
-    local
 }
 
 /// With validation on checkout, connections killed while idle are replaced unseen: every call succeeds.

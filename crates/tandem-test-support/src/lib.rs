@@ -7,6 +7,7 @@
 //! - [`harness`]: the libtest-mimic harness of the files that need servers: a test whose server is
 //!   unreachable is reported *ignored* with the reason, and fails under `CI=true`.
 //! - [`pools`]: both executors' pools behind one face, for the pool tests.
+//! - [`proxy`]: a TCP proxy in front of a server that counts, forwards or holds connections.
 //! - [`events`]: a table of every date, time and UUID type.
 //! - [`schema`]: the users-and-orders schema the cross-crate tests (and the compile-fail cases) share, with
 //!   the error helpers the executor tests use.
@@ -16,6 +17,7 @@ pub mod db;
 pub mod events;
 pub mod harness;
 pub mod pools;
+pub mod proxy;
 pub mod schema;
 pub mod servers;
 
