@@ -91,12 +91,13 @@ pub struct Results {
 }
 
 /// One record as `results.json` and `results.csv` hold it: every figure in seconds or per second, the
-/// scenario's named figures under `details`.
-#[derive(serde::Serialize)]
-struct Row<'a, D> {
-    scenario: &'a str,
-    db: &'a str,
-    variant: &'a str,
+/// scenario's named figures under `details`. Written with borrowed names (`S = &str`), read back owned
+/// (`S = String`).
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Row<S, D> {
+    scenario: S,
+    db: S,
+    variant: S,
     rows: u64,
     pool: u32,
     parallelism: u32,
@@ -112,7 +113,7 @@ struct Row<'a, D> {
 }
 
 impl Record {
-    fn row<D>(&self, details: D) -> Row<'_, D> {
+    fn row<D>(&self, details: D) -> Row<&str, D> {
         let finite = |v: f64| v.is_finite().then_some(v);
         Row {
             scenario: self.scenario,
@@ -159,7 +160,7 @@ impl Results {
         #[derive(serde::Serialize)]
         struct Json<'a> {
             machine: std::collections::BTreeMap<&'a str, &'a str>,
-            records: Vec<Row<'a, std::collections::BTreeMap<&'a str, f64>>>,
+            records: Vec<Row<&'a str, std::collections::BTreeMap<&'a str, f64>>>,
         }
         let json = Json {
             machine: self
@@ -198,22 +199,10 @@ impl Results {
     /// and the details are not read back).
     pub fn read_csv(path: &std::path::Path) -> anyhow::Result<Results> {
         use anyhow::Context as _;
-        #[derive(serde::Deserialize)]
-        struct In {
-            scenario: String,
-            db: String,
-            variant: String,
-            rows: u64,
-            pool: u32,
-            parallelism: u32,
-            median_s: f64,
-            min_s: f64,
-            max_s: f64,
-        }
         let mut reader =
             csv::Reader::from_path(path).with_context(|| format!("reading {}", path.display()))?;
         let mut results = Results::default();
-        for (line, row) in reader.deserialize::<In>().enumerate() {
+        for (line, row) in reader.deserialize::<Row<String, String>>().enumerate() {
             let r = row.with_context(|| format!("{}: record {}", path.display(), line + 1))?;
             let scenario = match r.scenario.as_str() {
                 "seed" => "seed",
