@@ -187,6 +187,24 @@ fn tls_kind(side: &str, url: &str, r: Result<String, Error>) -> TlsErrorKind {
     }
 }
 
+/// Both executors answer `sql` over a connection to `url` with `expected`.
+fn both_answer(url: &str, sql: &str, expected: &str) {
+    for (side, r) in ["blocking", "async"].iter().zip(ask_both(url, sql)) {
+        assert_eq!(
+            r.unwrap_or_else(|e| panic!("{side} {url}: {e}")),
+            expected,
+            "{side} {url}"
+        );
+    }
+}
+
+/// Both executors refuse to connect to `url` with TLS failure `kind`.
+fn both_refuse(url: &str, sql: &str, kind: TlsErrorKind) {
+    for (side, r) in ["blocking", "async"].iter().zip(ask_both(url, sql)) {
+        assert_eq!(tls_kind(side, url, r), kind);
+    }
+}
+
 /// PostgreSQL with TLS on (the distribution's self-signed certificate, for `localhost`): each `sslmode` is
 /// honoured by both executors — the server itself reports whether the session is encrypted — and the
 /// verifying modes refuse what they must with a typed error, never falling back to plain TCP.
@@ -225,29 +243,19 @@ fn tls_postgres() {
         ("", "tls"),
     ] {
         let url = at(&pg.host, query);
-        for (side, r) in ["blocking", "async"].iter().zip(ask_both(&url, encrypted)) {
-            assert_eq!(
-                r.unwrap_or_else(|e| panic!("{side} {url}: {e}")),
-                expected,
-                "{side} {url}"
-            );
-        }
+        both_answer(&url, encrypted, expected);
     }
     // Not signed by a root anyone trusts: refused by both verifying modes.
     for mode in ["verify-ca", "verify-full"] {
         let url = at(&pg.host, &format!("sslmode={mode}"));
-        for (side, r) in ["blocking", "async"].iter().zip(ask_both(&url, encrypted)) {
-            assert_eq!(tls_kind(side, &url, r), TlsErrorKind::UntrustedCertificate);
-        }
+        both_refuse(&url, encrypted, TlsErrorKind::UntrustedCertificate);
     }
     // A root file that is not there is its own kind of failure.
     let url = at(
         &pg.host,
         "sslmode=verify-full&sslrootcert=/nonexistent/root.pem",
     );
-    for (side, r) in ["blocking", "async"].iter().zip(ask_both(&url, encrypted)) {
-        assert_eq!(tls_kind(side, &url, r), TlsErrorKind::RootCertificate);
-    }
+    both_refuse(&url, encrypted, TlsErrorKind::RootCertificate);
     // Trusting the server's own certificate, as the server reads it (a superuser may), else as this
     // machine has it: verify-ca passes at any address, verify-full refuses an address the certificate is
     // not for (a self-signed server certificate names no IP address).
@@ -270,21 +278,15 @@ fn tls_postgres() {
     std::fs::write(&root, &pem).unwrap();
     let trusted = format!("sslrootcert={}", root.display());
     let url = at(&pg.host, &format!("sslmode=verify-ca&{trusted}"));
-    for (side, r) in ["blocking", "async"].iter().zip(ask_both(&url, encrypted)) {
-        assert_eq!(r.unwrap_or_else(|e| panic!("{side} {url}: {e}")), "tls");
-    }
+    both_answer(&url, encrypted, "tls");
     let url = at("127.0.0.1", &format!("sslmode=verify-full&{trusted}"));
-    for (side, r) in ["blocking", "async"].iter().zip(ask_both(&url, encrypted)) {
-        assert_eq!(tls_kind(side, &url, r), TlsErrorKind::HostMismatch);
-    }
+    both_refuse(&url, encrypted, TlsErrorKind::HostMismatch);
     // Debian's packaged server (the machines tandem is tested on) uses the snakeoil certificate made for
     // `localhost`: verify-full passes there. Elsewhere (a container's certificate names its build host)
     // this case is left out, and said.
     if local.as_deref() == Some(pem.as_str()) && pg.host == "127.0.0.1" {
         let url = at("localhost", &format!("sslmode=verify-full&{trusted}"));
-        for (side, r) in ["blocking", "async"].iter().zip(ask_both(&url, encrypted)) {
-            assert_eq!(r.unwrap_or_else(|e| panic!("{side} {url}: {e}")), "tls");
-        }
+        both_answer(&url, encrypted, "tls");
     } else {
         eprintln!(
             "tls_postgres: the server's certificate is not this machine's; verify-full at localhost not run"
