@@ -1,13 +1,13 @@
 //! Pools through both executors: saturation, timeouts, arrival order, cancellation, warm-up, validation and
-//! recovery after every pool connection is killed on PostgreSQL and MariaDB. Threads wait on the blocking
-//! side, tokio tasks on the async side, in the same scenarios.
+//! recovery after every pool connection is killed on PostgreSQL and MariaDB; a SQLite file's queue of write
+//! transactions. Threads wait on the blocking side, tokio tasks on the async side, in the same scenarios.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tandem_test_support::{db, harness, pools};
 
 use pools::{Exec, Side, connections, kill_connections, until};
-use tandem_core::{DbErrorKind, Error, PoolConfig};
+use tandem_core::{DbErrorKind, Error, PoolConfig, TxOptions};
 use tandem_sql::Dialect;
 
 fn small(max_size: u32, max_pending: u32, timeout_ms: u64) -> PoolConfig {
@@ -104,6 +104,84 @@ fn waiters_are_served_in_arrival_order() {
             "{:?}",
             exec.side
         );
+    });
+}
+
+/// On a SQLite file, write transactions wait for their turn in arrival order, outside the pool (holding no
+/// connection), and each starts as soon as the one before it ends; readers are not held up meanwhile.
+fn sqlite_writers_take_turns_in_arrival_order() {
+    on_both_sides("writers", small(8, 16, 30_000), |exec| {
+        exec.execute("CREATE TABLE turns (i INTEGER NOT NULL)")
+            .unwrap();
+        let held = exec.hold_writer();
+        let writers: Vec<_> = (0..6)
+            .map(|i| {
+                let w = exec.spawn_writing(
+                    &format!("INSERT INTO turns (i) VALUES ({i})"),
+                    TxOptions::default(),
+                );
+                until("the writer queued", || {
+                    exec.metrics().writers_waiting == i + 1
+                });
+                w
+            })
+            .collect();
+        let m = exec.metrics();
+        assert_eq!(
+            (m.in_use, m.waiting),
+            (1, 0),
+            "{:?}: waiting writers hold no connection and do not queue for one",
+            exec.side
+        );
+        assert_eq!(exec.query().unwrap(), 1, "a reader goes past the queue");
+        held.release();
+        for w in writers {
+            w.join().unwrap();
+        }
+        assert_eq!(
+            exec.column("SELECT i FROM turns ORDER BY rowid").unwrap(),
+            (0..6).collect::<Vec<_>>(),
+            "{:?}",
+            exec.side
+        );
+        assert_eq!(exec.metrics().writers_waiting, 0);
+    });
+}
+
+/// A write transaction whose turn does not come within SQLite's busy timeout gets SQLite's own error for
+/// that (`Busy`, retriable) instead of hanging; a read-only transaction does not queue at all.
+fn sqlite_writer_wait_is_bounded() {
+    on_both_sides("writer-timeout", small(4, 16, 30_000), |exec| {
+        exec.execute("CREATE TABLE t (i INTEGER)").unwrap();
+        let held = exec.hold_writer();
+        let reader = exec.spawn_holding(|| ());
+        reader.join().unwrap();
+        let started = Instant::now();
+        let err = exec
+            .spawn_writing(
+                "INSERT INTO t VALUES (1)",
+                TxOptions::default().max_attempts(1),
+            )
+            .join()
+            .unwrap_err();
+        let waited = started.elapsed();
+        assert_eq!(
+            err.kind(),
+            Some(DbErrorKind::Busy),
+            "{:?}: {err}",
+            exec.side
+        );
+        assert!(err.is_retriable());
+        assert!(
+            waited >= Duration::from_secs(5) && waited < Duration::from_secs(15),
+            "{:?}: waited {waited:?}",
+            exec.side
+        );
+        held.release();
+        exec.spawn_writing("INSERT INTO t VALUES (2)", TxOptions::default())
+            .join()
+            .unwrap();
+        assert_eq!(exec.column("SELECT i FROM t").unwrap(), [2]);
     });
 }
 
@@ -327,6 +405,14 @@ fn main() {
             vec![harness::Case::new(
                 "cancelled_async_acquire_frees_its_place",
                 cancelled_async_acquire_frees_its_place,
+            )],
+            vec![harness::Case::new(
+                "sqlite_writers_take_turns_in_arrival_order",
+                sqlite_writers_take_turns_in_arrival_order,
+            )],
+            vec![harness::Case::new(
+                "sqlite_writer_wait_is_bounded",
+                sqlite_writer_wait_is_bounded,
             )],
             vec![
                 harness::Case::new("warm_up_opens_min_idle_first", warm_up_opens_min_idle_first)

@@ -7,7 +7,7 @@ use futures_util::TryStreamExt;
 use sqlx::pool::PoolConnection;
 use sqlx::{AssertSqlSafe, Column, Either, Row as _};
 use tandem_core::plan::{Done, Outcome, Step};
-use tandem_core::{DbError, Error, Result};
+use tandem_core::{DbError, Error, Result, WriterGate};
 use tandem_pool::Permit;
 use tandem_sql::{Dialect, Rendered, Row};
 
@@ -396,6 +396,8 @@ impl Drop for Conn {
 pub struct PooledConnection {
     slot: tokio::sync::Mutex<Slot>,
     dialect: Dialect,
+    /// The database's queue of write transactions, for the plans this connection runs in one.
+    writers: Option<WriterGate>,
 }
 
 impl std::fmt::Debug for PooledConnection {
@@ -407,10 +409,11 @@ impl std::fmt::Debug for PooledConnection {
 }
 
 impl PooledConnection {
-    pub(crate) fn new(conn: Conn) -> Self {
+    pub(crate) fn new(conn: Conn, writers: Option<WriterGate>) -> Self {
         PooledConnection {
             dialect: conn.dialect(),
             slot: tokio::sync::Mutex::new(Slot::Here(Box::new(conn))),
+            writers,
         }
     }
 
@@ -451,6 +454,7 @@ impl crate::Executor for PooledConnection {
             return plan.finish(outcomes);
         }
         let opts = tandem_core::TxOptions::default();
+        let _turn = WriterGate::enter(self.writers.as_ref(), &opts).await?;
         c.in_transaction = true;
         for sql in tandem_core::tx::begin(self.dialect, &opts) {
             c.simple(&sql).await?;

@@ -8,7 +8,9 @@ use std::time::{Duration, Instant};
 
 use sqlx::pool::PoolOptions;
 use tandem_core::plan::{Done, Plan};
-use tandem_core::{ConnectOptions, Error, PoolConfig, PoolMetrics, Result, TlsMode, TxOptions};
+use tandem_core::{
+    ConnectOptions, Error, PoolConfig, PoolMetrics, Result, TlsMode, TxOptions, WriterGate,
+};
 use tandem_pool::{Admission, LossClock};
 use tandem_sql::ast::CreateTable;
 use tandem_sql::{Dialect, Rendered};
@@ -44,6 +46,8 @@ struct Inner {
     admission: Admission,
     options: ConnectOptions,
     config: PoolConfig,
+    /// The queue of write transactions (a SQLite file only).
+    writers: Option<WriterGate>,
     /// The byte-wise collation MySQL tables are made with, asked of the server once.
     mysql_collation: std::sync::OnceLock<tandem_sql::ast::MySqlCollation>,
 }
@@ -299,6 +303,7 @@ impl Database {
             inner: Arc::new(Inner {
                 pools,
                 admission,
+                writers: WriterGate::for_database(&options),
                 options,
                 config,
                 mysql_collation: std::sync::OnceLock::new(),
@@ -344,7 +349,10 @@ impl Database {
     /// The pool's status and counters (see [`PoolMetrics`]).
     pub fn pool_metrics(&self) -> PoolMetrics {
         let (open, idle) = self.pool_state();
-        self.inner.admission.metrics(open, idle)
+        PoolMetrics {
+            writers_waiting: WriterGate::waiting(self.inner.writers.as_ref()),
+            ..self.inner.admission.metrics(open, idle)
+        }
     }
 
     /// Admission first (a bounded queue, in arrival order), then the connection from the pool within what
@@ -388,7 +396,10 @@ impl Database {
 
     /// Checks a connection out of the pool, to drive by hand; it goes back when dropped.
     pub async fn checkout(&self) -> Result<crate::PooledConnection> {
-        Ok(crate::PooledConnection::new(self.acquire().await?))
+        Ok(crate::PooledConnection::new(
+            self.acquire().await?,
+            self.inner.writers.clone(),
+        ))
     }
 
     pub(crate) async fn stream<T>(&self, r: Rendered) -> Result<RowStream<T>> {
@@ -418,8 +429,7 @@ impl Database {
     ) -> Result<T, E> {
         let mut attempts = tandem_core::Attempts::new(&opts);
         loop {
-            let conn = self.acquire().await?;
-            let tx = match Transaction::begin(conn, &opts).await {
+            let tx = match self.begin(opts.clone()).await {
                 Ok(tx) => tx,
                 Err(e) if attempts.again(&e, false) => continue,
                 Err(e) => return Err(e.into()),
@@ -445,7 +455,9 @@ impl Database {
     /// [`Database::transaction`] for that. This form's future is always `Send`, which a closure-taking one
     /// cannot promise on stable Rust, so it is the one to use inside `tokio::spawn` and web handlers.
     pub async fn begin(&self, opts: TxOptions) -> Result<Transaction> {
-        Transaction::begin(self.acquire().await?, &opts).await
+        // A writer waits for its turn before it takes a connection, and keeps it until the transaction ends.
+        let turn = WriterGate::enter(self.inner.writers.as_ref(), &opts).await?;
+        Transaction::begin(self.acquire().await?, &opts, turn).await
     }
 
     /// Runs a plan (a repository method), in one transaction when its steps belong together. Written without

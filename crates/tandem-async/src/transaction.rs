@@ -4,6 +4,7 @@
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 use tandem_core::plan::{Done, Outcome, Plan, Step};
+use tandem_core::writer::Permit;
 use tandem_core::{Error, Result, TxOptions, tx};
 use tandem_sql::{Dialect, Rendered};
 use tokio::sync::{Mutex, MutexGuard, oneshot};
@@ -27,10 +28,17 @@ pub struct Transaction {
     /// Set once COMMIT or ROLLBACK ran; a transaction dropped before that is rolled back in the background.
     ended: AtomicBool,
     opts: TxOptions,
+    /// This writer's turn at the database's writer gate (a SQLite file), given back when the transaction
+    /// ends.
+    turn: std::sync::Mutex<Option<Permit>>,
 }
 
 impl Transaction {
-    pub(crate) async fn begin(mut conn: Conn, opts: &TxOptions) -> Result<Transaction> {
+    pub(crate) async fn begin(
+        mut conn: Conn,
+        opts: &TxOptions,
+        turn: Option<Permit>,
+    ) -> Result<Transaction> {
         let dialect = conn.dialect();
         // From here until the transaction has ended, dropping the connection does not pool it as it is.
         conn.in_transaction = true;
@@ -44,6 +52,7 @@ impl Transaction {
             depth: AtomicU32::new(0),
             ended: AtomicBool::new(false),
             opts: opts.clone(),
+            turn: std::sync::Mutex::new(turn),
         })
     }
 
@@ -64,6 +73,10 @@ impl Transaction {
             c.in_transaction = false;
         }
         self.ended.store(true, Ordering::SeqCst);
+        if ended {
+            // The next writer may begin now.
+            self.turn.lock().unwrap_or_else(|p| p.into_inner()).take();
+        }
         result
     }
 

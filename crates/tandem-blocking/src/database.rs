@@ -5,7 +5,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tandem_core::plan::{Done, Outcome, Plan, Step};
-use tandem_core::{ConnectOptions, DbError, Error, PoolConfig, PoolMetrics, Result, TxOptions};
+use tandem_core::{
+    ConnectOptions, DbError, Error, PoolConfig, PoolMetrics, Result, TxOptions, WriterGate,
+};
 use tandem_pool::{Admission, Permit};
 use tandem_sql::ast::CreateTable;
 use tandem_sql::{Dialect, Rendered};
@@ -49,6 +51,8 @@ struct Inner {
     admission: Admission,
     options: ConnectOptions,
     config: PoolConfig,
+    /// The queue of write transactions (a SQLite file only).
+    writers: Option<WriterGate>,
     /// The byte-wise collation MySQL tables are made with, asked of the server once.
     mysql_collation: std::sync::OnceLock<tandem_sql::ast::MySqlCollation>,
 }
@@ -110,6 +114,7 @@ impl Database {
             inner: Arc::new(Inner {
                 pool,
                 admission,
+                writers: WriterGate::for_database(&options),
                 options,
                 config,
                 mysql_collation: std::sync::OnceLock::new(),
@@ -180,7 +185,15 @@ impl Database {
     /// The pool's status and counters (see [`PoolMetrics`]).
     pub fn pool_metrics(&self) -> PoolMetrics {
         let (open, idle) = self.pool_state();
-        self.inner.admission.metrics(open, idle)
+        PoolMetrics {
+            writers_waiting: WriterGate::waiting(self.inner.writers.as_ref()),
+            ..self.inner.admission.metrics(open, idle)
+        }
+    }
+
+    /// The queue of write transactions, for a SQLite file.
+    pub(crate) fn writers(&self) -> Option<WriterGate> {
+        self.inner.writers.clone()
     }
 
     pub(crate) fn acquire(&self) -> Result<Pooled> {
@@ -276,6 +289,8 @@ impl Database {
     ) -> Result<T, E> {
         let mut attempts = tandem_core::Attempts::new(&opts);
         loop {
+            // A writer waits for its turn before it takes a connection, and keeps it to the end.
+            let _turn = WriterGate::enter_blocking(self.inner.writers.as_ref(), &opts)?;
             let conn = self.acquire()?;
             match Transaction::run_closure(conn, &opts, &mut f) {
                 (Err(e), seen) if attempts.again(&e, seen) => continue,

@@ -4,7 +4,7 @@
 use std::cell::RefCell;
 
 use tandem_core::plan::{Plan, Sink};
-use tandem_core::{Error, Result, TxOptions, tx};
+use tandem_core::{Error, Result, TxOptions, WriterGate, tx};
 use tandem_sql::{Dialect, Rendered};
 
 use crate::database::{Database, Pooled, run_steps};
@@ -17,15 +17,18 @@ use crate::stream::RowStream;
 pub struct PooledConnection {
     slot: RefCell<Option<Pooled>>,
     dialect: Dialect,
+    /// The database's queue of write transactions, for the plans this connection runs in one.
+    writers: Option<WriterGate>,
 }
 
 pub use tandem_core::plan::Done;
 
 impl PooledConnection {
-    fn new(conn: Pooled) -> Self {
+    fn new(conn: Pooled, writers: Option<WriterGate>) -> Self {
         PooledConnection {
             dialect: conn.dialect(),
             slot: RefCell::new(Some(conn)),
+            writers,
         }
     }
 
@@ -103,6 +106,7 @@ impl crate::Executor for PooledConnection {
                 return run_steps(c, &plan.steps);
             }
             let opts = TxOptions::default();
+            let _turn = WriterGate::enter_blocking(self.writers.as_ref(), &opts)?;
             for sql in tx::begin(self.dialect, &opts) {
                 c.simple(&sql)?;
             }
@@ -125,7 +129,7 @@ impl crate::Executor for PooledConnection {
 impl Database {
     /// Checks a connection out of the pool, to drive by hand.
     pub fn checkout(&self) -> Result<PooledConnection> {
-        Ok(PooledConnection::new(self.acquire()?))
+        Ok(PooledConnection::new(self.acquire()?, self.writers()))
     }
 
     /// Checks a connection out from async code: waits for admission without blocking a thread, takes an
@@ -135,13 +139,13 @@ impl Database {
         let started = std::time::Instant::now();
         let permit = self.admission().acquire().await?;
         let permit = match self.try_take(permit) {
-            Ok(conn) => return Ok(PooledConnection::new(conn)),
+            Ok(conn) => return Ok(PooledConnection::new(conn, self.writers())),
             Err(permit) => permit,
         };
         let db = self.clone();
-        tokio::task::spawn_blocking(move || db.acquire_admitted(permit, started))
+        let conn = tokio::task::spawn_blocking(move || db.acquire_admitted(permit, started))
             .await
-            .map_err(|e| tandem_core::Error::Usage(format!("acquiring a connection: {e}")))?
-            .map(PooledConnection::new)
+            .map_err(|e| tandem_core::Error::Usage(format!("acquiring a connection: {e}")))??;
+        Ok(PooledConnection::new(conn, self.writers()))
     }
 }

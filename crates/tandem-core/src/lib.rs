@@ -9,6 +9,7 @@
 //! - [`repo`]: the repository method set as plans, with its option and page types.
 //! - [`copy`]: PostgreSQL's binary COPY payload.
 //! - `tls` (feature `tls`): TLS failures classified, root certificate files read, for every driver.
+//! - [`writer`]: the queue a SQLite file database's write transactions wait in ([`WriterGate`]).
 //! - [`ddl`]: the MySQL collation `create_table` uses, as the server offers it.
 //!
 //! Both executors run the same plans and the same transaction statements, so a repository call means the same
@@ -24,6 +25,7 @@ pub mod repo;
 #[cfg(feature = "tls")]
 pub mod tls;
 pub mod tx;
+pub mod writer;
 
 pub use error::{DbError, DbErrorKind, Error, Result, TlsErrorKind};
 pub use options::{ConnectOptions, SqliteDriver, TlsMode};
@@ -31,3 +33,4 @@ pub use plan::{Atomicity, Done, Outcome, Outcomes, Plan, Runner, Step, StepId, S
 pub use repo::{BatchOptions, BatchResult, BatchTransaction, CursorPage, Find, Page};
 pub use tandem_pool::{PoolConfig, PoolMetrics};
 pub use tx::{Attempts, Ending, Isolation, TxOptions};
+pub use writer::WriterGate;

@@ -59,6 +59,9 @@ pub struct PoolMetrics {
     pub wait_p99: Duration,
     /// The longest of those waits.
     pub wait_max: Duration,
+    /// Write transactions waiting for their turn to write (a SQLite file database lines its write
+    /// transactions up, see `tandem_sqlite::WriterGate`); always 0 on the servers.
+    pub writers_waiting: u32,
 }
 
 impl Admission {

@@ -34,11 +34,14 @@ impl Connection {
         }
         .map_err(error)?;
         let pragmas = if opts.path.is_some() {
-            "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = 5000; PRAGMA foreign_keys = ON; PRAGMA case_sensitive_like = ON;"
+            format!(
+                "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = {}; PRAGMA foreign_keys = ON; PRAGMA case_sensitive_like = ON;",
+                tandem_core::writer::BUSY_TIMEOUT.as_millis()
+            )
         } else {
-            "PRAGMA foreign_keys = ON; PRAGMA case_sensitive_like = ON;"
+            "PRAGMA foreign_keys = ON; PRAGMA case_sensitive_like = ON;".into()
         };
-        conn.execute_batch(pragmas).map_err(error)?;
+        conn.execute_batch(&pragmas).map_err(error)?;
         conn.set_prepared_statement_cache_capacity(64);
         Ok(Connection(conn))
     }

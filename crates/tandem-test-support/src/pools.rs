@@ -142,22 +142,47 @@ impl Exec {
         }
     }
 
-    /// Holds one connection (in a transaction) until released.
+    /// Holds one connection (in a read-only transaction on the async side) until released.
     pub fn hold(&self) -> Held {
+        self.hold_in(TxOptions::default().read_only())
+    }
+
+    /// Holds one connection in a write transaction until released: on a SQLite file, also the database's
+    /// turn to write.
+    pub fn hold_writer(&self) -> Held {
+        self.hold_in(TxOptions::default())
+    }
+
+    fn hold_in(&self, opts: TxOptions) -> Held {
         match &self.db {
-            Db::Blocking(db) => {
+            Db::Blocking(db) if opts.read_only => {
                 let conn = db.checkout().expect("a connection to hold");
                 Held(Box::new(move || drop(conn)))
+            }
+            Db::Blocking(db) => {
+                let (got, got_rx) = std::sync::mpsc::channel();
+                let (release, release_rx) = std::sync::mpsc::channel::<()>();
+                let db = db.clone();
+                let h = std::thread::spawn(move || {
+                    db.transaction_with(opts, |_| {
+                        got.send(()).unwrap();
+                        let _ = release_rx.recv();
+                        Ok::<_, Error>(())
+                    })
+                    .expect("a write transaction to hold")
+                });
+                got_rx.recv().unwrap();
+                Held(Box::new(move || {
+                    release.send(()).unwrap();
+                    h.join().unwrap();
+                }))
             }
             Db::Async(db, rt) => {
                 let (got, got_rx) = std::sync::mpsc::channel();
                 let (release, release_rx) = tokio::sync::oneshot::channel::<()>();
                 let db = db.clone();
                 let task = rt.spawn(async move {
-                    let tx = db
-                        .begin(TxOptions::default())
-                        .await
-                        .expect("a connection to hold");
+                    let tx = db.begin(opts).await.expect("a connection to hold");
                     got.send(()).unwrap();
                     let _ = release_rx.await;
                     tx.commit().await.unwrap();
@@ -172,6 +197,47 @@ impl Exec {
         }
     }
 
+    /// Runs `sql` in a write transaction on another thread (blocking) or task (async), with these options.
+    pub fn spawn_writing(&self, sql: &str, opts: TxOptions) -> Joiner {
+        let statement = raw(sql, vec![]);
+        match &self.db {
+            Db::Blocking(db) => {
+                let db = db.clone();
+                let h = std::thread::spawn(move || {
+                    db.transaction_with(opts, |tx| tx.execute(&statement).map(drop))
+                });
+                Joiner(Box::new(move || h.join().expect("the writer thread")))
+            }
+            Db::Async(db, rt) => {
+                let db = db.clone();
+                let h = rt.spawn(async move {
+                    let tx = db.begin(opts).await?;
+                    tx.execute(&statement).await?;
+                    tx.commit().await
+                });
+                let rt = rt.clone();
+                Joiner(Box::new(move || rt.block_on(h).expect("the writer task")))
+            }
+        }
+    }
+
+    /// Runs `sql` on its own (no transaction).
+    pub fn execute(&self, sql: &str) -> Result<u64> {
+        match &self.db {
+            Db::Blocking(db) => db.execute(&raw(sql, vec![])),
+            Db::Async(db, rt) => rt.block_on(db.execute(&raw(sql, vec![]))),
+        }
+    }
+
+    /// The first column of every row of `sql`, as integers.
+    pub fn column(&self, sql: &str) -> Result<Vec<i64>> {
+        let rows: Vec<(i64,)> = match &self.db {
+            Db::Blocking(db) => db.fetch_all(&raw(sql, vec![]))?,
+            Db::Async(db, rt) => rt.block_on(db.fetch_all(&raw(sql, vec![])))?,
+        };
+        Ok(rows.into_iter().map(|(v,)| v).collect())
+    }
+
     /// Waits for a connection on another thread (blocking) or task (async) and runs `f` while holding it.
     pub fn spawn_holding(&self, f: impl FnOnce() + Send + 'static) -> Joiner {
         match &self.db {
@@ -179,11 +245,11 @@ impl Exec {
                 let db = db.clone();
                 let h = std::thread::spawn(move || {
                     let mut f = Some(f);
-                    db.transaction(|_| {
+                    db.transaction_with(TxOptions::default().read_only(), |_| {
                         if let Some(f) = f.take() {
                             f();
                         }
-                        Ok(())
+                        Ok::<_, Error>(())
                     })
                 });
                 Joiner(Box::new(move || h.join().expect("the waiter thread")))
@@ -191,7 +257,7 @@ impl Exec {
             Db::Async(db, rt) => {
                 let db = db.clone();
                 let h = rt.spawn(async move {
-                    let tx = db.begin(TxOptions::default()).await?;
+                    let tx = db.begin(TxOptions::default().read_only()).await?;
                     f();
                     tx.commit().await
                 });
