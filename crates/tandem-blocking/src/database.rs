@@ -10,6 +10,7 @@ use tandem_core::{
 };
 use tandem_pool::{Admission, Permit};
 use tandem_sql::ast::CreateTable;
+use tandem_sql::batch::BorrowedStatement;
 use tandem_sql::{Dialect, Rendered};
 
 use crate::Executor;
@@ -387,5 +388,12 @@ impl crate::Executor for Database {
 
     fn stream_rendered<T: Send + 'static>(&self, r: Rendered) -> Result<RowStream<'_, T>> {
         self.stream(r)
+    }
+
+    fn run_borrowed<'a>(
+        &self,
+        statements: &mut dyn Iterator<Item = Result<BorrowedStatement<'a>>>,
+    ) -> Result<u64> {
+        self.acquire()?.run_borrowed(statements)
     }
 }

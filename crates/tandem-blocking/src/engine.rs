@@ -5,6 +5,7 @@ use std::cell::RefCell;
 
 use tandem_core::plan::{Plan, Sink};
 use tandem_core::{Error, Result, TxOptions, WriterGate, tx};
+use tandem_sql::batch::BorrowedStatement;
 use tandem_sql::{Dialect, Rendered};
 
 use crate::database::{Database, Pooled, run_steps};
@@ -123,6 +124,13 @@ impl crate::Executor for PooledConnection {
 
     fn stream_rendered<T: Send + 'static>(&self, r: Rendered) -> Result<RowStream<'_, T>> {
         stream_from_slot(&self.slot, "connection", r)
+    }
+
+    fn run_borrowed<'a>(
+        &self,
+        statements: &mut dyn Iterator<Item = Result<BorrowedStatement<'a>>>,
+    ) -> Result<u64> {
+        self.with_conn(|c| c.run_borrowed(statements))
     }
 }
 

@@ -5,6 +5,7 @@
 
 use tandem_core::plan::{Done, Plan, Sink};
 use tandem_core::{Error, Result};
+use tandem_sql::batch::BorrowedStatement;
 use tandem_sql::typed::{Entity, Load, SelectQuery};
 use tandem_sql::{Dialect, FromRow, Render, Rendered, Row};
 
@@ -27,6 +28,15 @@ pub trait Executor {
 
     /// A stream over a rendered statement, holding a connection while it lives.
     fn stream_rendered<T: Send + 'static>(&self, r: Rendered) -> Result<RowStream<'_, T>>;
+
+    /// Runs statements whose values borrow the caller's rows (`batch_insert`'s, see
+    /// `tandem_core::repo::borrowed_batch_insert`), one after the other on one connection, each on its
+    /// own; returns the rows they affected in all.
+    #[doc(hidden)]
+    fn run_borrowed<'a>(
+        &self,
+        statements: &mut dyn Iterator<Item = Result<BorrowedStatement<'a>>>,
+    ) -> Result<u64>;
 
     /// Runs a statement; returns rows affected.
     fn execute(&self, stmt: &impl Render) -> Result<u64> {

@@ -110,13 +110,19 @@ impl<'a, E: Entity, X: Executor> Repository<'a, E, X> {
             .run(repo::insert_all::<E>(self.exec.dialect(), entities)?)
     }
 
-    /// Inserts rows in chunks, as the options say.
+    /// Inserts rows in chunks, as the options say. Where the call needs nothing of a statement but its
+    /// count, the rows' text and bytes are bound where they are, not copied (SQLite; see
+    /// [`repo::borrowed_batch_insert`]); the statements are the plan's either way.
     pub fn batch_insert(&self, entities: &[E], opts: &BatchOptions) -> Result<BatchResult<Key<E>>> {
-        self.exec.run(repo::batch_insert::<E>(
-            self.exec.dialect(),
-            entities,
-            opts,
-        )?)
+        let dialect = self.exec.dialect();
+        if dialect == tandem_sql::Dialect::Sqlite
+            && let Some(mut batch) = repo::borrowed_batch_insert::<E>(dialect, entities, opts)?
+        {
+            let affected = self.exec.run_borrowed(&mut batch)?;
+            return Ok(batch.finish(affected));
+        }
+        self.exec
+            .run(repo::batch_insert::<E>(dialect, entities, opts)?)
     }
 
     /// Inserts rows, updating the existing row where the `target` columns collide.

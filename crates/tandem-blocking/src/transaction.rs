@@ -7,6 +7,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use tandem_core::plan::{Done, Outcome, Plan, Step};
 use tandem_core::{Error, Result, TxOptions, tx};
 use tandem_sql::Dialect;
+use tandem_sql::batch::BorrowedStatement;
 
 use crate::database::{Pooled, run_steps};
 use crate::driver::Conn;
@@ -138,6 +139,13 @@ impl crate::Executor for Transaction {
             self.run_steps(&plan.steps)?
         };
         plan.finish(outcomes)
+    }
+
+    fn run_borrowed<'a>(
+        &self,
+        statements: &mut dyn Iterator<Item = Result<BorrowedStatement<'a>>>,
+    ) -> Result<u64> {
+        self.with_conn(|c| c.run_borrowed(statements))
     }
 
     fn stream_rendered<T: Send + 'static>(

@@ -68,6 +68,15 @@ pub type Sink<'s> = dyn FnMut(Row) -> Result<bool> + 's;
 pub trait Runner {
     /// Runs one statement, handing each row to `sink`.
     fn run(&mut self, r: &Rendered, sink: &mut Sink<'_>) -> Result<Done>;
+    /// Runs a statement whose values borrow the caller's rows (see
+    /// [`crate::repo::borrowed_batch_insert`]). By default its values are copied into an owned statement;
+    /// a driver that can bind borrowed values does so instead.
+    fn run_borrowed(
+        &mut self,
+        statement: &tandem_sql::batch::BorrowedStatement<'_>,
+    ) -> Result<Done> {
+        self.run(&statement.to_rendered(), &mut |_| Ok(true))
+    }
     /// A PostgreSQL binary COPY step; other engines never get one planned.
     fn copy_in(&mut self, step: &Step) -> Result<u64> {
         let _ = step;

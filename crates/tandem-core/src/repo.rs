@@ -11,7 +11,7 @@ use std::marker::PhantomData;
 use tandem_sql::ast::{
     BinaryOp, Conflict, Delete, Expr, Insert, Order, OrderBy, Returning, Select, SelectItem, Update,
 };
-use tandem_sql::batch::{InsertTemplate, rows_per_statement};
+use tandem_sql::batch::{BorrowedStatement, InsertTemplate, rows_per_statement};
 use tandem_sql::kind;
 use tandem_sql::typed::{AllIn, Entity, Expression, Ordering, Table, UpdateQuery};
 use tandem_sql::{Dialect, GeneratedKey, Ident, Render, Rendered, Row, SqlValue, Value};
@@ -416,12 +416,25 @@ pub fn insert<E: Entity>(dialect: Dialect, entity: &E) -> Result<Plan<E::Key>> {
     }))
 }
 
-/// `batch_insert`: many rows in chunks, as the options say.
-pub fn batch_insert<E: Entity>(
+/// What `batch_insert` writes with, whatever the values: worked out once for both ways of running it (the
+/// plan, and the borrowed statements of a blocking executor).
+struct InsertShape<K> {
+    template: InsertTemplate,
+    /// MySQL ignoring duplicates: the statements that count the skipped rows around each insert.
+    counter: Option<tandem_sql::batch::DuplicateCounter>,
+    want_ids: bool,
+    /// Rows per statement.
+    per: usize,
+    atomicity: Atomicity,
+    /// The rows' own keys, when asked for and not generated.
+    given_keys: Vec<K>,
+}
+
+fn insert_shape<E: Entity>(
     dialect: Dialect,
     rows: &[E],
     opts: &BatchOptions,
-) -> Result<Plan<BatchResult<E::Key>>> {
+) -> Result<InsertShape<E::Key>> {
     if rows.is_empty() {
         return Err(tandem_sql::Error::EmptyBatch {
             table: <E::Table as Table>::NAME.to_string(),
@@ -432,6 +445,58 @@ pub fn batch_insert<E: Entity>(
         BatchTransaction::PerChunk => Atomicity::EachStep,
         BatchTransaction::PerCall => Atomicity::Together,
     };
+    let mut shape = Insert::values(
+        <E::Table as Table>::NAME,
+        E::insert_columns().to_vec(),
+        Vec::new(),
+    );
+    if opts.ignore_duplicates {
+        shape.conflict = Conflict::Ignore { target: Vec::new() };
+    }
+    let want_ids = opts.return_ids && E::GENERATED_KEY;
+    // Where the affected-row count cannot tell skipped duplicates from inserted rows (MySQL), tandem-sql
+    // gives the statements that count them around each chunk.
+    let counter = InsertTemplate::new(dialect, shape.clone()).duplicate_counter()?;
+    // Keys: RETURNING where the engine has it. Where duplicates are counted instead (MySQL), a multi-row
+    // statement that skipped rows cannot tell the keys of those it kept (they need not be consecutive): one
+    // row per statement then, and a kept row's key is the statement's generated key.
+    if want_ids && counter.is_none() {
+        shape.returning = Returning::Columns(vec![E::KEY]);
+    }
+    let given_keys = if opts.return_ids && !E::GENERATED_KEY {
+        rows.iter().map(Entity::key).collect()
+    } else {
+        Vec::new()
+    };
+    let per = if want_ids && counter.is_some() {
+        1
+    } else {
+        rows_per_statement(dialect, E::insert_columns().len(), opts.chunk_rows)?
+    };
+    Ok(InsertShape {
+        template: InsertTemplate::new(dialect, shape),
+        counter,
+        want_ids,
+        per,
+        atomicity,
+        given_keys,
+    })
+}
+
+/// `batch_insert`: many rows in chunks, as the options say.
+pub fn batch_insert<E: Entity>(
+    dialect: Dialect,
+    rows: &[E],
+    opts: &BatchOptions,
+) -> Result<Plan<BatchResult<E::Key>>> {
+    let InsertShape {
+        mut template,
+        counter,
+        want_ids,
+        per,
+        atomicity,
+        given_keys,
+    } = insert_shape(dialect, rows, opts)?;
     let use_copy = dialect == Dialect::Postgres
         && opts.allow_copy
         && rows.len() >= COPY_MIN_ROWS
@@ -451,36 +516,7 @@ pub fn batch_insert<E: Entity>(
             })
         }));
     }
-    let mut shape = Insert::values(
-        <E::Table as Table>::NAME,
-        E::insert_columns().to_vec(),
-        Vec::new(),
-    );
-    if opts.ignore_duplicates {
-        shape.conflict = Conflict::Ignore { target: Vec::new() };
-    }
-    let want_ids = opts.return_ids && E::GENERATED_KEY;
-    // Where the affected-row count cannot tell skipped duplicates from inserted rows (MySQL), tandem-sql
-    // gives the statements that count them around each chunk.
-    let counter = InsertTemplate::new(dialect, shape.clone()).duplicate_counter()?;
-    // Keys: RETURNING where the engine has it. Where duplicates are counted instead (MySQL), a multi-row
-    // statement that skipped rows cannot tell the keys of those it kept (they need not be consecutive): one
-    // row per statement then, and a kept row's key is the statement's generated key.
-    if want_ids && counter.is_none() {
-        shape.returning = Returning::Columns(vec![E::KEY]);
-    }
-    let given_keys: Vec<E::Key> = if opts.return_ids && !E::GENERATED_KEY {
-        rows.iter().map(Entity::key).collect()
-    } else {
-        Vec::new()
-    };
     let width = E::insert_columns().len();
-    let mut template = InsertTemplate::new(dialect, shape);
-    let per = if want_ids && counter.is_some() {
-        1
-    } else {
-        rows_per_statement(dialect, width, opts.chunk_rows)?
-    };
     let mut steps = Steps::new();
     // Per chunk: its insert, its duplicate count (if counted), its size.
     let mut chunks: Vec<(StepId, Option<StepId>, u64)> = Vec::new();
@@ -531,6 +567,66 @@ pub fn batch_insert<E: Entity>(
             ids: if want_ids { ids } else { given_keys },
         })
     }))
+}
+
+/// `batch_insert` for an executor that binds values where they are (the blocking one): the same statements
+/// as the plan, each borrowing its rows' text and bytes instead of holding copies, produced one at a time
+/// as the executor runs them. Only for calls that need nothing of a statement but its affected-row count,
+/// and no transaction around several statements: plain multi-row INSERTs (duplicates skipped by the
+/// statement itself where the engine can), one chunk per statement, each atomic on its own. `None` when the
+/// call needs the plan: PostgreSQL's COPY, generated keys, MySQL's duplicate counting, or several
+/// statements in one transaction.
+pub fn borrowed_batch_insert<'a, E: Entity>(
+    dialect: Dialect,
+    rows: &'a [E],
+    opts: &BatchOptions,
+) -> Result<Option<BorrowedBatch<'a, E>>> {
+    let shape = insert_shape(dialect, rows, opts)?;
+    let copy = dialect == Dialect::Postgres && opts.allow_copy && rows.len() >= COPY_MIN_ROWS;
+    let one_statement = rows.len() <= shape.per;
+    let plain = shape.counter.is_none()
+        && !shape.want_ids
+        && (shape.atomicity == Atomicity::EachStep || one_statement)
+        && !(copy && shape.atomicity == Atomicity::Together);
+    Ok(plain.then(|| BorrowedBatch {
+        chunks: rows.chunks(shape.per),
+        shape,
+    }))
+}
+
+/// The statements of a [`borrowed_batch_insert`], in order; [`BorrowedBatch::finish`] makes the call's
+/// result of the rows they affected.
+pub struct BorrowedBatch<'a, E: Entity> {
+    shape: InsertShape<E::Key>,
+    chunks: std::slice::Chunks<'a, E>,
+}
+
+impl<'a, E: Entity> Iterator for BorrowedBatch<'a, E> {
+    type Item = Result<BorrowedStatement<'a>>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let chunk = self.chunks.next()?;
+        let mut params = Vec::with_capacity(chunk.len() * E::insert_columns().len());
+        for e in chunk {
+            e.write_insert_refs(&mut params);
+        }
+        Some(
+            self.shape
+                .template
+                .statement_refs(params)
+                .map_err(Error::from),
+        )
+    }
+}
+
+impl<E: Entity> BorrowedBatch<'_, E> {
+    /// The call's result, given the rows the statements affected in all.
+    pub fn finish(self, affected: u64) -> BatchResult<E::Key> {
+        BatchResult {
+            inserted: affected,
+            ids: self.shape.given_keys,
+        }
+    }
 }
 
 /// `insert_all`: many rows in one transaction, returning their keys.
@@ -649,4 +745,133 @@ pub fn delete_all_by_ids<E: Entity>(dialect: Dialect, keys: &[E::Key]) -> Result
 /// Whether an executor should read the last insert id after running `r`.
 pub fn wants_last_insert_id(r: &Rendered) -> bool {
     r.generated_key == GeneratedKey::LastInsertId
+}
+
+#[cfg(test)]
+mod borrowed_tests {
+    use super::*;
+    use tandem_sql::ValueRef;
+    use tandem_sql::batch::BorrowedStatement;
+
+    #[derive(tandem_sql::Table, Debug, Clone, PartialEq)]
+    #[table(name = "notes")]
+    struct Note {
+        #[column(primary_key, auto_increment)]
+        id: i64,
+        title: String,
+        body: Option<Vec<u8>>,
+        n: i32,
+    }
+
+    fn notes(n: usize) -> Vec<Note> {
+        (0..n)
+            .map(|i| Note {
+                id: 0,
+                title: format!("note {i}"),
+                body: (i % 2 == 0).then(|| vec![i as u8; 3]),
+                n: i as i32,
+            })
+            .collect()
+    }
+
+    fn borrowed<'a>(
+        dialect: Dialect,
+        rows: &'a [Note],
+        opts: &BatchOptions,
+    ) -> Option<Vec<BorrowedStatement<'a>>> {
+        borrowed_batch_insert(dialect, rows, opts)
+            .unwrap()
+            .map(|b| b.collect::<Result<Vec<_>>>().unwrap())
+    }
+
+    /// Statement by statement, the borrowed path binds what the plan binds, in the same SQL, and its text
+    /// and bytes point into the rows themselves.
+    #[test]
+    fn borrowed_statements_are_the_plans_and_copy_no_text() {
+        let rows = notes(25);
+        for dialect in [Dialect::Sqlite, Dialect::Postgres, Dialect::MySql] {
+            for ignore_duplicates in [false, true] {
+                let opts = BatchOptions {
+                    chunk_rows: Some(10),
+                    ignore_duplicates,
+                    ..BatchOptions::default()
+                };
+                if dialect == Dialect::MySql && ignore_duplicates {
+                    // MySQL counts skipped rows with statements of its own around each insert.
+                    assert!(borrowed(dialect, &rows, &opts).is_none());
+                    continue;
+                }
+                let plan = batch_insert::<Note>(dialect, &rows, &opts).unwrap();
+                let statements = borrowed(dialect, &rows, &opts).expect("a plain batch");
+                assert_eq!(statements.len(), 3);
+                assert_eq!(plan.steps.len(), 3);
+                for (b, step) in statements.iter().zip(plan.steps.iter()) {
+                    let Step::Sql(p) = step else {
+                        panic!("{dialect}: a SQL step")
+                    };
+                    assert_eq!(b.sql, p.sql, "{dialect}");
+                    assert_eq!(b.to_rendered().params, p.params, "{dialect}");
+                }
+                let [
+                    ValueRef::Text(title),
+                    ValueRef::Bytes(body),
+                    ValueRef::Value(n),
+                    ..,
+                ] = &statements[0].params[..]
+                else {
+                    panic!("{dialect}: {:?}", statements[0].params)
+                };
+                assert!(std::ptr::eq(title.as_ptr(), rows[0].title.as_ptr()));
+                assert!(std::ptr::eq(
+                    body.as_ptr(),
+                    rows[0].body.as_ref().unwrap().as_ptr()
+                ));
+                assert_eq!(*n, Value::I32(0));
+                assert_eq!(
+                    statements[0].params[4],
+                    ValueRef::Value(Value::Null(tandem_sql::SqlType::Blob)),
+                    "row 1 has no body"
+                );
+            }
+        }
+    }
+
+    /// Calls that need more of a statement than its count, or several statements in one transaction, get
+    /// the plan; bad input is the same typed error either way.
+    #[test]
+    fn calls_that_need_the_plan_are_left_to_it() {
+        let rows = notes(25);
+        let opts = |f: fn(&mut BatchOptions)| {
+            let mut o = BatchOptions {
+                chunk_rows: Some(10),
+                ..BatchOptions::default()
+            };
+            f(&mut o);
+            o
+        };
+        let ids = opts(|o| o.return_ids = true);
+        let together = opts(|o| o.transaction = BatchTransaction::PerCall);
+        for dialect in [Dialect::Sqlite, Dialect::Postgres, Dialect::MySql] {
+            assert!(borrowed(dialect, &rows, &ids).is_none(), "{dialect}: keys");
+            assert!(
+                borrowed(dialect, &rows, &together).is_none(),
+                "{dialect}: three statements in one transaction"
+            );
+            // One statement is atomic on its own.
+            assert_eq!(borrowed(dialect, &rows[..10], &together).unwrap().len(), 1);
+            let empty: &[Note] = &[];
+            let plan_err = batch_insert::<Note>(dialect, empty, &together).unwrap_err();
+            let borrowed_err = borrowed_batch_insert(dialect, empty, &together)
+                .err()
+                .expect("an empty batch is refused");
+            assert_eq!(plan_err.to_string(), borrowed_err.to_string());
+        }
+        // PostgreSQL's COPY for a large call in one transaction.
+        let many = notes(COPY_MIN_ROWS);
+        let copy = opts(|o| {
+            o.transaction = BatchTransaction::PerCall;
+            o.chunk_rows = None;
+        });
+        assert!(borrowed(Dialect::Postgres, &many, &copy).is_none());
+    }
 }

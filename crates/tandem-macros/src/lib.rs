@@ -434,6 +434,12 @@ fn entity_impl(
             fn write_insert_values(&self, out: &mut ::std::vec::Vec<#krate::Value>) {
                 #(out.push(#krate::SqlValue::into_value(::core::clone::Clone::clone(&self.#ins_fields)));)*
             }
+            fn write_insert_refs<'tandem_a>(
+                &'tandem_a self,
+                out: &mut ::std::vec::Vec<#krate::ValueRef<'tandem_a>>,
+            ) {
+                #(out.push(#krate::SqlValue::to_value_ref(&self.#ins_fields));)*
+            }
         }
         impl #krate::FromRow for #strukt {
             fn from_row(row: #krate::Row) -> #krate::Result<Self> {

@@ -8,6 +8,7 @@ use crate::ast::{Insert, InsertSource};
 use crate::dialect::Dialect;
 use crate::error::{Error, Result};
 use crate::render::{Render, Rendered};
+use crate::value::ValueRef;
 
 /// How many rows of `width` columns fit in one statement for `dialect`, capped at `max_rows` if given.
 pub fn rows_per_statement(
@@ -138,25 +139,55 @@ impl InsertTemplate {
 
     /// The statement for `params`, which hold `params.len() / width` rows of values in column order.
     pub fn statement(&mut self, params: Vec<crate::Value>) -> Result<Rendered> {
+        crate::render::check_values(self.dialect, &params)?;
+        let text = self.text(params.len())?;
+        Ok(Rendered {
+            sql: text.sql.clone(),
+            params,
+            generated_key: text.generated_key.clone(),
+        })
+    }
+
+    /// [`InsertTemplate::statement`] for values that borrow their text and bytes (see [`ValueRef`]): the
+    /// same checks, the same SQL.
+    pub fn statement_refs<'a>(
+        &mut self,
+        params: Vec<ValueRef<'a>>,
+    ) -> Result<BorrowedStatement<'a>> {
+        crate::render::check_values_iter(
+            self.dialect,
+            params.iter().filter_map(|p| match p {
+                ValueRef::Value(v) => Some(v),
+                _ => None,
+            }),
+        )?;
+        let text = self.text(params.len())?;
+        Ok(BorrowedStatement {
+            sql: text.sql.clone(),
+            params,
+        })
+    }
+
+    /// The statement text for `count` parameters (rendered once per row count), after checking the count.
+    fn text(&mut self, count: usize) -> Result<&Rendered> {
         let width = self.shape.columns.len();
-        if width == 0 || params.is_empty() || !params.len().is_multiple_of(width) {
+        if width == 0 || count == 0 || !count.is_multiple_of(width) {
             return Err(Error::RowWidth {
                 row: 0,
                 expected: width,
-                found: params.len(),
+                found: count,
             });
         }
-        let rows = params.len() / width;
-        if params.len() > self.dialect.param_limit() {
+        let rows = count / width;
+        if count > self.dialect.param_limit() {
             return Err(Error::TooManyParameters {
                 dialect: self.dialect,
-                count: params.len(),
+                count,
                 limit: self.dialect.param_limit(),
             });
         }
-        crate::render::check_values(self.dialect, &params)?;
-        let cached = match self.texts.iter().find(|(n, _)| *n == rows) {
-            Some((_, r)) => r,
+        let at = match self.texts.iter().position(|(n, _)| *n == rows) {
+            Some(at) => at,
             None => {
                 let mut shape = self.shape.clone();
                 shape.source =
@@ -166,14 +197,31 @@ impl InsertTemplate {
                     ]);
                 let r = shape.into_rendered(self.dialect)?;
                 self.texts.push((rows, r));
-                &self.texts[self.texts.len() - 1].1
+                self.texts.len() - 1
             }
         };
-        Ok(Rendered {
-            sql: cached.sql.clone(),
-            params,
-            generated_key: cached.generated_key.clone(),
-        })
+        Ok(&self.texts[at].1)
+    }
+}
+
+/// An INSERT whose parameters borrow the rows they come from: what a blocking executor binds in place.
+/// It returns no rows and no generated keys (see [`InsertTemplate::statement_refs`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct BorrowedStatement<'a> {
+    /// The SQL text, with the dialect's placeholders.
+    pub sql: String,
+    /// The values, in placeholder order.
+    pub params: Vec<ValueRef<'a>>,
+}
+
+impl BorrowedStatement<'_> {
+    /// The same statement owning its values.
+    pub fn to_rendered(&self) -> Rendered {
+        Rendered {
+            sql: self.sql.clone(),
+            params: self.params.iter().map(ValueRef::to_value).collect(),
+            generated_key: crate::GeneratedKey::None,
+        }
     }
 }
 

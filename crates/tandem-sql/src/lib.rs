@@ -59,7 +59,7 @@ pub use render::{GeneratedKey, RawSql, Render, Rendered, raw};
 pub use row::{FromRow, Row};
 pub use tandem_macros::Table;
 pub use typed::{Column, Entity, Table};
-pub use value::{SqlType, SqlValue, Value};
+pub use value::{SqlType, SqlValue, Value, ValueRef};
 
 /// Everything a query-writing module needs: `use tandem_sql::prelude::*;`.
 pub mod prelude {

@@ -216,7 +216,7 @@ impl Value {
     label = "tandem-sql has no column mapping for this type",
     note = "supported: bool, i16, i32, i64, f32, f64, String, Vec<u8>, Option<T> of those, and chrono/uuid types behind features"
 )]
-pub trait SqlValue: Sized {
+pub trait SqlValue: Sized + Clone {
     /// The SQL kind marker the typed layer checks comparisons against.
     type Kind: kind::Kind;
     /// The column type a table declaration uses for this Rust type.
@@ -229,6 +229,34 @@ pub trait SqlValue: Sized {
     fn into_value(self) -> Value;
     /// Converts a decoded cell back.
     fn from_value(value: Value) -> Result<Self, ValueError>;
+    /// The value to bind, borrowing text and bytes instead of copying them (see [`ValueRef`]).
+    fn to_value_ref(&self) -> ValueRef<'_> {
+        ValueRef::Value(self.clone().into_value())
+    }
+}
+
+/// A value to bind that borrows its text or bytes from the caller's data, so that a driver that binds in
+/// place (SQLite, from a blocking thread) copies nothing per cell; everything else is small and held by
+/// value. What an executor that must own its parameters (the async one) binds is the owned [`Value`].
+#[derive(Clone, Debug, PartialEq)]
+pub enum ValueRef<'a> {
+    /// Borrowed text.
+    Text(&'a str),
+    /// Borrowed bytes.
+    Bytes(&'a [u8]),
+    /// Any other value.
+    Value(Value),
+}
+
+impl ValueRef<'_> {
+    /// The owned value.
+    pub fn to_value(&self) -> Value {
+        match self {
+            ValueRef::Text(s) => Value::Text((*s).to_owned()),
+            ValueRef::Bytes(b) => Value::Bytes(b.to_vec()),
+            ValueRef::Value(v) => v.clone(),
+        }
+    }
 }
 
 fn wrong(expected: &'static str, found: &Value) -> ValueError {
@@ -335,6 +363,9 @@ impl SqlValue for String {
     fn into_value(self) -> Value {
         Value::Text(self)
     }
+    fn to_value_ref(&self) -> ValueRef<'_> {
+        ValueRef::Text(self)
+    }
     fn from_value(value: Value) -> Result<Self, ValueError> {
         match value {
             Value::Text(s) => Ok(s),
@@ -355,6 +386,9 @@ impl SqlValue for Vec<u8> {
     fn into_value(self) -> Value {
         Value::Bytes(self)
     }
+    fn to_value_ref(&self) -> ValueRef<'_> {
+        ValueRef::Bytes(self)
+    }
     fn from_value(value: Value) -> Result<Self, ValueError> {
         match value {
             Value::Bytes(b) => Ok(b),
@@ -373,6 +407,12 @@ impl<T: SqlValue> SqlValue for Option<T> {
         match self {
             Some(v) => v.into_value(),
             None => Value::Null(T::SQL_TYPE),
+        }
+    }
+    fn to_value_ref(&self) -> ValueRef<'_> {
+        match self {
+            Some(v) => v.to_value_ref(),
+            None => ValueRef::Value(Value::Null(T::SQL_TYPE)),
         }
     }
     fn from_value(value: Value) -> Result<Self, ValueError> {

@@ -12,6 +12,7 @@ use rusqlite::ToSql;
 use rusqlite::types::{ToSqlOutput, ValueRef};
 use tandem_core::plan::{Done, Runner, Sink};
 use tandem_core::{ConnectOptions, DbError, DbErrorKind, Error, Result};
+use tandem_sql::batch::BorrowedStatement;
 use tandem_sql::{Dialect, Rendered, Row, SqlType, Value};
 
 /// One SQLite connection.
@@ -71,11 +72,50 @@ impl Connection {
 
 impl Runner for Connection {
     fn run(&mut self, r: &Rendered, sink: &mut Sink<'_>) -> Result<Done> {
+        self.run_bound(
+            &r.sql,
+            |stmt| {
+                for (i, v) in r.params.iter().enumerate() {
+                    stmt.raw_bind_parameter(i + 1, Bind(v))?;
+                }
+                Ok(())
+            },
+            sink,
+        )
+    }
+
+    /// Binds the borrowed text and bytes where they are: no copy per cell.
+    fn run_borrowed(&mut self, statement: &BorrowedStatement<'_>) -> Result<Done> {
+        self.run_bound(
+            &statement.sql,
+            |stmt| {
+                for (i, v) in statement.params.iter().enumerate() {
+                    match v {
+                        tandem_sql::ValueRef::Text(t) => stmt.raw_bind_parameter(i + 1, *t)?,
+                        tandem_sql::ValueRef::Bytes(b) => stmt.raw_bind_parameter(i + 1, *b)?,
+                        tandem_sql::ValueRef::Value(v) => {
+                            stmt.raw_bind_parameter(i + 1, Bind(v))?
+                        }
+                    }
+                }
+                Ok(())
+            },
+            &mut |_| Ok(true),
+        )
+    }
+}
+
+impl Connection {
+    /// Prepares `sql` (cached), binds its parameters with `bind` and steps it, rows to `sink`.
+    fn run_bound(
+        &mut self,
+        sql: &str,
+        bind: impl FnOnce(&mut rusqlite::Statement<'_>) -> rusqlite::Result<()>,
+        sink: &mut Sink<'_>,
+    ) -> Result<Done> {
         let conn = &self.0;
-        let mut stmt = conn.prepare_cached(&r.sql).map_err(error)?;
-        for (i, v) in r.params.iter().enumerate() {
-            stmt.raw_bind_parameter(i + 1, Bind(v)).map_err(error)?;
-        }
+        let mut stmt = conn.prepare_cached(sql).map_err(error)?;
+        bind(&mut stmt).map_err(error)?;
         let width = stmt.column_count();
         if width == 0 {
             let affected = stmt.raw_execute().map_err(error)? as u64;

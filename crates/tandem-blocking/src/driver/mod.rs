@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use tandem_core::{ConnectOptions, DbError, Error, Result};
+use tandem_sql::batch::BorrowedStatement;
 use tandem_sql::{Dialect, Rendered};
 
 #[cfg(feature = "mysql")]
@@ -137,6 +138,33 @@ impl Conn {
             Driver::MySql(c) => mysql::run(c, r, sink),
         };
         self.note(result)
+    }
+
+    /// Runs statements whose values borrow the caller's rows, one after the other; returns the rows they
+    /// affected in all. SQLite binds them where they are; the server drivers get owned copies.
+    pub(crate) fn run_borrowed<'a>(
+        &mut self,
+        statements: &mut dyn Iterator<Item = Result<BorrowedStatement<'a>>>,
+    ) -> Result<u64> {
+        let mut affected = 0;
+        for statement in statements {
+            let statement = statement?;
+            let span = tracing::debug_span!("statement", sql = %statement.sql, params = statement.params.len());
+            let _enter = span.enter();
+            let result = match &mut self.driver {
+                #[cfg(feature = "sqlite")]
+                Driver::Sqlite(c) => tandem_core::Runner::run_borrowed(c, &statement),
+                #[allow(unreachable_patterns)]
+                _ => {
+                    let r = statement.to_rendered();
+                    drop(_enter);
+                    affected += self.run(&r, &mut |_| Ok(true))?.affected;
+                    continue;
+                }
+            };
+            affected += self.note(result)?.affected;
+        }
+        Ok(affected)
     }
 
     /// Runs a statement without parameters or rows (BEGIN, COMMIT, SAVEPOINT, pragmas).

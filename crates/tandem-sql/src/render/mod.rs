@@ -199,6 +199,13 @@ impl Writer {
 /// would store NULL without a word) and MySQL/MariaDB (whose DOUBLE has no NaN). PostgreSQL stores NaN.
 /// (`-0.0` is kept by PostgreSQL; SQLite and MariaDB give it back as `0.0`, which compares equal.)
 pub(crate) fn check_values(dialect: Dialect, params: &[Value]) -> Result<()> {
+    check_values_iter(dialect, params.iter())
+}
+
+pub(crate) fn check_values_iter<'v>(
+    dialect: Dialect,
+    mut params: impl Iterator<Item = &'v Value>,
+) -> Result<()> {
     if dialect == Dialect::Postgres {
         return Ok(());
     }
@@ -207,7 +214,7 @@ pub(crate) fn check_values(dialect: Dialect, params: &[Value]) -> Result<()> {
         Value::F32(f) => f.is_nan(),
         _ => false,
     };
-    if params.iter().any(nan) {
+    if params.any(nan) {
         return Err(Error::Unsupported {
             dialect,
             feature: "NaN (not-a-number) floats",

@@ -63,6 +63,13 @@ pub trait Entity: crate::row::FromRow + Sized + Send + 'static {
     /// Appends the values of [`Entity::insert_columns`], in that order, to `out` (the batch path: no
     /// vector per row).
     fn write_insert_values(&self, out: &mut Vec<Value>);
+    /// [`Entity::write_insert_values`] borrowing text and bytes from the row instead of copying them, for a
+    /// driver that binds in place. The derive writes it; by default the values are copied.
+    fn write_insert_refs<'a>(&'a self, out: &mut Vec<crate::ValueRef<'a>>) {
+        let mut owned = Vec::with_capacity(Self::insert_columns().len());
+        self.write_insert_values(&mut owned);
+        out.extend(owned.into_iter().map(crate::ValueRef::Value));
+    }
     /// The values of [`Entity::insert_columns`], in that order.
     fn insert_values(&self) -> Vec<Value> {
         let mut out = Vec::with_capacity(Self::insert_columns().len());
