@@ -1,5 +1,6 @@
 //! `e2e`: the essay's batch job over `data_size` source rows with `parallelism` partitions, on each runner,
-//! next to the server doing the same work alone (`INSERT … SELECT`). Target and job tables are recreated
+//! next to the server doing the same work alone (`INSERT … SELECT`) and, on SQLite, the job written by hand
+//! on rusqlite (`raw-driver`, one partition). Target and job tables are recreated
 //! before each measured op; every op is verified (row count, distinct names, checksum).
 
 use std::time::Instant;
@@ -78,6 +79,24 @@ pub fn run(
                     verify(&db, n)?;
                     Ok(took)
                 })?;
+                // SQLite: the job by hand on rusqlite (see `raw::sqlite_job`), one partition.
+                let by_hand = if dialect == Dialect::Sqlite {
+                    Some(measure(it, || {
+                        reset_target(&db)?;
+                        let conn = seed::sqlite_conn(&tandem_core::ConnectOptions::parse(&url)?)?;
+                        conn.execute_batch(
+                            "DROP TABLE IF EXISTS raw_job_checkpoint; CREATE TABLE raw_job_checkpoint (id INTEGER PRIMARY KEY, checkpoint INTEGER NOT NULL, read_count INTEGER NOT NULL, chunk_count INTEGER NOT NULL); INSERT INTO raw_job_checkpoint VALUES (1, 0, 0, 0);",
+                        )?;
+                        let started = Instant::now();
+                        crate::raw::sqlite_job(&conn, essay::job(1).page_size as usize)?;
+                        let took = started.elapsed();
+                        conn.execute_batch("DROP TABLE raw_job_checkpoint")?;
+                        verify(&db, n)?;
+                        Ok(took)
+                    })?)
+                } else {
+                    None
+                };
                 for &p in parallelism {
                     let mut record = |variant: &str, time| {
                         crate::record(
@@ -97,6 +116,9 @@ pub fn run(
                         )
                     };
                     record("insert-select", ceiling);
+                    if let Some(m) = by_hand {
+                        record("raw-driver", m);
+                    }
                     let job = essay::job(p);
                     if ctx.executors.contains(&Executor::Blocking) {
                         let m = measure(it, || {

@@ -1,5 +1,6 @@
 //! The seed workload written by hand on each raw driver, with no tandem layer: the same multi-row INSERT of
 //! `chunk` rows per statement, each statement its own (implicit) transaction, exactly as tandem sends it.
+//! And the essay's batch job by hand on rusqlite ([`sqlite_job`]): what the engine needs for that job's shape.
 
 use postgres::types::ToSql;
 
@@ -156,4 +157,46 @@ pub fn mysql_load_data(conn: &mut mysql::Conn, rows: &[Source]) -> Result<(), my
     conn.query_drop(
         "LOAD DATA LOCAL INFILE 'tandem-seed' INTO TABLE benchmark_source (name, value)",
     )
+}
+
+/// The essay's batch job by hand on one rusqlite connection, one partition: keyset pages of `page` source
+/// rows, `upper(name)` and `value * 2` in Rust, then per page one transaction with the multi-row INSERT
+/// and the checkpoint UPDATE (on `raw_job_checkpoint`, made by the caller). What the engine needs for this
+/// job's shape before any library code: 200 commits for 100,000 rows, every row read out and bound back,
+/// which `INSERT … SELECT` does not do.
+pub fn sqlite_job(conn: &rusqlite::Connection, page: usize) -> rusqlite::Result<()> {
+    let mut after = 0i64;
+    loop {
+        let rows: Vec<(i64, String, i32)> = conn
+            .prepare_cached(
+                "SELECT id, name, value FROM benchmark_source WHERE id > ?1 ORDER BY id LIMIT ?2",
+            )?
+            .query_map(rusqlite::params![after, page as i64], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            })?
+            .collect::<rusqlite::Result<_>>()?;
+        let Some(&(last, _, _)) = rows.last() else {
+            return Ok(());
+        };
+        let out: Vec<(String, i32)> = rows
+            .iter()
+            .map(|(_, name, value)| (name.to_uppercase(), value * 2))
+            .collect();
+        let mut sql =
+            String::from("INSERT INTO benchmark_target (source_name, transformed_value) VALUES ");
+        for i in 0..out.len() {
+            sql.push_str(if i == 0 { "(?, ?)" } else { ", (?, ?)" });
+        }
+        conn.execute_batch("BEGIN IMMEDIATE")?;
+        conn.prepare_cached(&sql)?
+            .execute(rusqlite::params_from_iter(out.iter().flat_map(|(n, v)| {
+                [n as &dyn rusqlite::ToSql, v as &dyn rusqlite::ToSql]
+            })))?;
+        conn.prepare_cached(
+            "UPDATE raw_job_checkpoint SET checkpoint = ?1, read_count = read_count + ?2, chunk_count = chunk_count + 1 WHERE id = 1",
+        )?
+        .execute(rusqlite::params![last, rows.len() as i64])?;
+        conn.execute_batch("COMMIT")?;
+        after = last;
+    }
 }

@@ -304,6 +304,29 @@ impl Results {
         for r in self
             .records
             .iter()
+            .filter(|r| r.scenario == "e2e" && r.variant == "raw-driver")
+        {
+            // Speeds as percentages: `fast` takes `fast_s` where `slow` takes `slow_s`.
+            let speed = |fast_s: Option<f64>, slow_s: Option<f64>| match (fast_s, slow_s) {
+                (Some(f), Some(s)) => format!("{:.0}%", 100.0 * f / s),
+                _ => "-".to_owned(),
+            };
+            let secs = |v: &str| self.find(r, v).map(|o| o.time.secs());
+            let own = Some(r.time.secs());
+            println!(
+                "e2e       {:<9} {:>7} rows par {:>2}: the job by hand on the raw driver (one partition) {:>9.3} ops/s = {} of INSERT…SELECT; blocking at {} of it, async at {}",
+                r.db,
+                r.rows,
+                r.parallelism,
+                r.ops_per_s(),
+                speed(secs("insert-select"), own),
+                speed(own, secs("tandem-blocking")),
+                speed(own, secs("tandem-async")),
+            );
+        }
+        for r in self
+            .records
+            .iter()
             .filter(|r| r.scenario == "seed" && r.variant.starts_with("peer "))
         {
             let vs = self.find(r, "tandem-blocking").map_or("-".to_owned(), |b| {

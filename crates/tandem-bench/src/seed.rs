@@ -193,7 +193,9 @@ fn mysql_conn(opts: &tandem_core::ConnectOptions) -> anyhow::Result<mysql::Conn>
     mysql::Conn::new(builder).map_err(anyhow::Error::from)
 }
 
-fn sqlite_conn(opts: &tandem_core::ConnectOptions) -> anyhow::Result<rusqlite::Connection> {
+pub(crate) fn sqlite_conn(
+    opts: &tandem_core::ConnectOptions,
+) -> anyhow::Result<rusqlite::Connection> {
     let conn = rusqlite::Connection::open(opts.path.as_deref().unwrap_or(":memory:"))?;
     conn.execute_batch(
         "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = 5000;",
