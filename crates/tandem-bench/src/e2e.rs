@@ -84,13 +84,11 @@ pub fn run(
                     Some(measure(it, || {
                         reset_target(&db)?;
                         let conn = seed::sqlite_conn(&tandem_core::ConnectOptions::parse(&url)?)?;
-                        conn.execute_batch(
-                            "DROP TABLE IF EXISTS raw_job_checkpoint; CREATE TABLE raw_job_checkpoint (id INTEGER PRIMARY KEY, checkpoint INTEGER NOT NULL, read_count INTEGER NOT NULL, chunk_count INTEGER NOT NULL); INSERT INTO raw_job_checkpoint VALUES (1, 0, 0, 0);",
-                        )?;
+                        crate::raw::prepare_sqlite_job(&conn)?;
                         let started = Instant::now();
                         crate::raw::sqlite_job(&conn, essay::job(1).page_size as usize)?;
                         let took = started.elapsed();
-                        conn.execute_batch("DROP TABLE raw_job_checkpoint")?;
+                        crate::raw::end_sqlite_job(&conn)?;
                         verify(&db, n)?;
                         Ok(took)
                     })?)

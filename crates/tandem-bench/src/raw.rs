@@ -159,9 +159,21 @@ pub fn mysql_load_data(conn: &mut mysql::Conn, rows: &[Source]) -> Result<(), my
     )
 }
 
+/// Makes the checkpoint table [`sqlite_job`] updates (before the clock starts); [`end_sqlite_job`] drops it.
+pub fn prepare_sqlite_job(conn: &rusqlite::Connection) -> rusqlite::Result<()> {
+    conn.execute_batch(
+        "DROP TABLE IF EXISTS raw_job_checkpoint; CREATE TABLE raw_job_checkpoint (id INTEGER PRIMARY KEY, checkpoint INTEGER NOT NULL, read_count INTEGER NOT NULL, chunk_count INTEGER NOT NULL); INSERT INTO raw_job_checkpoint VALUES (1, 0, 0, 0);",
+    )
+}
+
+/// Drops what [`prepare_sqlite_job`] made.
+pub fn end_sqlite_job(conn: &rusqlite::Connection) -> rusqlite::Result<()> {
+    conn.execute_batch("DROP TABLE raw_job_checkpoint")
+}
+
 /// The essay's batch job by hand on one rusqlite connection, one partition: keyset pages of `page` source
 /// rows, `upper(name)` and `value * 2` in Rust, then per page one transaction with the multi-row INSERT
-/// and the checkpoint UPDATE (on `raw_job_checkpoint`, made by the caller). What the engine needs for this
+/// and the checkpoint UPDATE (on the table [`prepare_sqlite_job`] made). What the engine needs for this
 /// job's shape before any library code: 200 commits for 100,000 rows, every row read out and bound back,
 /// which `INSERT … SELECT` does not do.
 pub fn sqlite_job(conn: &rusqlite::Connection, page: usize) -> rusqlite::Result<()> {

@@ -154,13 +154,12 @@ impl Conn {
             let result = match &mut self.driver {
                 #[cfg(feature = "sqlite")]
                 Driver::Sqlite(c) => tandem_core::Runner::run_borrowed(c, &statement),
-                #[allow(unreachable_patterns)]
-                _ => {
-                    let r = statement.to_rendered();
-                    drop(_enter);
-                    affected += self.run(&r, &mut |_| Ok(true))?.affected;
-                    continue;
+                #[cfg(feature = "postgres")]
+                Driver::Postgres(c) => {
+                    postgres::run(c, &statement.to_rendered(), &mut |_| Ok(true))
                 }
+                #[cfg(feature = "mysql")]
+                Driver::MySql(c) => mysql::run(c, &statement.to_rendered(), &mut |_| Ok(true)),
             };
             affected += self.note(result)?.affected;
         }
