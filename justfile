@@ -130,9 +130,11 @@ book: playground-build
     rm -rf book/book/playground && cp -r "{{site}}" book/book/playground
     echo "book: book/book/index.html, the playground in book/book/playground/"
 
-# The workshop: run stage NN's tests on your code (`workshop/NN-*/src/lib.rs`) with a verdict.
-check NN:
-    @cargo run -q -p workshop-runner -- check {{NN}}
+# The workshop: run stage NN's tests on your code (`workshop/NN-*/src/exercise.rs`) with a verdict. By default
+# the stage builds on the reference solutions of the stages before it; `just check NN --mine` builds it on
+# yours. `--verbose` shows whole failure messages and every compile error.
+check NN *FLAGS:
+    @cargo run -q -p workshop-runner -- check {{NN}} {{FLAGS}}
 
 # The workshop: the first stage whose tests do not pass yet.
 next:

@@ -1,12 +1,7 @@
 //! Stage 6's specification, on SQLite, and on PostgreSQL and MariaDB when they can be reached.
 
 use tandem_async::Executor as _;
-#[cfg(not(feature = "solution"))]
 use workshop_06_async as stage;
-#[cfg(feature = "solution")]
-#[allow(dead_code)] // items of the solution no test calls (given types, the entity's own impls)
-#[path = "../solution/lib.rs"]
-mod stage;
 
 use stage::{Account, TransferError, accounts, total_balance, transfer};
 use tandem_async::{BatchOptions, Database, PoolConfig};

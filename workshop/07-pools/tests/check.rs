@@ -1,12 +1,7 @@
 //! Stage 7's specification: the configuration, then the pool it builds under a crowd of requests — on
 //! SQLite, and on PostgreSQL and MariaDB when they can be reached.
 
-#[cfg(not(feature = "solution"))]
 use workshop_07_pools as stage;
-#[cfg(feature = "solution")]
-#[allow(dead_code)] // items of the solution no test calls (given types, the entity's own impls)
-#[path = "../solution/lib.rs"]
-mod stage;
 
 use std::sync::Mutex;
 use std::time::Duration;

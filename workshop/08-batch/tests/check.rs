@@ -2,12 +2,7 @@
 //! SQLite, and on PostgreSQL and MariaDB when they can be reached — including a run that dies midway.
 
 use tandem_blocking::Executor as _;
-#[cfg(not(feature = "solution"))]
 use workshop_08_batch as stage;
-#[cfg(feature = "solution")]
-#[allow(dead_code)] // items of the solution no test calls (given types, the entity's own impls)
-#[path = "../solution/lib.rs"]
-mod stage;
 
 use proptest::prelude::*;
 use stage::{process, split};

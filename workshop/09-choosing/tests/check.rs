@@ -1,11 +1,6 @@
 //! Stage 9's specification: the figures against a plain oracle, the guide against its table.
 
-#[cfg(not(feature = "solution"))]
 use workshop_09_choosing as stage;
-#[cfg(feature = "solution")]
-#[allow(dead_code)] // items of the solution no test calls (given types, the entity's own impls)
-#[path = "../solution/lib.rs"]
-mod stage;
 
 use std::time::Duration;
 

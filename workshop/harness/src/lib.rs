@@ -4,10 +4,19 @@
 //! as usual. When `TANDEM_WORKSHOP_REPORT` names a file, the outcome of every check (passed or not, and what
 //! a failing one said) is also written there as JSON ([`Report`]): the workshop runner (`just check NN`)
 //! reads that, never libtest's text.
+//!
+//! Also here, for every stage's tests: [`ui`] (programs that must or must not compile), [`sql_mismatch`]
+//! (what differs between two SQL texts, said so a learner can act on it) and [`proptest_config`].
 
+#[cfg(feature = "checks")]
+pub mod ui;
+
+#[cfg(feature = "checks")]
 use std::panic::{AssertUnwindSafe, catch_unwind};
+#[cfg(feature = "checks")]
 use std::sync::{Arc, Mutex};
 
+#[cfg(feature = "checks")]
 use libtest_mimic::{Arguments, Failed, Trial};
 use serde::{Deserialize, Serialize};
 
@@ -32,12 +41,14 @@ pub struct Outcome {
     pub message: Option<String>,
 }
 
+#[cfg(feature = "checks")]
 /// One check: a name and the function that panics when the learner's code is wrong.
 pub struct Check {
     name: &'static str,
     run: Box<dyn FnOnce() + Send + 'static>,
 }
 
+#[cfg(feature = "checks")]
 impl Check {
     /// A check called `name`.
     pub fn new(name: &'static str, run: impl FnOnce() + Send + 'static) -> Check {
@@ -58,6 +69,7 @@ macro_rules! checks {
     };
 }
 
+#[cfg(feature = "checks")]
 /// The text of a panic payload.
 fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
     payload
@@ -67,6 +79,7 @@ fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
         .unwrap_or_else(|| "the check panicked".to_owned())
 }
 
+#[cfg(feature = "checks")]
 /// Runs the checks with libtest's command line; writes the report when asked; exits with libtest's code.
 pub fn main(checks: Vec<Check>) {
     let args = Arguments::from_args();
@@ -107,4 +120,51 @@ pub fn main(checks: Vec<Check>) {
 pub fn read_report(path: &std::path::Path) -> Result<Report, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+#[cfg(feature = "checks")]
+/// proptest's settings for a check: `cases` random inputs, no regression files written next to the tests
+/// (a learner's failures are theirs, not the repository's), shrinking as usual.
+pub fn proptest_config(cases: u32) -> proptest::test_runner::Config {
+    proptest::test_runner::Config {
+        cases,
+        failure_persistence: None,
+        ..proptest::test_runner::Config::default()
+    }
+}
+
+/// `None` when `mine` and `expected` are the same SQL; otherwise both, one above the other, with a caret
+/// under the first character that differs and the words around it.
+pub fn sql_mismatch(mine: &str, expected: &str) -> Option<String> {
+    if mine == expected {
+        return None;
+    }
+    let at = mine
+        .char_indices()
+        .zip(expected.chars())
+        .find(|((_, a), b)| a != b)
+        .map(|((i, _), _)| i)
+        .unwrap_or(mine.len().min(expected.len()));
+    // Show a window of at most 100 characters around the difference.
+    let start =
+        floor_char(mine, at.saturating_sub(60)).min(floor_char(expected, at.saturating_sub(60)));
+    let window = |s: &str| -> String { s.get(start..).unwrap_or("").chars().take(100).collect() };
+    let caret = " ".repeat(mine.get(start..at).map_or(0, |s| s.chars().count()));
+    let ellipsis = if start > 0 { "…" } else { "" };
+    Some(format!(
+        "the SQL differs at character {}:\n      yours: {ellipsis}{}\n   expected: {ellipsis}{}\n             {}{caret}^",
+        mine[..at.min(mine.len())].chars().count() + 1,
+        window(mine),
+        window(expected),
+        if start > 0 { " " } else { "" },
+    ))
+}
+
+/// The largest char boundary of `s` at or below `i`.
+fn floor_char(s: &str, i: usize) -> usize {
+    let mut i = i.min(s.len());
+    while !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
 }

@@ -1,16 +1,22 @@
 //! The workshop's commands (the justfile calls them):
 //!
-//! - `check NN`: run stage NN's checks on the learner's code, with a readable verdict;
+//! - `check NN [--mine] [--verbose]`: run stage NN's checks on the learner's code, with a readable verdict.
+//!   By default the stage builds on the reference solutions of the stages before it; `--mine` builds it on
+//!   the learner's own earlier stages instead (the stage's `reference` feature off).
 //! - `next`: name the first stage whose checks do not pass yet;
 //! - `solve NN`: show stage NN's reference solution and how the learner's file differs from it;
 //! - `verify` (CI): every reference solution passes its checks and clippy, every starter fails all of them.
 //!
 //! It reads structured output only: cargo's JSON messages (`--message-format=json`) for compile errors and
-//! the JSON report the stage's harness writes (`workshop-harness`) for each check's outcome.
+//! build progress, and the JSON report the stage's harness writes (`workshop-harness`) for each check.
+
+mod cargo;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode, Stdio};
+use std::process::{Command, ExitCode};
+use std::time::Instant;
 
+use cargo::{Built, Progress};
 use workshop_harness::{Outcome, REPORT_VAR, Report};
 
 /// One stage: `workshop/NN-name`.
@@ -20,6 +26,26 @@ struct Stage {
     number: String,
     package: String,
     title: String,
+}
+
+impl Stage {
+    /// `NN-name`, the folder's and the chapter's name.
+    fn slug(&self) -> String {
+        self.dir
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned()
+    }
+}
+
+/// Which code a run builds.
+#[derive(Clone, Copy, Debug, Default)]
+struct Mode {
+    /// The stage's reference solution instead of the learner's file.
+    solution: bool,
+    /// The learner's earlier stages instead of their reference solutions.
+    mine: bool,
 }
 
 /// What running a stage's checks gave.
@@ -73,22 +99,19 @@ fn stages() -> Result<Vec<Stage>, String> {
 
 fn stage(number: &str) -> Result<Stage, String> {
     let all = stages()?;
-    let names: Vec<String> = all
-        .iter()
-        .filter_map(|s| s.dir.file_name().map(|n| n.to_string_lossy().into_owned()))
-        .collect();
+    let names: Vec<String> = all.iter().map(Stage::slug).collect();
     all.into_iter()
         .find(|s| s.number == number)
         .ok_or_else(|| format!("no stage {number}: the stages are {}", names.join(" ")))
 }
 
-/// Runs a stage's checks (against the reference solution with `solution`).
-fn run(stage: &Stage, solution: bool) -> Result<Run, String> {
+/// Runs a stage's checks.
+fn run(stage: &Stage, mode: Mode, progress: Progress) -> Result<Run, String> {
     let report = std::env::temp_dir().join(format!(
         "tandem-workshop-{}-{}{}.json",
         stage.number,
         std::process::id(),
-        if solution { "-solution" } else { "" }
+        if mode.solution { "-solution" } else { "" }
     ));
     let _ = std::fs::remove_file(&report);
     let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
@@ -102,80 +125,132 @@ fn run(stage: &Stage, solution: bool) -> Result<Run, String> {
             "check",
             "--message-format=json",
         ])
-        .env(REPORT_VAR, &report)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null());
-    if solution {
+        .env(REPORT_VAR, &report);
+    if mode.solution {
         cmd.args(["--features", "solution"]);
     }
-    let output = cmd.output().map_err(|e| format!("cannot run cargo: {e}"))?;
-    // cargo's JSON messages on stdout (the checks' own output is interleaved there as plain text).
-    let mut errors = Vec::new();
-    let mut built = true;
-    for line in String::from_utf8_lossy(&output.stdout).lines() {
-        let Ok(msg) = serde_json::from_str::<serde_json::Value>(line) else {
-            continue;
-        };
-        match msg["reason"].as_str() {
-            Some("compiler-message") if msg["message"]["level"] == "error" => {
-                if let Some(text) = msg["message"]["rendered"].as_str() {
-                    errors.push(text.to_owned());
-                }
-            }
-            Some("build-finished") => built = msg["success"].as_bool().unwrap_or(false),
-            _ => {}
+    if mode.mine {
+        cmd.arg("--no-default-features");
+    }
+    match cargo::run(cmd, progress)? {
+        Built::Failed(errors) => Ok(Run::DoesNotCompile(errors)),
+        Built::Ok => {
+            let report = workshop_harness::read_report(&report).map_err(|e| {
+                format!("the checks of stage {} left no report ({e})", stage.number)
+            })?;
+            Ok(Run::Ran(report))
         }
     }
-    if !built {
-        return Ok(Run::DoesNotCompile(errors));
-    }
-    let report = workshop_harness::read_report(&report)
-        .map_err(|e| format!("the checks of stage {} left no report ({e})", stage.number))?;
-    Ok(Run::Ran(report))
 }
 
 fn failing(report: &Report) -> Vec<&Outcome> {
     report.checks.iter().filter(|c| !c.passed).collect()
 }
 
-fn check(stage: &Stage) -> Result<bool, String> {
+/// A failing check's message as a learner needs it: the panic's words, the minimal failing input of a
+/// property test; proptest's counters only with `--verbose`; at most 14 lines unless `--verbose`.
+fn shown_message(message: &str, verbose: bool) -> Vec<String> {
+    let mut lines: Vec<String> = message
+        .lines()
+        .filter(|l| {
+            verbose
+                || !["successes:", "local rejects:", "global rejects:"]
+                    .iter()
+                    .any(|p| l.trim_start().starts_with(p))
+        })
+        .map(str::to_owned)
+        .collect();
+    const MAX: usize = 14;
+    if !verbose && lines.len() > MAX {
+        let more = lines.len() - MAX;
+        lines.truncate(MAX);
+        lines.push(format!("… {more} more lines (--verbose shows them)"));
+    }
+    lines
+}
+
+/// The first compiler errors, and how many more there were.
+fn show_compile_errors(errors: &[String], verbose: bool) {
+    let limit = if verbose { errors.len() } else { 3 };
+    for e in errors.iter().take(limit) {
+        print!("{e}");
+    }
+    if errors.len() > limit {
+        println!(
+            "   … and {} more errors (--verbose shows them all)",
+            errors.len() - limit
+        );
+    }
+}
+
+/// Whether a starter's compile errors are its intended `compile_error!("TODO …")`: a stage whose first
+/// piece must exist before its tests can compile starts that way.
+fn is_todo_stop(errors: &[String]) -> bool {
+    errors
+        .first()
+        .is_some_and(|e| e.trim_start().starts_with("error: TODO (stage"))
+}
+
+fn check(stage: &Stage, mode: Mode, verbose: bool) -> Result<bool, String> {
+    let slug = stage.slug();
     println!("== stage {} · {}", stage.number, stage.title);
-    println!(
-        "   chapter: book/src/{}.md · your code: workshop/{}/src/lib.rs",
-        stage.dir.file_name().unwrap_or_default().to_string_lossy(),
-        stage.dir.file_name().unwrap_or_default().to_string_lossy()
-    );
-    match run(stage, false)? {
-        Run::DoesNotCompile(errors) => {
-            for e in errors.iter().take(5) {
-                print!("{e}");
+    println!("   chapter: book/src/{slug}.md · your code: workshop/{slug}/src/exercise.rs");
+    if stage.number != "01" {
+        println!(
+            "   built on: {}",
+            if mode.mine {
+                "your own earlier stages (--mine)"
+            } else {
+                "the reference solutions of the earlier stages (add --mine to use yours)"
             }
-            println!("   ✗ your code does not compile yet (the compiler's words are above).");
+        );
+    }
+    let started = Instant::now();
+    match run(stage, mode, Progress::Show)? {
+        Run::DoesNotCompile(errors) => {
+            // A starter's TODO stop repeats at every use of the missing piece: once says it.
+            let shown = if is_todo_stop(&errors) && !verbose {
+                &errors[..1]
+            } else {
+                &errors[..]
+            };
+            show_compile_errors(shown, verbose);
+            if is_todo_stop(&errors) {
+                println!(
+                    "   ✗ the first piece to write is named above: the tests compile once it exists."
+                );
+            } else {
+                println!("   ✗ the code does not compile yet (the compiler's words are above).");
+            }
             Ok(false)
         }
         Run::Ran(report) => {
             let failed = failing(&report);
             let total = report.checks.len();
+            let secs = started.elapsed().as_secs_f64();
             if failed.is_empty() {
-                println!("   ✓ all {total} tests pass. On to the next stage: just next");
+                println!(
+                    "   ✓ all {total} tests pass ({secs:.1} s). On to the next stage: just next"
+                );
                 return Ok(true);
             }
             println!(
-                "   {total} tests: {} pass, {} to go",
+                "   {total} tests: {} pass, {} to go ({secs:.1} s)",
                 total - failed.len(),
                 failed.len()
             );
             for f in failed {
-                let first = f
-                    .message
-                    .as_deref()
-                    .and_then(|m| m.lines().next())
-                    .unwrap_or("");
+                let lines = shown_message(f.message.as_deref().unwrap_or(""), verbose);
+                let (first, rest) = lines
+                    .split_first()
+                    .map_or(("", &[][..]), |(a, b)| (a.as_str(), b));
                 println!("   ✗ {} — {first}", f.name);
+                for l in rest {
+                    println!("       {l}");
+                }
             }
             println!(
-                "   Read the tests in workshop/{}/tests/check.rs for the whole specification; stuck? just solve {}",
-                stage.dir.file_name().unwrap_or_default().to_string_lossy(),
+                "   The tests in workshop/{slug}/tests/check.rs are the whole specification; stuck? just solve {}",
                 stage.number
             );
             Ok(false)
@@ -185,21 +260,18 @@ fn check(stage: &Stage) -> Result<bool, String> {
 
 fn next() -> Result<bool, String> {
     for s in stages()? {
-        let passes = matches!(run(&s, false)?, Run::Ran(r) if failing(&r).is_empty() && !r.checks.is_empty());
+        let passes = matches!(run(&s, Mode::default(), Progress::Show)?, Run::Ran(r) if failing(&r).is_empty() && !r.checks.is_empty());
         if !passes {
             println!(
                 "next: stage {} · {} — read book/src/{}.md, then: just check {}",
                 s.number,
                 s.title,
-                s.dir.file_name().unwrap_or_default().to_string_lossy(),
+                s.slug(),
                 s.number
             );
             return Ok(true);
         }
-        println!(
-            "✓ stage {}",
-            s.dir.file_name().unwrap_or_default().to_string_lossy()
-        );
+        println!("✓ stage {}", s.slug());
     }
     println!(
         "every stage passes: the workshop is done. The book's last chapter has the measured results."
@@ -208,8 +280,8 @@ fn next() -> Result<bool, String> {
 }
 
 fn solve(stage: &Stage) -> Result<bool, String> {
-    let solution = stage.dir.join("solution/lib.rs");
-    let mine = stage.dir.join("src/lib.rs");
+    let solution = stage.dir.join("solution/exercise.rs");
+    let mine = stage.dir.join("src/exercise.rs");
     println!(
         "== the reference solution of stage {}: {}",
         stage.number,
@@ -257,13 +329,13 @@ fn verify() -> Result<bool, String> {
         ok = false;
     }
     for s in &all {
-        let name = s
-            .dir
-            .file_name()
-            .unwrap_or_default()
-            .to_string_lossy()
-            .into_owned();
-        let solved = match run(s, true)? {
+        let name = s.slug();
+        let solution = Mode {
+            solution: true,
+            mine: false,
+        };
+        let started = Instant::now();
+        let solved = match run(s, solution, Progress::Quiet)? {
             Run::Ran(r) if failing(&r).is_empty() && !r.checks.is_empty() => r.checks.len(),
             Run::Ran(r) if r.checks.is_empty() => {
                 println!("✗ {name}: no check ran");
@@ -285,7 +357,11 @@ fn verify() -> Result<bool, String> {
                 continue;
             }
         };
-        match run(s, false)? {
+        let secs = started.elapsed().as_secs_f64();
+        match run(s, Mode::default(), Progress::Quiet)? {
+            Run::DoesNotCompile(errors) if is_todo_stop(&errors) => println!(
+                "✓ {name}: the solution passes {solved} checks ({secs:.1} s), the starter stops at its first TODO"
+            ),
             Run::DoesNotCompile(errors) => {
                 errors.iter().for_each(|e| print!("{e}"));
                 println!("✗ {name}: the starter does not compile");
@@ -301,7 +377,7 @@ fn verify() -> Result<bool, String> {
                     ok = false;
                 } else {
                     println!(
-                        "✓ {name}: the solution passes {solved} checks, the starter fails all {failed}"
+                        "✓ {name}: the solution passes {solved} checks ({secs:.1} s), the starter fails all {failed}"
                     );
                 }
             }
@@ -317,12 +393,27 @@ fn verify() -> Result<bool, String> {
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let result = match (args.first().map(String::as_str), args.get(1)) {
-        (Some("check"), Some(n)) => stage(n).and_then(|s| check(&s)),
-        (Some("solve"), Some(n)) => stage(n).and_then(|s| solve(&s)),
-        (Some("next"), None) => next(),
-        (Some("verify"), None) => verify(),
-        _ => Err("usage: workshop check NN | next | solve NN | verify".into()),
+    let flag = |f: &str| args.iter().any(|a| a == f);
+    let words: Vec<&str> = args
+        .iter()
+        .map(String::as_str)
+        .filter(|a| !a.starts_with("--"))
+        .collect();
+    let unknown: Vec<&String> = args
+        .iter()
+        .filter(|a| a.starts_with("--") && !["--mine", "--verbose"].contains(&a.as_str()))
+        .collect();
+    let mode = Mode {
+        solution: false,
+        mine: flag("--mine"),
+    };
+    let result = match (words.as_slice(), unknown.first()) {
+        (_, Some(u)) => Err(format!("unknown option {u} (--mine, --verbose)")),
+        (["check", n], None) => stage(n).and_then(|s| check(&s, mode, flag("--verbose"))),
+        (["solve", n], None) => stage(n).and_then(|s| solve(&s)),
+        (["next"], None) => next(),
+        (["verify"], None) => verify(),
+        _ => Err("usage: workshop check NN [--mine] [--verbose] | next | solve NN | verify".into()),
     };
     match result {
         Ok(true) => ExitCode::SUCCESS,
@@ -347,5 +438,30 @@ mod tests {
         assert_eq!(all[0].package, "workshop-01-tables");
         assert!(!all[0].title.is_empty());
         assert!(stage("42").unwrap_err().contains("no stage 42"));
+    }
+
+    /// A property test's counters are dropped and long messages cut, unless verbose.
+    #[test]
+    fn messages_keep_what_helps() {
+        let msg = "Test failed: left != right; minimal failing input: a = 3\n\tsuccesses: 0\n\tlocal rejects: 0\n\tglobal rejects: 0";
+        assert_eq!(
+            shown_message(msg, false),
+            ["Test failed: left != right; minimal failing input: a = 3"]
+        );
+        assert_eq!(shown_message(msg, true).len(), 4);
+        let long: String = (0..40).map(|i| format!("line {i}\n")).collect();
+        let shown = shown_message(&long, false);
+        assert_eq!(shown.len(), 15);
+        assert!(shown[14].contains("26 more lines"));
+    }
+
+    /// Only a starter's own `compile_error!("TODO …")` counts as the intended first stop.
+    #[test]
+    fn todo_stops_are_recognised() {
+        assert!(is_todo_stop(&[
+            "error: TODO (stage 1): write the `table!` macro\n".into()
+        ]));
+        assert!(!is_todo_stop(&["error[E0425]: cannot find value\n".into()]));
+        assert!(!is_todo_stop(&[]));
     }
 }

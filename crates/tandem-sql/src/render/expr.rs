@@ -156,6 +156,7 @@ impl Writer {
         Ok(())
     }
 
+    // ANCHOR: operand
     /// An operand: atoms as they are, operators in parentheses (but `a AND b AND c` stays flat).
     fn operand(&mut self, e: &Expr, parent: Option<BinaryOp>) -> Result<()> {
         let needs_parens = match e {
@@ -181,4 +182,5 @@ impl Writer {
         }
         Ok(())
     }
+    // ANCHOR_END: operand
 }

@@ -17,6 +17,7 @@ pub struct LeftJoined<T>(PhantomData<T>);
 /// One position further than `I`.
 pub struct There<I>(PhantomData<I>);
 
+// ANCHOR: has_table
 /// The list `Self` contains table `T` (at position `I`, inferred).
 #[diagnostic::on_unimplemented(
     message = "table `{T}` is not part of this query",
@@ -28,6 +29,7 @@ pub trait HasTable<T, I> {}
 impl<T, Rest> HasTable<T, Here> for (T, Rest) {}
 impl<T, Rest> HasTable<T, HereOuter> for (LeftJoined<T>, Rest) {}
 impl<H, Rest, T, I> HasTable<T, There<I>> for (H, Rest) where Rest: HasTable<T, I> {}
+// ANCHOR_END: has_table
 
 /// Every table of the list `Self` is in `QS` (positions `I`, inferred).
 #[diagnostic::on_unimplemented(

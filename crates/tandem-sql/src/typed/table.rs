@@ -9,6 +9,7 @@ use crate::ident::Ident;
 use crate::kind::Kind;
 use crate::value::{SqlValue, Value};
 
+// ANCHOR: column
 /// A declared table: a zero-sized marker type (`users::table`).
 pub trait Table: Copy + Default + Send + Sync + 'static {
     /// The table's name.
@@ -41,6 +42,7 @@ pub trait Column: Copy + Default + Send + Sync + 'static {
             .expect("a declared column is part of its table's schema")
     }
 }
+// ANCHOR_END: column
 
 /// A struct that is one row of a declared table: the struct `#[derive(Table)]` was written on.
 pub trait Entity: crate::row::FromRow + Sized + Send + 'static {
