@@ -1,29 +1,14 @@
-//! Stage 3 — dialects and parameters. Read `book/src/03-dialects.md`, then make `just check 03` pass.
+//! Stage 3 — dialects and parameters. **Your code is in `src/exercise.rs`**; the chapter is
+//! `book/src/03-dialects.md`; `just check 03` runs the tests.
 //!
-//! One AST, three engines: what differs is small and precise. Write three of the rules a dialect is made
-//! of; the tests compare each with what tandem's own renderers produce.
-// The starter's parameters are unused until you write the bodies.
-#![allow(unused_variables)]
+//! This file only chooses what the crate is: your `exercise.rs`, or with the `solution` feature (later
+//! stages and `just solve 03` use it) the reference solution. You do not need to edit it. Stages 1 and 2
+//! come in as the crates `tables` and `expressions`: their reference solutions by default, yours with
+//! `just check 03 --mine`.
 
-use tandem_sql::Dialect;
-
-// ANCHOR: rules
-/// TODO: an identifier quoted for `dialect`: `"name"` on SQLite and PostgreSQL, `` `name` `` on MySQL. A
-/// quote character inside the name is doubled, so any name is safe: `a"b` becomes `"a""b"`.
-pub fn quote(dialect: Dialect, name: &str) -> String {
-    todo!()
-}
-
-/// TODO: the placeholder of the `n`th bound parameter (counting from 1): `?` on SQLite and MySQL, `$n` on
-/// PostgreSQL.
-pub fn placeholder(dialect: Dialect, n: usize) -> String {
-    todo!()
-}
-
-/// TODO: how many rows of `columns` columns one multi-row INSERT may carry: each value is a parameter, and
-/// PostgreSQL and MySQL accept at most 65,535 per statement, SQLite 32,766. Zero when not even one row fits
-/// (or there are no columns).
-pub fn rows_per_insert(dialect: Dialect, columns: usize) -> usize {
-    todo!()
-}
-// ANCHOR_END: rules
+#[cfg(not(feature = "solution"))]
+mod exercise;
+#[cfg(feature = "solution")]
+#[path = "../solution/exercise.rs"]
+mod exercise;
+pub use exercise::*;
