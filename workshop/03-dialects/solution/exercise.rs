@@ -103,10 +103,7 @@ impl fmt::Display for Error {
                 row,
                 expected,
                 found,
-            } => write!(
-                f,
-                "row {row} has {found} values for {expected} columns"
-            ),
+            } => write!(f, "row {row} has {found} values for {expected} columns"),
             Error::UnknownColumn { table, column } => {
                 write!(f, "table {table} has no column {column:?}")
             }
@@ -541,7 +538,8 @@ impl<T: Table> Update<T> {
 
     /// `SET column = value`.
     pub fn set<C: Column<Table = T>>(mut self, _column: C, value: impl Into<C::Type>) -> Update<T> {
-        self.set.push((C::NAME, SetTo::Value(value.into().to_value())));
+        self.set
+            .push((C::NAME, SetTo::Value(value.into().to_value())));
         self
     }
 

@@ -353,7 +353,8 @@ fn mysql_skips_duplicates_by_setting_the_key_to_itself() {
 fn batches_split_at_the_bind_limit() {
     for d in Dialect::ALL {
         for width in [1usize, 2, 3, 5] {
-            let per = tandem_sql::batch::rows_per_statement(tandem_dialect(d), width, None).unwrap();
+            let per =
+                tandem_sql::batch::rows_per_statement(tandem_dialect(d), width, None).unwrap();
             let rows = per * 2 + 7;
             let columns = COLUMNS[..width].to_vec();
             let mut insert = Insert::into(items::table, columns.clone());
@@ -617,15 +618,7 @@ fn statements_run_on_every_engine() {
             .render(d)
             .unwrap();
         run(&ignore);
-        let count = |cond| {
-            fetch(
-                &Select::from(items::table)
-                    .filter(cond)
-                    .render(d)
-                    .unwrap(),
-            )
-            .len()
-        };
+        let count = |cond| fetch(&Select::from(items::table).filter(cond).render(d).unwrap()).len();
         assert_eq!(count(items::name.eq("again")), 0, "{d}: {}", ignore.sql);
         assert_eq!(count(items::name.eq("newer")), 1, "{d}: {}", ignore.sql);
 
@@ -709,7 +702,9 @@ table! { orders (id) { id: i64, total: f64 } }
         &[
             ui::Case::compiles(
                 "right_types_compile",
-                case("Select::from(users::table).filter(users::age.ge(18)).order_by(users::name, Order::Asc).render(Dialect::Sqlite).unwrap()"),
+                case(
+                    "Select::from(users::table).filter(users::age.ge(18)).order_by(users::name, Order::Asc).render(Dialect::Sqlite).unwrap()",
+                ),
             ),
             ui::Case::type_error(
                 "filter_on_another_table",
