@@ -543,6 +543,13 @@ impl<T: Table> Update<T> {
         self
     }
 
+    /// `SET name = value` by the column's name, for code that knows its columns only at run time (a
+    /// repository over any entity); a name the table lacks is `Error::UnknownColumn` when rendered.
+    pub fn set_column(mut self, name: &'static str, value: Value) -> Update<T> {
+        self.set.push((name, SetTo::Value(value)));
+        self
+    }
+
     /// `SET column = column + delta`: computed by the database, so that two transactions adding at once
     /// both count.
     pub fn add<C: Column<Table = T>>(mut self, _column: C, delta: C::Type) -> Update<T>
@@ -567,6 +574,13 @@ impl<T: Table> Update<T> {
         if self.set.is_empty() {
             return Err(Error::Empty {
                 what: "UPDATE SET list",
+            });
+        }
+        let known = column_names::<T>();
+        if let Some((name, _)) = self.set.iter().find(|(name, _)| !known.contains(name)) {
+            return Err(Error::UnknownColumn {
+                table: T::NAME,
+                column: name,
             });
         }
         let mut out = Sql::new(dialect);

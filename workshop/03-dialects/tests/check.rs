@@ -453,6 +453,26 @@ fn bad_statements_are_typed_errors() {
         ),
         "an UPDATE that sets nothing"
     );
+    assert_eq!(
+        Update::table(items::table)
+            .set_column("colour", Value::Text("red".into()))
+            .render(d)
+            .unwrap_err(),
+        Error::UnknownColumn {
+            table: "items",
+            column: "colour"
+        },
+        "an UPDATE of a column the table lacks"
+    );
+    assert_eq!(
+        Update::table(items::table)
+            .set_column("qty", Value::I32(3))
+            .render(d)
+            .unwrap()
+            .sql,
+        r#"UPDATE "items" SET "qty" = $1"#,
+        "set_column writes what set writes"
+    );
     assert!(
         matches!(
             Insert::into(items::table, vec!["id", "name"])

@@ -1,104 +1,340 @@
-//! Stage 5's specification, on SQLite, and on PostgreSQL and MariaDB when they can be reached. The
-//! expected answers are computed in Rust from the rows the test inserted.
+//! Stage 5's specification. `just check 05` runs it on your `src/exercise.rs`, on SQLite, and on PostgreSQL
+//! and MariaDB when they can be reached. The expected answers are computed in Rust from the rows the test
+//! wrote; the database says what it holds.
 
-use tandem_blocking::Executor as _;
-#[cfg(not(feature = "solution"))]
-use workshop_05_repositories as stage;
-#[cfg(feature = "solution")]
-#[allow(dead_code)] // items of the solution no test calls (given types, the entity's own impls)
-#[path = "../solution/lib.rs"]
-mod stage;
+use blocking::{Database, Error, Executor};
+use dialects::{GeneratedKey, Statement};
+use repositories::{Account, Entity, Repository, accounts};
+use tables::{Dialect, SqlValue, Table, Value, table};
 
-use stage::{Account, accounts, id_pages, rich, top_up};
-use tandem_blocking::{BatchOptions, Database, PoolConfig};
-use tandem_sql::prelude::*;
-use workshop_support::{ENGINES, db};
-
-/// 157 accounts with balances that repeat (so ties happen), on every reachable engine.
-fn on_engines(name: &str, f: impl Fn(&Database, &[Account])) {
-    for dialect in ENGINES {
-        let Some(target) = db::target(dialect, name) else {
-            continue;
-        };
-        let db = Database::open(target.options.clone(), PoolConfig::default()).unwrap();
-        db.create_table(&accounts::table.create_table()).unwrap();
-        let rows: Vec<Account> = (0..157)
-            .map(|i| Account {
-                id: 0,
-                owner: format!("owner-{i:03}"),
-                balance: (i * 37 % 11) * 100,
-            })
-            .collect();
-        let repo = db.repository::<Account>();
-        let opts = BatchOptions {
-            return_ids: true,
-            ..BatchOptions::default()
-        };
-        let ids = repo.batch_insert(&rows, &opts).unwrap().ids;
-        let stored: Vec<Account> = rows
-            .into_iter()
-            .zip(ids)
-            .map(|(a, id)| Account { id, ..a })
-            .collect();
-        f(&db, &stored);
+table! {
+    /// A second entity's table: the repository must not care which.
+    notes (id) {
+        id: i64,
+        title: String,
+        stars: i32,
+        pinned: bool,
+        body: Option<String>,
     }
 }
 
-/// `rich` returns exactly the accounts at or above the floor, richest first, ties by id.
-fn rich_accounts_in_order() {
-    on_engines("w5rich", |db, all| {
-        let mut expected: Vec<Account> = all.iter().filter(|a| a.balance >= 600).cloned().collect();
-        expected.sort_by(|a, b| b.balance.cmp(&a.balance).then(a.id.cmp(&b.id)));
-        assert_eq!(
-            rich(&db.repository(), 600).unwrap(),
-            expected,
-            "{}",
-            db.dialect()
+/// A note: the tests' own entity, written against your `Entity` trait.
+#[derive(Clone, Debug, PartialEq)]
+struct Note {
+    id: i64,
+    title: String,
+    stars: i32,
+    pinned: bool,
+    body: Option<String>,
+}
+
+impl Entity for Note {
+    type Table = notes::table;
+    type Key = notes::id;
+
+    fn key(&self) -> i64 {
+        self.id
+    }
+
+    fn to_values(&self) -> Vec<Value> {
+        vec![
+            self.id.to_value(),
+            self.title.to_value(),
+            self.stars.to_value(),
+            self.pinned.to_value(),
+            self.body.to_value(),
+        ]
+    }
+
+    fn from_values(values: Vec<Value>) -> Result<Self, Error> {
+        let found = values.len();
+        let mut v = values.into_iter();
+        let mut next = || v.next().ok_or(Error::Columns { expected: 5, found });
+        Ok(Note {
+            id: SqlValue::from_value(next()?)?,
+            title: SqlValue::from_value(next()?)?,
+            stars: SqlValue::from_value(next()?)?,
+            pinned: SqlValue::from_value(next()?)?,
+            body: SqlValue::from_value(next()?)?,
+        })
+    }
+}
+
+fn tandem_dialect(d: Dialect) -> tandem_sql::Dialect {
+    match d {
+        Dialect::Sqlite => tandem_sql::Dialect::Sqlite,
+        Dialect::Postgres => tandem_sql::Dialect::Postgres,
+        Dialect::MySql => tandem_sql::Dialect::MySql,
+    }
+}
+
+/// Runs `f` on a fresh database with both tables, on every engine that answers.
+fn on_engines(name: &str, f: impl Fn(&Database)) {
+    for d in Dialect::ALL {
+        let Some(target) = workshop_support::db::target(tandem_dialect(d), name) else {
+            continue;
+        };
+        let db = Database::open(&target.url(), 4).unwrap_or_else(|e| panic!("{d}: {e}"));
+        for ddl in [
+            <accounts::table as Table>::schema().create_table(d),
+            <notes::table as Table>::schema().create_table(d),
+        ] {
+            db.execute(&Statement {
+                sql: ddl,
+                params: vec![],
+                key: GeneratedKey::None,
+            })
+            .unwrap_or_else(|e| panic!("{d}: CREATE TABLE: {e}"));
+        }
+        f(&db);
+    }
+}
+
+fn account(i: usize) -> Account {
+    Account {
+        id: 0,
+        owner: format!("owner-{i:05}"),
+        balance: (i as i64 * 37) % 1_000,
+        note: i.is_multiple_of(3).then(|| format!("note {i}")),
+    }
+}
+
+/// Every id the table holds, in order, read page by page with `page_after`.
+fn all_ids<E: Entity>(repo: &Repository<'_, Database, E>, size: u64) -> Vec<Vec<i64>> {
+    let mut pages = Vec::new();
+    let mut after = None;
+    loop {
+        let page: Vec<i64> = repo
+            .page_after(after, size)
+            .unwrap()
+            .iter()
+            .map(Entity::key)
+            .collect();
+        let Some(last) = page.last().copied() else {
+            return pages;
+        };
+        after = Some(last);
+        pages.push(page);
+    }
+}
+
+/// `Account`'s `Entity` impl gives every column in declaration order and reads them back; a row of the
+/// wrong width is `Error::Columns`.
+fn account_is_an_entity() {
+    let a = Account {
+        id: 7,
+        owner: "ada".into(),
+        balance: -3,
+        note: None,
+    };
+    assert_eq!(a.key(), 7);
+    let values = a.to_values();
+    assert_eq!(
+        values,
+        [
+            Value::I64(7),
+            Value::Text("ada".into()),
+            Value::I64(-3),
+            Value::Null
+        ]
+    );
+    assert_eq!(Account::from_values(values).unwrap(), a);
+    assert!(matches!(
+        Account::from_values(vec![Value::I64(1)]),
+        Err(Error::Columns { .. })
+    ));
+}
+
+/// Insert returns the generated key on every engine (RETURNING or LAST_INSERT_ID), find, update and
+/// delete by it, and say so when there is no such row.
+fn crud_on_every_engine() {
+    on_engines("w5crud", |db| {
+        let d = db.dialect();
+        let repo = Repository::<_, Account>::new(db);
+        let ids: Vec<i64> = (0..5).map(|i| repo.insert(&account(i)).unwrap()).collect();
+        assert!(
+            ids.windows(2).all(|w| w[0] < w[1]),
+            "{d}: generated keys {ids:?}"
         );
-        assert!(rich(&db.repository(), 10_000).unwrap().is_empty());
+        for (i, id) in ids.iter().enumerate() {
+            assert_eq!(
+                repo.find_by_id(*id).unwrap(),
+                Some(Account {
+                    id: *id,
+                    ..account(i)
+                }),
+                "{d}: the row with key {id}"
+            );
+        }
+        assert_eq!(repo.find_by_id(-1).unwrap(), None, "{d}: no such key");
+        let changed = Account {
+            id: ids[1],
+            owner: "changed".into(),
+            balance: 42,
+            note: Some("n".into()),
+        };
+        assert!(
+            repo.update_by_id(&changed).unwrap(),
+            "{d}: a row was updated"
+        );
+        assert_eq!(repo.find_by_id(ids[1]).unwrap(), Some(changed.clone()));
+        assert_eq!(
+            repo.find_by_id(ids[2]).unwrap().map(|a| a.owner),
+            Some(account(2).owner),
+            "{d}: only the row with that key changed"
+        );
+        assert!(
+            !repo.update_by_id(&Account { id: -1, ..changed }).unwrap(),
+            "{d}: no row to update"
+        );
+        assert!(repo.delete_by_id(ids[0]).unwrap(), "{d}: a row was deleted");
+        assert!(!repo.delete_by_id(ids[0]).unwrap(), "{d}: it is gone");
+        assert_eq!(repo.find_by_id(ids[0]).unwrap(), None);
     });
 }
 
-/// Keyset pages: every id once, in order, `size` per page but the last.
+/// A batch over SQLite's parameter limit goes in whole (split into statements), every row once; an empty
+/// batch is a typed error.
+fn batch_insert_splits_at_the_limit() {
+    on_engines("w5batch", |db| {
+        let d = db.dialect();
+        let repo = Repository::<_, Account>::new(db);
+        let rows: Vec<Account> = (0..12_000).map(account).collect();
+        assert_eq!(
+            repo.batch_insert(&rows).unwrap(),
+            12_000,
+            "{d}: 12,000 rows of 3 values (36,000 parameters)"
+        );
+        let stored: Vec<Account> = all_ids(&repo, 5_000)
+            .concat()
+            .into_iter()
+            .map(|id| repo.find_by_id(id).unwrap().unwrap())
+            .take(3)
+            .collect();
+        let owners: Vec<&str> = stored.iter().map(|a| a.owner.as_str()).collect();
+        assert_eq!(owners, ["owner-00000", "owner-00001", "owner-00002"], "{d}");
+        assert_eq!(
+            all_ids(&repo, 5_000).concat().len(),
+            12_000,
+            "{d}: every row once"
+        );
+        assert!(
+            matches!(repo.batch_insert(&[]), Err(Error::Render(_))),
+            "{d}: an empty batch"
+        );
+    });
+}
+
+/// Keyset pages: every key once, in order, `size` to a page but the last; nothing after the last key.
 fn keyset_pages_cover_every_row_once() {
-    on_engines("w5pages", |db, all| {
-        let mut ids: Vec<i64> = all.iter().map(|a| a.id).collect();
-        ids.sort();
-        for size in [1u64, 10, 50, 157, 500] {
-            let pages = id_pages(&db.repository(), size).unwrap();
-            let flat: Vec<i64> = pages.iter().flatten().copied().collect();
-            assert_eq!(flat, ids, "{} size {size}", db.dialect());
+    on_engines("w5pages", |db| {
+        let d = db.dialect();
+        let repo = Repository::<_, Account>::new(db);
+        repo.batch_insert(&(0..157).map(account).collect::<Vec<_>>())
+            .unwrap();
+        let mut expected: Vec<i64> = db
+            .fetch::<(i64,)>(&Statement {
+                sql: "SELECT id FROM accounts ORDER BY id".into(),
+                params: vec![],
+                key: GeneratedKey::None,
+            })
+            .unwrap()
+            .into_iter()
+            .map(|r| r.0)
+            .collect();
+        // Make a hole: keyset pages do not care.
+        let gone = expected.remove(10);
+        assert!(repo.delete_by_id(gone).unwrap());
+        for size in [1u64, 7, 50, 156, 500] {
+            let pages = all_ids(&repo, size);
+            assert_eq!(pages.concat(), expected, "{d}: size {size}");
             let (last, full) = pages.split_last().unwrap();
-            assert!(full.iter().all(|p| p.len() as u64 == size));
+            assert!(
+                full.iter().all(|p| p.len() as u64 == size),
+                "{d}: full pages of {size}"
+            );
             assert!(!last.is_empty() && last.len() as u64 <= size);
         }
+        let last = *expected.last().unwrap();
+        assert!(repo.page_after(Some(last), 10).unwrap().is_empty());
     });
 }
 
-/// `top_up` changes exactly the accounts below the floor, to the floor, in one statement.
-fn top_up_raises_the_poor_only() {
-    on_engines("w5topup", |db, all| {
-        let below = all.iter().filter(|a| a.balance < 300).count() as u64;
+/// The same repository inside a transaction: it sees its own writes, and a rollback undoes them.
+fn a_repository_runs_in_a_transaction() {
+    on_engines("w5tx", |db| {
+        let d = db.dialect();
+        let kept: i64 = db
+            .transaction(|tx| {
+                let repo = Repository::<_, Account>::new(tx);
+                let id = repo.insert(&account(1))?;
+                assert_eq!(repo.find_by_id(id)?.map(|a| a.id), Some(id), "{d}");
+                Ok::<_, Error>(id)
+            })
+            .unwrap();
+        let undone: Result<(), Error> = db.transaction(|tx| {
+            let repo = Repository::<_, Account>::new(tx);
+            let id = repo.insert(&account(2))?;
+            repo.delete_by_id(kept)?;
+            Err(Error::Connect(format!("give up after inserting {id}")))
+        });
+        assert!(undone.is_err());
+        let repo = Repository::<_, Account>::new(db);
+        let ids: Vec<i64> = all_ids(&repo, 10).concat();
         assert_eq!(
-            top_up(&db.repository(), 300).unwrap(),
-            below,
-            "{}",
-            db.dialect()
+            ids,
+            [kept],
+            "{d}: the rolled-back insert and delete left no trace"
         );
-        let repo = db.repository::<Account>();
-        for a in all {
-            assert_eq!(repo.get(a.id).unwrap().balance, a.balance.max(300));
-        }
+    });
+}
+
+/// The repository is generic: another entity, with an `i32`, a boolean and an optional text, works the
+/// same way.
+fn another_entity_works_the_same() {
+    on_engines("w5notes", |db| {
+        let d = db.dialect();
+        let repo = Repository::<_, Note>::new(db);
+        let note = Note {
+            id: 0,
+            title: "first".into(),
+            stars: 3,
+            pinned: true,
+            body: None,
+        };
+        let id = repo.insert(&note).unwrap();
+        let stored = Note { id, ..note };
+        assert_eq!(repo.find_by_id(id).unwrap(), Some(stored.clone()), "{d}");
+        let edited = Note {
+            pinned: false,
+            body: Some("text".into()),
+            ..stored
+        };
+        assert!(repo.update_by_id(&edited).unwrap());
+        assert_eq!(repo.find_by_id(id).unwrap(), Some(edited), "{d}");
         assert_eq!(
-            top_up(&db.repository(), 300).unwrap(),
-            0,
-            "a second top-up changes nothing"
+            repo.batch_insert(&vec![
+                Note {
+                    id: 0,
+                    title: "more".into(),
+                    stars: -1,
+                    pinned: false,
+                    body: None
+                };
+                3
+            ])
+            .unwrap(),
+            3
         );
+        assert_eq!(all_ids(&repo, 2).concat().len(), 4, "{d}");
     });
 }
 
 workshop_harness::checks!(
-    rich_accounts_in_order,
+    account_is_an_entity,
+    crud_on_every_engine,
+    batch_insert_splits_at_the_limit,
     keyset_pages_cover_every_row_once,
-    top_up_raises_the_poor_only,
+    a_repository_runs_in_a_transaction,
+    another_entity_works_the_same,
 );
