@@ -130,14 +130,19 @@ book: playground-build
     rm -rf book/book/playground && cp -r "{{site}}" book/book/playground
     echo "book: book/book/index.html, the playground in book/book/playground/"
 
+# The workshop's own program, built by the first `just check` or `just next` (said so, since cargo runs quiet).
+workshop_bin := env("CARGO_TARGET_DIR", justfile_directory() / "target") / "debug/workshop"
+
 # The workshop: run stage NN's tests on your code (`workshop/NN-*/src/exercise.rs`) with a verdict. By default
 # the stage builds on the reference solutions of the stages before it; `just check NN --mine` builds it on
 # yours. `--verbose` shows whole failure messages and every compile error.
 check NN *FLAGS:
+    @[ -x "{{workshop_bin}}" ] || echo "building the workshop's runner first (once: about half a minute)…"
     @cargo run -q -p workshop-runner -- check {{NN}} {{FLAGS}}
 
 # The workshop: the first stage whose tests do not pass yet.
 next:
+    @[ -x "{{workshop_bin}}" ] || echo "building the workshop's runner first (once: about half a minute)…"
     @cargo run -q -p workshop-runner -- next
 
 # The workshop: stage NN's reference solution, and how your code differs from it.

@@ -116,6 +116,12 @@ fn main() {
     );
     show(
         "delete minors",
-        &Statement::from(users::table.delete().filter(users::age.lt(18)).into_ast()),
+        &Statement::from(
+            users::table
+                .delete()
+                .filter(users::age.lt(18))
+                .into_ast()
+                .expect("a DELETE always builds"),
+        ),
     );
 }

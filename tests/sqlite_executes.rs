@@ -228,7 +228,8 @@ fn split_batches_store_every_row() {
         .insert()
         .columns((users::name, users::age))
         .rows(rows)
-        .into_ast();
+        .into_ast()
+        .unwrap();
     let chunks = insert.render_chunks(Dialect::Sqlite, None).unwrap();
     assert_eq!(chunks.len(), 3, "16,383 rows of 2 parameters per statement");
     for c in &chunks {

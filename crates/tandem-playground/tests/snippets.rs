@@ -19,17 +19,17 @@ impl<QS, O, U> IntoStatement for tandem_sql::typed::SelectQuery<QS, O, U> {
 }
 impl<T: tandem_sql::Table, K> IntoStatement for tandem_sql::typed::InsertQuery<T, K> {
     fn statement(self) -> Statement {
-        Statement::Insert(self.into_ast())
+        Statement::Insert(self.into_ast().expect("a valid statement"))
     }
 }
 impl<T: tandem_sql::Table> IntoStatement for tandem_sql::typed::UpdateQuery<T> {
     fn statement(self) -> Statement {
-        Statement::Update(self.into_ast())
+        Statement::Update(self.into_ast().expect("a valid statement"))
     }
 }
 impl<T: tandem_sql::Table> IntoStatement for tandem_sql::typed::DeleteQuery<T> {
     fn statement(self) -> Statement {
-        Statement::Delete(self.into_ast())
+        Statement::Delete(self.into_ast().expect("a valid statement"))
     }
 }
 impl IntoStatement for tandem_sql::ast::CreateTable {

@@ -123,9 +123,11 @@ impl<T: Table, K> InsertQuery<T, K> {
         self
     }
 
-    /// The untyped statement.
-    pub fn into_ast(self) -> ast::Insert {
-        self.ast
+    /// The untyped statement. A `Result`, as every typed statement's `into_ast` is: building a
+    /// `INSERT` cannot fail today, building a SELECT can (an invalid alias), and a caller need not
+    /// know which.
+    pub fn into_ast(self) -> Result<ast::Insert> {
+        Ok(self.ast)
     }
 }
 

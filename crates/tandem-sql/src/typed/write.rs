@@ -67,9 +67,11 @@ impl<T: Table> UpdateQuery<T> {
         self
     }
 
-    /// The untyped statement.
-    pub fn into_ast(self) -> ast::Update {
-        self.ast
+    /// The untyped statement. A `Result`, as every typed statement's `into_ast` is: building a
+    /// `UPDATE` cannot fail today, building a SELECT can (an invalid alias), and a caller need not
+    /// know which.
+    pub fn into_ast(self) -> Result<ast::Update> {
+        Ok(self.ast)
     }
 }
 
@@ -101,9 +103,11 @@ impl<T: Table> DeleteQuery<T> {
         self
     }
 
-    /// The untyped statement.
-    pub fn into_ast(self) -> ast::Delete {
-        self.ast
+    /// The untyped statement. A `Result`, as every typed statement's `into_ast` is: building a
+    /// `DELETE` cannot fail today, building a SELECT can (an invalid alias), and a caller need not
+    /// know which.
+    pub fn into_ast(self) -> Result<ast::Delete> {
+        Ok(self.ast)
     }
 }
 
