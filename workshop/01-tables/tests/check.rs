@@ -32,12 +32,9 @@ table! {
     }
 }
 
+/// The same engine, as tandem names it.
 fn tandem_dialect(d: Dialect) -> tandem_sql::Dialect {
-    match d {
-        Dialect::Sqlite => tandem_sql::Dialect::Sqlite,
-        Dialect::Postgres => tandem_sql::Dialect::Postgres,
-        Dialect::MySql => tandem_sql::Dialect::MySql,
-    }
+    d.to_string().parse().expect("tandem knows every engine")
 }
 
 fn tandem_type(t: SqlType) -> tandem_sql::SqlType {
@@ -415,12 +412,7 @@ fn filter<T: Table, C: Column<Table = T>>(_from: T, _on: C) {}
 "#;
     let case = |body: &str| format!("{prelude}\nfn main() {{\n    {body}\n}}\n");
     ui::check(
-        &ui::Crate {
-            package: "workshop-01-tables",
-            dir: env!("CARGO_MANIFEST_DIR"),
-            features: enabled_features(),
-            earlier: vec![],
-        },
+        &workshop_harness::this_stage!("workshop-01-tables"),
         &[
             ui::Case::compiles(
                 "right_types_compile",
@@ -442,18 +434,6 @@ fn filter<T: Table, C: Column<Table = T>>(_from: T, _on: C) {}
             ),
         ],
     );
-}
-
-/// The features this check was built with, for the compile checks' build.
-fn enabled_features() -> Vec<&'static str> {
-    let mut f = Vec::new();
-    if cfg!(feature = "solution") {
-        f.push("solution");
-    }
-    if cfg!(feature = "reference") {
-        f.push("reference");
-    }
-    f
 }
 
 workshop_harness::checks!(

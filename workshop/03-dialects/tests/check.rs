@@ -27,12 +27,9 @@ table! {
 
 const COLUMNS: [&str; 5] = ["id", "name", "qty", "price", "note"];
 
+/// The same engine, as tandem names it.
 fn tandem_dialect(d: Dialect) -> tandem_sql::Dialect {
-    match d {
-        Dialect::Sqlite => tandem_sql::Dialect::Sqlite,
-        Dialect::Postgres => tandem_sql::Dialect::Postgres,
-        Dialect::MySql => tandem_sql::Dialect::MySql,
-    }
+    d.to_string().parse().expect("tandem knows every engine")
 }
 
 fn to_tandem(v: &Value) -> tandem_sql::Value {
@@ -704,21 +701,11 @@ table! { orders (id) { id: i64, total: f64 } }
 "#;
     let case = |body: &str| format!("{prelude}\nfn main() {{\n    let _ = {body};\n}}\n");
     ui::check(
-        &ui::Crate {
-            package: "workshop-03-dialects",
-            dir: env!("CARGO_MANIFEST_DIR"),
-            features: enabled_features(),
-            earlier: vec![
-                (
-                    "workshop-01-tables",
-                    concat!(env!("CARGO_MANIFEST_DIR"), "/../01-tables").to_owned(),
-                ),
-                (
-                    "workshop-02-expressions",
-                    concat!(env!("CARGO_MANIFEST_DIR"), "/../02-expressions").to_owned(),
-                ),
-            ],
-        },
+        &workshop_harness::this_stage!(
+            "workshop-03-dialects",
+            "workshop-01-tables",
+            "workshop-02-expressions"
+        ),
         &[
             ui::Case::compiles(
                 "right_types_compile",
@@ -740,18 +727,6 @@ table! { orders (id) { id: i64, total: f64 } }
             ),
         ],
     );
-}
-
-/// The features this check was built with, for the compile checks' build.
-fn enabled_features() -> Vec<&'static str> {
-    let mut f = Vec::new();
-    if cfg!(feature = "solution") {
-        f.push("solution");
-    }
-    if cfg!(feature = "reference") {
-        f.push("reference");
-    }
-    f
 }
 
 workshop_harness::checks!(

@@ -24,12 +24,9 @@ table! {
     }
 }
 
+/// The same engine, as tandem names it.
 fn tandem_dialect(d: Dialect) -> tandem_sql::Dialect {
-    match d {
-        Dialect::Sqlite => tandem_sql::Dialect::Sqlite,
-        Dialect::Postgres => tandem_sql::Dialect::Postgres,
-        Dialect::MySql => tandem_sql::Dialect::MySql,
-    }
+    d.to_string().parse().expect("tandem knows every engine")
 }
 
 /// Runs `f` with a fresh database of at most `max` connections (a file, a schema or a database of its

@@ -68,8 +68,30 @@ pub struct Crate {
     pub dir: &'static str,
     /// The features the running check was built with (`solution`, `reference`).
     pub features: Vec<&'static str>,
-    /// Earlier stages the cases name too (package, directory); their features follow from this crate's.
-    pub earlier: Vec<(&'static str, String)>,
+    /// Earlier stages the cases name too (their package names; each lives beside this one, in the folder
+    /// named after it without `workshop-`). Their features follow from this crate's.
+    pub earlier: Vec<&'static str>,
+}
+
+/// The running check's own stage as a [`Crate`], with the features it was built with:
+/// `this_stage!("workshop-03-dialects", "workshop-01-tables", "workshop-02-expressions")` — the stage's
+/// package, then the earlier stages its compile cases name.
+#[macro_export]
+macro_rules! this_stage {
+    ($package:literal $(, $earlier:literal)* $(,)?) => {
+        $crate::ui::Crate {
+            package: $package,
+            dir: env!("CARGO_MANIFEST_DIR"),
+            features: [
+                ("solution", cfg!(feature = "solution")),
+                ("reference", cfg!(feature = "reference")),
+            ]
+            .into_iter()
+            .filter_map(|(name, on)| on.then_some(name))
+            .collect(),
+            earlier: vec![$($earlier),*],
+        }
+    };
 }
 
 /// The target directory the running test binary was built into (`<target>/debug/deps/check-…`).
@@ -103,7 +125,10 @@ pub fn check(krate: &Crate, cases: &[Case]) {
     let earlier: String = krate
         .earlier
         .iter()
-        .map(|(pkg, dir)| format!("\n{pkg} = {{ path = {dir:?}, default-features = false }}"))
+        .map(|pkg| {
+            let dir = format!("{}/../{}", krate.dir, pkg.trim_start_matches("workshop-"));
+            format!("\n{pkg} = {{ path = {dir:?}, default-features = false }}")
+        })
         .collect();
     manifest.insert_str(deps_end, &earlier);
     for case in cases {
