@@ -21,6 +21,7 @@ use tandem_sqlite::{Connection, InterruptHandle};
 
 type Job = Box<dyn FnOnce(&mut Connection) + Send>;
 
+// ANCHOR: worker
 /// One connection on its worker thread. Dropping it closes the channel; the thread closes the connection
 /// once the calls already sent have run, and ends.
 pub(crate) struct Worker {
@@ -31,6 +32,7 @@ pub(crate) struct Worker {
     born: Instant,
     last_used: Instant,
 }
+// ANCHOR_END: worker
 
 /// Interrupts the running statement when dropped armed: a caller that gives up stops its statement instead
 /// of letting it run to its end.

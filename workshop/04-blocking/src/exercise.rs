@@ -206,6 +206,8 @@ tuple_from_row!(A, B, C);
 tuple_from_row!(A, B, C, D);
 tuple_from_row!(A, B, C, D, E);
 tuple_from_row!(A, B, C, D, E, F);
+tuple_from_row!(A, B, C, D, E, F, G);
+tuple_from_row!(A, B, C, D, E, F, G, H);
 // ANCHOR_END: from_row
 
 // ANCHOR: pool

@@ -1,175 +1,382 @@
-//! Stage 6's specification, on SQLite, and on PostgreSQL and MariaDB when they can be reached.
+//! Stage 6's specification. `just check 06` runs it on your `src/exercise.rs`, on SQLite, and on PostgreSQL
+//! and MariaDB when they can be reached. The oracles: what the database holds afterwards, the process's
+//! resident memory while a million rows stream, and a timer that must keep ticking while SQLite works.
 
-use tandem_async::Executor as _;
-use workshop_06_async as stage;
+use std::time::{Duration, Instant};
 
-use stage::{Account, TransferError, accounts, total_balance, transfer};
-use tandem_async::{BatchOptions, Database, PoolConfig};
-use tandem_sql::prelude::*;
-use workshop_support::{ENGINES, db};
+use asynchronous::{Database, Transaction, transfer};
+use blocking::{DbErrorKind, Error, TransferError, accounts};
+use dialects::{GeneratedKey, Insert, Order, Select, Statement};
+use futures_util::StreamExt;
+use tables::{Dialect, Table, Value};
 
-/// A fresh `accounts` table with these balances on each reachable engine; the ids in insertion order.
-async fn engines(
-    name: &'static str,
-    balances: Vec<i64>,
-) -> Vec<(Database, Vec<i64>, db::TestTarget)> {
-    let mut out = Vec::new();
-    for dialect in ENGINES {
-        // The test-support admin client is blocking: off the runtime's threads.
-        let Some(target) = tokio::task::spawn_blocking(move || db::target(dialect, name))
-            .await
-            .unwrap()
-        else {
-            continue;
-        };
-        let pool = PoolConfig {
-            max_size: 8,
-            ..PoolConfig::default()
-        };
-        let db = Database::open(target.options.clone(), pool).await.unwrap();
-        db.create_table(&accounts::table.create_table())
-            .await
-            .unwrap();
-        let rows: Vec<Account> = balances
-            .iter()
-            .enumerate()
-            .map(|(i, b)| Account {
-                id: 0,
-                owner: format!("owner-{i}"),
-                balance: *b,
-            })
-            .collect();
-        let opts = BatchOptions {
-            return_ids: true,
-            ..BatchOptions::default()
-        };
-        let ids = if rows.is_empty() {
-            Vec::new()
-        } else {
-            db.repository::<Account>()
-                .batch_insert(&rows, &opts)
-                .await
-                .unwrap()
-                .ids
-        };
-        out.push((db, ids, target));
-    }
-    out
+/// The same engine, as tandem names it.
+fn tandem_dialect(d: Dialect) -> tandem_sql::Dialect {
+    d.to_string().parse().expect("tandem knows every engine")
 }
 
-async fn balances(db: &Database, ids: &[i64]) -> Vec<i64> {
-    let repo = db.repository::<Account>();
-    let mut out = Vec::new();
-    for id in ids {
-        out.push(repo.get(*id).await.unwrap().balance);
-    }
-    out
-}
-
-/// The streamed total equals the sum of what was inserted, on 20,000 rows and on none.
-fn total_of_a_large_table() {
-    runtime().block_on(async {
-        let balances: Vec<i64> = (0..20_000).map(|i| i * 7 % 1_003).collect();
-        let expected: i64 = balances.iter().sum();
-        for (db, _, _t) in engines("w6total", balances).await {
-            assert_eq!(
-                total_balance(&db).await.unwrap(),
-                expected,
-                "{}",
-                db.dialect()
-            );
-        }
-        for (db, _, _t) in engines("w6empty", Vec::new()).await {
-            assert_eq!(total_balance(&db).await.unwrap(), 0);
-        }
-    })
-}
-
-/// Transfers move money, refuse overdrafts and missing accounts, and roll back a debit to nowhere.
-fn transfers_follow_the_rules() {
-    runtime().block_on(async {
-        for (db, ids, _t) in engines("w6rules", vec![100, 0]).await {
-            transfer(&db, ids[0], ids[1], 30).await.unwrap();
-            assert_eq!(balances(&db, &ids).await, [70, 30]);
-            assert!(matches!(
-                transfer(&db, ids[0], ids[1], 71).await,
-                Err(TransferError::Insufficient)
-            ));
-            assert!(matches!(
-                transfer(&db, 9_999, ids[1], 1).await,
-                Err(TransferError::NoAccount)
-            ));
-            assert!(matches!(
-                transfer(&db, ids[0], 9_999, 10).await,
-                Err(TransferError::NoAccount)
-            ));
-            assert_eq!(
-                balances(&db, &ids).await,
-                [70, 30],
-                "{}: nothing changed",
-                db.dialect()
-            );
-        }
-    })
-}
-
-/// Eight tasks transferring at once keep the books (as in stage 4, with tasks instead of threads).
-fn concurrent_tasks_keep_the_books() {
-    runtime().block_on(async {
-        let start = vec![1_000i64; 6];
-        for (db, ids, _t) in engines("w6tasks", start.clone()).await {
-            let tasks: Vec<_> = (0..8u64)
-                .map(|t| {
-                    let (db, ids) = (db.clone(), ids.clone());
-                    tokio::spawn(async move {
-                        let mut seed = 0x2545_f491_4f6c_dd1d ^ (t + 1);
-                        let mut next = move |n: u64| {
-                            seed ^= seed << 13;
-                            seed ^= seed >> 7;
-                            seed ^= seed << 17;
-                            seed % n
-                        };
-                        let mut ok = Vec::new();
-                        for _ in 0..30 {
-                            let (a, b) = (next(6) as usize, next(6) as usize);
-                            if a == b {
-                                continue;
-                            }
-                            let amount = next(400) as i64 + 1;
-                            match transfer(&db, ids[a], ids[b], amount).await {
-                                Ok(()) => ok.push((a, b, amount)),
-                                Err(TransferError::Insufficient) => {}
-                                Err(TransferError::Db(e)) if e.is_retriable() => {}
-                                Err(e) => panic!("{}: {e:?}", db.dialect()),
-                            }
-                        }
-                        ok
-                    })
-                })
-                .collect();
-            let mut expected = start.clone();
-            for t in tasks {
-                for (a, b, amount) in t.await.unwrap() {
-                    expected[a] -= amount;
-                    expected[b] += amount;
-                }
-            }
-            assert_eq!(balances(&db, &ids).await, expected, "{}", db.dialect());
-        }
-    })
-}
-
-/// The runtime each check runs on: two worker threads, as `#[tokio::test(flavor = "multi_thread")]` has.
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
-        .expect("a tokio runtime")
+        .unwrap()
+}
+
+fn sql(text: &str) -> Statement {
+    Statement {
+        sql: text.to_owned(),
+        params: vec![],
+        key: GeneratedKey::None,
+    }
+}
+
+/// Runs `f` on a fresh database of at most `max` connections with the `accounts` table, on every engine
+/// that answers.
+fn on_engines<F, Fut>(name: &str, max: usize, f: F)
+where
+    F: Fn(Database, String) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    for d in Dialect::ALL {
+        let Some(target) = workshop_support::db::target(tandem_dialect(d), name) else {
+            continue;
+        };
+        let url = target.url();
+        runtime().block_on(async {
+            let db = Database::open(&url, max)
+                .await
+                .unwrap_or_else(|e| panic!("{d}: open {url}: {e}"));
+            db.execute(&sql(&<accounts::table as Table>::schema().create_table(d)))
+                .await
+                .unwrap_or_else(|e| panic!("{d}: CREATE TABLE: {e}"));
+            f(db, url).await;
+        });
+    }
+}
+
+/// Accounts with these balances; their keys in order.
+async fn open_accounts(db: &Database, balances: &[i64]) -> Vec<i64> {
+    let d = db.dialect();
+    let mut insert = Insert::into(accounts::table, vec!["owner", "balance"]);
+    for (i, b) in balances.iter().enumerate() {
+        insert = insert.row(vec![Value::Text(format!("owner-{i}")), Value::I64(*b)]);
+    }
+    db.execute(&insert.render(d).unwrap()).await.unwrap();
+    ledger(db).await.into_iter().map(|r| r.0).collect()
+}
+
+/// Every account's key and balance, in key order.
+async fn ledger(db: &Database) -> Vec<(i64, i64)> {
+    let st = Select::from(accounts::table)
+        .order_by(accounts::id, Order::Asc)
+        .render(db.dialect())
+        .unwrap();
+    db.fetch::<(i64, String, i64)>(&st)
+        .await
+        .unwrap_or_else(|e| panic!("{}: {e}", db.dialect()))
+        .into_iter()
+        .map(|r| (r.0, r.2))
+        .collect()
+}
+
+/// Statements, keys and typed rows work as on the blocking side: `RETURNING` or `LAST_INSERT_ID`,
+/// NULL and text and numbers round trip, a duplicate key is a `UniqueViolation`.
+fn statements_run_on_every_engine() {
+    on_engines("w6run", 2, async |db, _| {
+        let d = db.dialect();
+        let st = Insert::into(accounts::table, vec!["owner", "balance"])
+            .row(vec![Value::Text("o'brien ü".into()), Value::I64(-5)])
+            .returning_key()
+            .render(d)
+            .unwrap();
+        let id = match st.key {
+            GeneratedKey::Returning => db.fetch::<(i64,)>(&st).await.unwrap()[0].0,
+            _ => db.execute(&st).await.unwrap().last_insert_id.unwrap(),
+        };
+        assert_eq!(ledger(&db).await, [(id, -5)], "{d}");
+        let name: Vec<(String, Option<String>)> = db
+            .fetch(&sql("SELECT owner, NULL FROM accounts"))
+            .await
+            .unwrap();
+        assert_eq!(name, [("o'brien ü".to_owned(), None)], "{d}");
+        let again = Insert::into(accounts::table, vec!["id", "owner", "balance"])
+            .row(vec![Value::I64(id), Value::Text("x".into()), Value::I64(0)])
+            .render(d)
+            .unwrap();
+        let e = db.execute(&again).await.unwrap_err();
+        assert_eq!(e.kind(), Some(DbErrorKind::UniqueViolation), "{d}: {e}");
+        assert!(matches!(
+            db.fetch::<(i64,)>(&sql("SELECT id, owner FROM accounts"))
+                .await,
+            Err(Error::Columns { .. })
+        ));
+    });
+}
+
+/// A million rows stream through with flat memory: the process grows by less than 48 MiB while they
+/// pass (held at once they would take well over 100 MiB), and every row arrives once.
+fn a_million_rows_stream_in_flat_memory() {
+    on_engines("w6stream", 2, async |db, _| {
+        let d = db.dialect();
+        db.execute(&sql("CREATE TABLE digits (d INTEGER NOT NULL)"))
+            .await
+            .unwrap();
+        db.execute(&sql(
+            "INSERT INTO digits (d) VALUES (0), (1), (2), (3), (4), (5), (6), (7), (8), (9)",
+        ))
+        .await
+        .unwrap();
+        let pad = "x".repeat(100);
+        let query = format!(
+            "SELECT a.d + 10 * b.d + 100 * c.d + 1000 * e.d + 10000 * f.d + 100000 * g.d, '{pad}' \
+             FROM digits a, digits b, digits c, digits e, digits f, digits g"
+        );
+        let before = rss();
+        let mut peak = before;
+        let mut rows = db.stream(sql(&query)).await.unwrap();
+        let (mut count, mut sum) = (0u64, 0i64);
+        while let Some(row) = rows.next().await {
+            let row = row.unwrap_or_else(|e| panic!("{d}: {e}"));
+            let n = match &row[0] {
+                Value::I64(n) => *n,
+                Value::I32(n) => i64::from(*n),
+                other => panic!("{d}: {other:?}"),
+            };
+            assert_eq!(row[1], Value::Text(pad.clone()));
+            count += 1;
+            sum += n;
+            if count % 20_000 == 0 {
+                peak = peak.max(rss());
+            }
+        }
+        assert_eq!(
+            (count, sum),
+            (1_000_000, 499_999_500_000),
+            "{d}: every row once"
+        );
+        let grew = peak.saturating_sub(before);
+        assert!(
+            grew < 48 << 20,
+            "{d}: the process grew by {} MiB while the rows streamed: are they buffered somewhere?",
+            grew >> 20
+        );
+    });
+}
+
+/// Resident memory now, in bytes.
+fn rss() -> usize {
+    memory_stats::memory_stats().map_or(0, |m| m.physical_mem)
+}
+
+/// `commit` keeps the writes; a transaction dropped without `commit` (or rolled back) leaves none, and its
+/// connection goes back to work.
+fn transactions_commit_or_roll_back_when_dropped() {
+    on_engines("w6tx", 1, async |db, _| {
+        let d = db.dialect();
+        let ids = open_accounts(&db, &[100, 0]).await;
+        let pay = |amount: i64| {
+            dialects::Update::table(accounts::table)
+                .add(accounts::balance, amount)
+                .filter(expressions::ColumnExt::eq(accounts::id, ids[1]))
+                .render(d)
+                .unwrap()
+        };
+        let mut tx = db.begin().await.unwrap();
+        tx.execute(&pay(1)).await.unwrap();
+        tx.commit().await.unwrap();
+        let mut tx = db.begin().await.unwrap();
+        tx.execute(&pay(10)).await.unwrap();
+        drop(tx);
+        let mut tx: Transaction = db.begin().await.unwrap();
+        tx.execute(&pay(100)).await.unwrap();
+        tx.rollback().await.unwrap();
+        assert_eq!(
+            ledger(&db).await,
+            [(ids[0], 100), (ids[1], 1)],
+            "{d}: only the committed payment (one connection: the dropped one was cleaned before reuse)"
+        );
+    });
+}
+
+/// A transaction future cancelled at many points — before BEGIN, between statements, while COMMIT
+/// runs — leaves every pooled connection usable and no transfer half done.
+fn cancelled_futures_leave_the_pool_usable() {
+    on_engines("w6cancel", 2, async |db, _| {
+        let d = db.dialect();
+        let ids = open_accounts(&db, &[10_000, 10_000]).await;
+        let start = Instant::now();
+        transfer(&db, ids[0], ids[1], 1).await.unwrap();
+        let whole = start.elapsed().max(Duration::from_micros(200));
+        for step in 0..48u32 {
+            let cut = whole * step / 32;
+            let _ = tokio::time::timeout(cut, transfer(&db, ids[0], ids[1], 1)).await;
+            // Both connections, at once: neither is stuck in a transaction or a half-read result.
+            // (A transfer cancelled while its COMMIT was on the wire may have committed: the two reads
+            // can see it or not, but never half of it.)
+            let (a, b) = tokio::join!(ledger(&db), ledger(&db));
+            for seen in [a, b] {
+                let total: i64 = seen.iter().map(|r| r.1).sum();
+                assert_eq!(
+                    total, 20_000,
+                    "{d}: cancelled after {cut:?}: no half transfer"
+                );
+            }
+        }
+        let mut rows = db.stream(sql("SELECT id FROM accounts")).await.unwrap();
+        rows.next().await;
+        drop(rows);
+        let (a, b) = tokio::join!(ledger(&db), ledger(&db));
+        assert_eq!(a.len() + b.len(), 4, "{d}: a stream dropped half-read");
+        // A cleanup may still be running: give it a moment, then every connection must be back.
+        for _ in 0..100 {
+            if db.pool().status().in_use == 0 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let status = db.pool().status();
+        assert_eq!(
+            status.in_use, 0,
+            "{d}: every connection went back: {status:?}"
+        );
+    });
+}
+
+/// Stage 4's money test with eight tasks: the balances are what the successful transfers say.
+fn money_is_neither_created_nor_lost() {
+    on_engines("w6money", 8, async |db, _| {
+        let d = db.dialect();
+        let start = [1_000i64; 6];
+        let ids = open_accounts(&db, &start).await;
+        assert!(matches!(
+            transfer(&db, ids[0], ids[1], 5_000).await,
+            Err(TransferError::Insufficient)
+        ));
+        assert!(matches!(
+            transfer(&db, ids[0], -1, 10).await,
+            Err(TransferError::NoAccount)
+        ));
+        let tasks: Vec<_> = (0..8u64)
+            .map(|t| {
+                let (db, ids) = (db.clone(), ids.clone());
+                tokio::spawn(async move {
+                    let mut seed = 0x2545_f491_4f6c_dd1d ^ (t + 1);
+                    let mut next = move |n: u64| {
+                        seed ^= seed << 13;
+                        seed ^= seed >> 7;
+                        seed ^= seed << 17;
+                        seed % n
+                    };
+                    let mut ok = Vec::new();
+                    for _ in 0..20 {
+                        let (a, b) = (next(6) as usize, next(6) as usize);
+                        if a == b {
+                            continue;
+                        }
+                        let amount = next(400) as i64 + 1;
+                        match transfer(&db, ids[a], ids[b], amount).await {
+                            Ok(()) => ok.push((a, b, amount)),
+                            Err(TransferError::Insufficient) => {}
+                            Err(TransferError::Db(e)) if e.is_retriable() => {}
+                            Err(e) => panic!("{e:?}"),
+                        }
+                    }
+                    ok
+                })
+            })
+            .collect();
+        let mut expected = start.to_vec();
+        for t in tasks {
+            for (a, b, amount) in t.await.unwrap_or_else(|e| panic!("{d}: {e}")) {
+                expected[a] -= amount;
+                expected[b] += amount;
+            }
+        }
+        let got: Vec<i64> = ledger(&db).await.into_iter().map(|r| r.1).collect();
+        assert_eq!(got, expected, "{d}: the ledger of successful transfers");
+    });
+}
+
+/// The pool lends at most its size and says `PoolTimeout` to a caller that waited too long.
+fn the_pool_is_bounded_and_times_out() {
+    on_engines("w6pool", 2, async |_, url| {
+        let db = Database::open_with(&url, 2, Duration::from_millis(200))
+            .await
+            .unwrap();
+        let d = db.dialect();
+        let a = db.pool().get().await.unwrap();
+        let b = db.pool().get().await.unwrap();
+        assert!(
+            matches!(
+                db.pool().get().await,
+                Err(Error::PoolTimeout { max: 2, .. })
+            ),
+            "{d}: a third caller while two are lent"
+        );
+        drop((a, b));
+        let tasks: Vec<_> = (0..16)
+            .map(|_| {
+                let db = db.clone();
+                tokio::spawn(async move {
+                    for _ in 0..5 {
+                        ledger(&db).await;
+                        assert!(db.pool().status().in_use <= 2);
+                    }
+                })
+            })
+            .collect();
+        for t in tasks {
+            t.await.unwrap();
+        }
+    });
+}
+
+/// SQLite runs on the worker threads, never on the runtime's: with one runtime thread, a timer keeps
+/// ticking while a slow SQLite query runs.
+fn sqlite_never_blocks_the_runtime() {
+    let target = workshop_support::db::target(tandem_sql::Dialect::Sqlite, "w6block").unwrap();
+    let url = target.url();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let db = Database::open(&url, 1).await.unwrap();
+        let slow = sql(
+            "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 3000000) \
+             SELECT count(*) FROM c",
+        );
+        let ticker = tokio::spawn(async {
+            let mut worst = Duration::ZERO;
+            let mut last = Instant::now();
+            for _ in 0..40 {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+                worst = worst.max(last.elapsed());
+                last = Instant::now();
+            }
+            worst
+        });
+        let started = Instant::now();
+        let n: Vec<(i64,)> = db.fetch(&slow).await.unwrap();
+        let query_took = started.elapsed();
+        assert_eq!(n, [(3_000_000,)]);
+        let worst = ticker.await.unwrap();
+        assert!(
+            worst < query_took / 2 || query_took < Duration::from_millis(100),
+            "the runtime's only thread stalled for {worst:?} while a {query_took:?} SQLite query ran: \
+             did the query run on it?"
+        );
+    });
 }
 
 workshop_harness::checks!(
-    total_of_a_large_table,
-    transfers_follow_the_rules,
-    concurrent_tasks_keep_the_books,
+    statements_run_on_every_engine,
+    transactions_commit_or_roll_back_when_dropped,
+    cancelled_futures_leave_the_pool_usable,
+    money_is_neither_created_nor_lost,
+    the_pool_is_bounded_and_times_out,
+    sqlite_never_blocks_the_runtime;
+    // Measures this process's memory: in a process of its own, so that no other check's rows count.
+    alone: a_million_rows_stream_in_flat_memory,
 );

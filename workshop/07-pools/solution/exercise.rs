@@ -1,44 +1,256 @@
-//! Stage 7 — the reference solution.
+//! Stage 7 — a pool gate: the reference solution.
 
-use std::time::Duration;
+use std::collections::VecDeque;
+use std::fmt;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
-use tandem_blocking::{Error, PoolConfig};
+use tokio::sync::Notify;
 
 // ANCHOR: config
-/// The pool of a web service with `max` connections.
-pub fn service_pool(max: u32) -> PoolConfig {
-    let max = max.max(1);
-    PoolConfig {
-        max_size: max,
-        min_idle: Some((max / 2).max(1)),
-        max_pending: Some(2 * max),
-        acquire_timeout: Duration::from_millis(500),
-        validate_on_checkout: true,
-        ..PoolConfig::default()
+/// How a gate admits callers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GateConfig {
+    /// Callers inside at once (the pool's size).
+    pub max: usize,
+    /// Callers waiting at most; the next one is refused at once.
+    pub max_waiting: usize,
+    /// How long a caller waits at most.
+    pub deadline: Duration,
+}
+
+/// Why a caller was not let in.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum GateError {
+    /// The queue was full: refused at once, without waiting.
+    Saturated {
+        /// How many were waiting.
+        waiting: usize,
+    },
+    /// The caller waited its whole deadline.
+    Timeout {
+        /// How long it waited.
+        waited: Duration,
+    },
+}
+
+impl fmt::Display for GateError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            GateError::Saturated { waiting } => {
+                write!(f, "{waiting} callers are already waiting: refused at once")
+            }
+            GateError::Timeout { waited } => write!(f, "nothing came free in {waited:?}"),
+        }
     }
+}
+
+impl std::error::Error for GateError {}
+
+/// The gate now.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GateStatus {
+    /// Callers inside (permits out).
+    pub in_use: usize,
+    /// Callers in the queue.
+    pub waiting: usize,
 }
 // ANCHOR_END: config
 
-/// What a request handler answers when it cannot get a connection.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Response {
-    /// 503 at once: the service is overloaded, the client should back off.
-    ServiceUnavailable,
-    /// 503 with `Retry-After`: the queue was open but too slow; try again after this long.
-    RetryAfter(Duration),
-    /// 500: something else went wrong.
-    InternalError,
+// ANCHOR: gate
+/// First come, first served admission for threads and tasks alike: at most `max` inside, at most
+/// `max_waiting` in line, nobody waiting past the deadline.
+#[derive(Clone)]
+pub struct Gate {
+    inner: Arc<Inner>,
 }
 
-// ANCHOR: respond
-/// The answer for a pool error.
-pub fn respond(e: &Error) -> Response {
-    match e {
-        Error::PoolSaturated { .. } => Response::ServiceUnavailable,
-        Error::PoolTimeout { waited, .. } => {
-            Response::RetryAfter((*waited).max(Duration::from_secs(1)))
-        }
-        _ => Response::InternalError,
+struct Inner {
+    config: GateConfig,
+    state: Mutex<State>,
+}
+
+struct State {
+    in_use: usize,
+    queue: VecDeque<Arc<Waiter>>,
+}
+
+/// One caller in line. The one who lets it in sets `granted` and wakes it, whichever way it waits: a
+/// thread on the condition variable, a task on the `Notify`.
+#[derive(Default)]
+struct Waiter {
+    granted: Mutex<bool>,
+    thread: Condvar,
+    task: Notify,
+}
+
+/// Being inside. Dropped, it lets the next caller in (or frees its place).
+pub struct Permit {
+    gate: Gate,
+}
+
+impl Drop for Permit {
+    fn drop(&mut self) {
+        self.gate.release();
     }
 }
-// ANCHOR_END: respond
+
+impl Gate {
+    /// A gate admitting as `config` says.
+    pub fn new(config: GateConfig) -> Gate {
+        Gate {
+            inner: Arc::new(Inner {
+                config,
+                state: Mutex::new(State {
+                    in_use: 0,
+                    queue: VecDeque::new(),
+                }),
+            }),
+        }
+    }
+
+    /// How many are inside and waiting.
+    pub fn status(&self) -> GateStatus {
+        let st = self.lock();
+        GateStatus {
+            in_use: st.in_use,
+            waiting: st.queue.len(),
+        }
+    }
+
+    /// Enters from a thread: at once if there is room and nobody waits, else in line until let in or the
+    /// deadline passes.
+    pub fn enter_blocking(&self) -> Result<Permit, GateError> {
+        let waiter = match self.arrive()? {
+            Arrival::In(permit) => return Ok(permit),
+            Arrival::InLine(w) => w,
+        };
+        let deadline = Instant::now() + self.inner.config.deadline;
+        let mut granted = lock(&waiter.granted);
+        while !*granted {
+            let now = Instant::now();
+            if now >= deadline {
+                drop(granted);
+                return self.give_up(&waiter);
+            }
+            granted = waiter
+                .thread
+                .wait_timeout(granted, deadline - now)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+        Ok(self.permit())
+    }
+
+    /// Enters from a task, as [`Gate::enter_blocking`] does from a thread. Dropping the future while it
+    /// waits takes it out of line — and hands on a permit that reached it as it was dropped.
+    pub async fn enter(&self) -> Result<Permit, GateError> {
+        let waiter = match self.arrive()? {
+            Arrival::In(permit) => return Ok(permit),
+            Arrival::InLine(w) => w,
+        };
+        let mut in_line = InLine {
+            gate: self,
+            waiter: Some(waiter.clone()),
+        };
+        let deadline = tokio::time::Instant::now() + self.inner.config.deadline;
+        loop {
+            if *lock(&waiter.granted) {
+                in_line.waiter = None;
+                return Ok(self.permit());
+            }
+            // A wake-up sent between the check above and this wait is kept by `Notify`, not lost.
+            if tokio::time::timeout_at(deadline, waiter.task.notified())
+                .await
+                .is_err()
+            {
+                in_line.waiter = None;
+                return self.give_up(&waiter);
+            }
+        }
+    }
+
+    /// Comes to the gate: in at once, refused at once, or in line.
+    fn arrive(&self) -> Result<Arrival, GateError> {
+        let mut st = self.lock();
+        if st.in_use < self.inner.config.max && st.queue.is_empty() {
+            st.in_use += 1;
+            drop(st);
+            return Ok(Arrival::In(self.permit()));
+        }
+        if st.queue.len() >= self.inner.config.max_waiting {
+            return Err(GateError::Saturated {
+                waiting: st.queue.len(),
+            });
+        }
+        let waiter = Arc::new(Waiter::default());
+        st.queue.push_back(waiter.clone());
+        Ok(Arrival::InLine(waiter))
+    }
+
+    /// A waiter stops waiting. Still in line: it leaves the line. Not in line any more: a permit was handed
+    /// to it in the meantime, and it is its own.
+    fn give_up(&self, waiter: &Arc<Waiter>) -> Result<Permit, GateError> {
+        let mut st = self.lock();
+        match st.queue.iter().position(|w| Arc::ptr_eq(w, waiter)) {
+            Some(at) => {
+                st.queue.remove(at);
+                Err(GateError::Timeout {
+                    waited: self.inner.config.deadline,
+                })
+            }
+            None => {
+                drop(st);
+                Ok(self.permit())
+            }
+        }
+    }
+
+    /// A permit comes back: straight to the first in line (the count inside does not change), or free.
+    fn release(&self) {
+        let mut st = self.lock();
+        match st.queue.pop_front() {
+            Some(next) => {
+                drop(st);
+                *lock(&next.granted) = true;
+                next.thread.notify_one();
+                next.task.notify_one();
+            }
+            None => st.in_use -= 1,
+        }
+    }
+
+    fn permit(&self) -> Permit {
+        Permit { gate: self.clone() }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        lock(&self.inner.state)
+    }
+}
+
+enum Arrival {
+    In(Permit),
+    InLine(Arc<Waiter>),
+}
+
+/// A task in line; dropped before it got in (its future was cancelled), it gives up its place.
+struct InLine<'g> {
+    gate: &'g Gate,
+    waiter: Option<Arc<Waiter>>,
+}
+
+impl Drop for InLine<'_> {
+    fn drop(&mut self) {
+        if let Some(w) = self.waiter.take() {
+            // A permit that reached it anyway is dropped here, which hands it to the next in line.
+            let _ = self.gate.give_up(&w);
+        }
+    }
+}
+
+/// A mutex's data even after a panic elsewhere: every change under these locks is a single step.
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+// ANCHOR_END: gate

@@ -1,31 +1,41 @@
-//! Stage 8 — the batch job, checkpoints and restarts. Read `book/src/08-batch.md`, then make
-//! `just check 08` pass.
-//!
-//! The essay's job reads `benchmark_source`, transforms each row and writes `benchmark_target`. Write its
-//! processor (with one rule of your own) and the partitioning that lets it run in parallel; the tests run
-//! the whole job with them, kill it midway, and restart it.
-// The starter's parameters are unused until you write the bodies.
-#![allow(unused_variables)]
+//! Stage 8 — a batch job runner. Your code. Read `book/src/08-batch.md`, then make `just check 08` pass.
+//! First `split`, then the blocking runner, then the async one — what they share (the statements of each
+//! step of the job) is worth writing once, beside them.
+// The starter's parameters and imports are unused until you write the bodies.
+#![allow(unused_variables, unused_imports, dead_code)]
 
-use tandem_batch::essay::{Source, Target};
-use tandem_batch::{ProcessError, Processed};
+use blocking::{Error, Executor, Result};
+use dialects::{Insert, OnConflict, Order, Select, Statement, Update};
+use expressions::ColumnExt;
+use tables::{Dialect, Value};
 
-// ANCHOR: process
-/// TODO: the processor. For a source row `(name, value)`:
-/// - a negative `value` is skipped on purpose (`Processed::Skip`);
-/// - otherwise write `Target { id: 0, source_name: upper(name), transformed_value: value * 2 }`;
-/// - a `value * 2` that overflows an `i32` is an error (`ProcessError`) naming the value, never a
-///   wrapped number.
-pub fn process(s: Source) -> Result<Processed<Target>, ProcessError> {
-    todo!()
-}
-// ANCHOR_END: process
+use crate::job::{
+    COMPLETED, Job, Report, STARTED, batch_job_execution, batch_step_execution, benchmark_source,
+    benchmark_target, transform,
+};
 
 // ANCHOR: split
-/// TODO: the key range `[lo, hi]` cut into `n` contiguous partitions, in order, each one `(first, last)`
-/// inclusive: together they cover every key exactly once, and their sizes differ by at most one. Fewer
-/// partitions when there are fewer keys than `n`; none when `hi < lo`; `n = 0` counts as 1.
+/// The key range `[lo, hi]` cut into `n` contiguous partitions, in order, each `(first, last)` inclusive:
+/// every key in exactly one, sizes differing by at most one; fewer partitions when there are fewer keys;
+/// none when `hi < lo`; `n = 0` counts as 1.
 pub fn split(lo: i64, hi: i64, n: usize) -> Vec<(i64, i64)> {
-    todo!()
+    todo!("cut the key range into partitions")
 }
 // ANCHOR_END: split
+
+// ANCHOR: blocking
+/// Runs `job` on threads, one per partition. A run of a job whose last run did not complete resumes it,
+/// each partition after its checkpoint.
+pub fn run_blocking(db: &blocking::Database, job: &Job) -> Result<Report> {
+    todo!("run the job on threads")
+}
+
+// ANCHOR_END: blocking
+
+// ANCHOR: async
+/// [`run_blocking`] on the async executor: one task per partition.
+pub async fn run_async(db: &asynchronous::Database, job: &Job) -> Result<Report> {
+    todo!("run the job on tasks")
+}
+
+// ANCHOR_END: async

@@ -1,167 +1,293 @@
-//! Stage 8's specification: the processor and the partitions on their own, then the whole job with them on
-//! SQLite, and on PostgreSQL and MariaDB when they can be reached — including a run that dies midway.
+//! Stage 8's specification. `just check 08` runs it on your `src/exercise.rs`, on SQLite, and on PostgreSQL
+//! and MariaDB when they can be reached. The oracle is the target table: after any number of runs, killed
+//! (SIGKILL) at random moments and started again, it must hold exactly the transformed source rows, each
+//! once.
 
-use tandem_blocking::Executor as _;
-use workshop_08_batch as stage;
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
+use batch::job::{
+    COMPLETED, Job, batch_job_execution, batch_step_execution, benchmark_source, benchmark_target,
+    ensure_tables, transform,
+};
+use batch::{run_async, run_blocking, split};
+use blocking::{Database, Executor};
+use dialects::{Insert, Order, Select};
 use proptest::prelude::*;
-use stage::{process, split};
-use tandem_batch::essay::{Source, Target, benchmark_source, benchmark_target};
-use tandem_batch::{BatchJob, ProcessError, Processed};
-use tandem_blocking::{BatchOptions, Database, PoolConfig};
-use tandem_sql::prelude::*;
-use workshop_support::{ENGINES, db};
+use tables::{Dialect, Value};
+use workshop_harness::proptest_config;
 
-fn source(name: &str, value: i32) -> Source {
-    Source {
-        id: 1,
-        name: name.into(),
-        value,
-    }
-}
+/// A step row: key, run, partition, first and last key, checkpoint, rows written, status.
+type StepRow = (i64, i64, i32, i64, i64, i64, i64, String);
 
-/// The processor's three cases.
-fn processor_rules() {
-    match process(source("item-7", 21)).unwrap() {
-        Processed::Write(t) => assert_eq!(
-            (t.source_name.as_str(), t.transformed_value),
-            ("ITEM-7", 42)
-        ),
-        other => panic!("{other:?}"),
-    }
-    assert!(matches!(
-        process(source("neg", -1)).unwrap(),
-        Processed::Skip
-    ));
-    let err = process(source("big", i32::MAX / 2 + 1)).unwrap_err();
-    assert!(
-        err.to_string().contains(&(i32::MAX / 2 + 1).to_string()),
-        "{err}"
-    );
+/// The same engine, as tandem names it.
+fn tandem_dialect(d: Dialect) -> tandem_sql::Dialect {
+    d.to_string().parse().expect("tandem knows every engine")
 }
 
 proptest! {
-    /// Partitions cover every key once, in order, with sizes that differ by at most one.
-    fn partitions_cover_the_range(lo in -1_000i64..1_000, len in 0i64..5_000, n in 0usize..40) {
+    #![proptest_config(proptest_config(256))]
+
+    /// Partitions cover every key of `[lo, hi]` exactly once, contiguous and in order, sizes within one of
+    /// each other, never more partitions than keys.
+    fn split_covers_every_key_once(lo in -1_000i64..1_000, len in -3i64..300, n in 0usize..12) {
         let hi = lo + len - 1;
         let parts = split(lo, hi, n);
-        if len == 0 {
-            prop_assert!(parts.is_empty());
+        if hi < lo {
+            prop_assert!(parts.is_empty(), "no keys, no partitions: {:?}", parts);
             return Ok(());
         }
-        prop_assert_eq!(parts.len() as i64, (n.max(1) as i64).min(len));
+        let keys = (hi - lo + 1) as usize;
+        prop_assert_eq!(parts.len(), n.max(1).min(keys), "how many partitions");
         prop_assert_eq!(parts[0].0, lo);
         prop_assert_eq!(parts[parts.len() - 1].1, hi);
         for w in parts.windows(2) {
-            prop_assert_eq!(w[0].1 + 1, w[1].0, "contiguous");
+            prop_assert_eq!(w[1].0, w[0].1 + 1, "contiguous: {:?}", parts);
         }
         let sizes: Vec<i64> = parts.iter().map(|(a, b)| b - a + 1).collect();
-        prop_assert!(sizes.iter().max().unwrap() - sizes.iter().min().unwrap() <= 1);
+        prop_assert!(sizes.iter().all(|s| *s >= 1));
+        prop_assert!(sizes.iter().max().unwrap() - sizes.iter().min().unwrap() <= 1, "sizes {:?}", sizes);
     }
 }
 
-/// The widest range does not overflow.
-fn the_widest_range() {
-    let parts = split(i64::MIN, i64::MAX, 4);
-    assert_eq!(parts.len(), 4);
-    assert_eq!((parts[0].0, parts[3].1), (i64::MIN, i64::MAX));
+/// Even the widest range splits without overflow.
+fn split_handles_the_whole_range() {
+    let parts = split(i64::MIN, i64::MAX, 3);
+    assert_eq!(parts.len(), 3);
+    assert_eq!(parts[0].0, i64::MIN);
+    assert_eq!(parts[2].1, i64::MAX);
 }
 
-/// 2,000 source rows, every tenth negative.
-fn seed(db: &Database) -> Vec<Source> {
-    db.create_table(&benchmark_source::table.create_table())
-        .unwrap();
-    db.create_table(&benchmark_target::table.create_table())
-        .unwrap();
-    let rows: Vec<Source> = (1..=2_000)
-        .map(|i| Source {
-            id: 0,
-            name: format!("item-{i}"),
-            value: if i % 10 == 0 { -i } else { i },
-        })
-        .collect();
-    db.repository::<Source>()
-        .batch_insert(&rows, &BatchOptions::default())
-        .unwrap();
-    rows
+/// A fresh database on every engine that answers, with the job's tables and `rows` source rows (keys
+/// from 1, with gaps: every seventh key is missing).
+fn on_engines(name: &str, rows: i64, f: impl Fn(&Database, &str)) {
+    for d in Dialect::ALL {
+        let Some(target) = workshop_support::db::target(tandem_dialect(d), name) else {
+            continue;
+        };
+        let url = target.url();
+        let db = Database::open(&url, 8).unwrap_or_else(|e| panic!("{d}: {e}"));
+        ensure_tables(&db).unwrap_or_else(|e| panic!("{d}: {e}"));
+        let mut insert = Insert::into(benchmark_source::table, vec!["id", "name", "value"]);
+        let mut any = false;
+        for i in (1..=rows + rows / 6)
+            .filter(|i| i % 7 != 0)
+            .take(rows as usize)
+        {
+            insert = insert.row(vec![
+                Value::I64(i),
+                Value::Text(format!("item-{i}")),
+                Value::I64(i * 3 - 100),
+            ]);
+            any = true;
+        }
+        if any {
+            for st in insert.render_chunks(d).unwrap() {
+                db.execute(&st).unwrap();
+            }
+        }
+        f(&db, &url);
+    }
 }
 
-fn check_target(db: &Database, rows: &[Source]) {
-    let written: Vec<Target> = db
-        .repository::<Target>()
-        .find_all(tandem_blocking::Find::all().order_by(benchmark_target::transformed_value.asc()))
-        .unwrap()
-        .collect::<Result<_, _>>()
+/// The target holds exactly the transformed source rows, each once; every partition and the run completed.
+fn exactly_once(db: &Database, context: &str) {
+    let d = db.dialect();
+    let source: Vec<(i64, String, i64)> = db
+        .fetch(
+            &Select::from(benchmark_source::table)
+                .order_by(benchmark_source::id, Order::Asc)
+                .render(d)
+                .unwrap(),
+        )
         .unwrap();
-    let expected: Vec<(String, i32)> = rows
+    let target: Vec<(i64, String, i64)> = db
+        .fetch(
+            &Select::from(benchmark_target::table)
+                .order_by(benchmark_target::id, Order::Asc)
+                .render(d)
+                .unwrap(),
+        )
+        .unwrap();
+    let expected: Vec<(i64, String, i64)> = source
         .iter()
-        .filter(|s| s.value >= 0)
-        .map(|s| (s.name.to_uppercase(), s.value * 2))
-        .collect();
-    let got: Vec<(String, i32)> = written
-        .into_iter()
-        .map(|t| (t.source_name, t.transformed_value))
+        .map(|(id, name, value)| transform(*id, name, *value))
         .collect();
     assert_eq!(
-        got,
-        expected,
-        "{}: every row written exactly once",
-        db.dialect()
+        target.len(),
+        expected.len(),
+        "{d}, {context}: {} target rows for {} source rows",
+        target.len(),
+        expected.len()
+    );
+    assert!(
+        target == expected,
+        "{d}, {context}: the target is not the transformed source"
+    );
+    let steps: Vec<StepRow> = db
+        .fetch(&Select::from(batch_step_execution::table).render(d).unwrap())
+        .unwrap();
+    assert!(
+        steps.iter().all(|s| s.7 == COMPLETED),
+        "{d}, {context}: every partition completed"
+    );
+    let written: i64 = steps.iter().map(|s| s.6).sum();
+    if d != Dialect::MySql {
+        assert_eq!(
+            written,
+            expected.len() as i64,
+            "{d}, {context}: the steps' counts"
+        );
+    }
+    let runs: Vec<(i64, String, String)> = db
+        .fetch(&Select::from(batch_job_execution::table).render(d).unwrap())
+        .unwrap();
+    assert!(
+        runs.iter().all(|r| r.2 == COMPLETED),
+        "{d}, {context}: the run completed"
     );
 }
 
-/// The job with your processor and your partitions (via the job's parallelism: the runner splits the same
-/// way) writes every non-negative row once, skips the rest, and survives a processor that dies midway: the
-/// rerun resumes after the last committed chunk.
-fn the_job_runs_and_restarts() {
-    for dialect in ENGINES {
-        let Some(target) = db::target(dialect, "w8job") else {
-            continue;
-        };
-        let pool = PoolConfig {
-            max_size: 8,
-            ..PoolConfig::default()
-        };
-        let db = Database::open(target.options.clone(), pool).unwrap();
-        let rows = seed(&db);
-        // Your split must agree with the runner's own partitions for this job to be the one you reason about.
-        assert_eq!(split(1, 2_000, 4), tandem_batch::partitions(1, 2_000, 4));
-
-        // First run: the processor fails on item-1234.
-        let failing = BatchJob::new("w8", |s: Source| {
-            if s.name == "item-1234" {
-                return Err(ProcessError::from("the machine died"));
-            }
-            process(s)
-        })
-        .sizes(100, 100)
-        .parallelism(4);
-        assert!(
-            tandem_batch::blocking::run(&db, &failing).is_err(),
-            "{dialect}"
-        );
-        let partial = db.repository::<Target>().count().unwrap();
-        assert!(
-            partial > 0 && partial < 1_800,
-            "{dialect}: some chunks committed ({partial})"
-        );
-
-        // Rerun with the same name and parameters: it resumes and finishes.
-        let job = BatchJob::new("w8", process).sizes(100, 100).parallelism(4);
-        let report = tandem_batch::blocking::run(&db, &job).unwrap();
-        assert!(report.resumed, "{dialect}: the rerun resumed");
-        assert_eq!(
-            (report.read, report.written, report.skipped),
-            (2_000, 1_800, 200),
-            "{dialect}"
-        );
-        check_target(&db, &rows);
+/// Both runners, with one and four partitions, write every row once, say so in their report, and a rerun
+/// finds the job completed.
+fn the_job_writes_every_row_once() {
+    for (runner, partitions) in [("blocking", 1), ("blocking", 4), ("async", 1), ("async", 4)] {
+        on_engines("w8once", 3_000, |db, url| {
+            let job = Job {
+                partitions,
+                ..Job::new("essay")
+            };
+            let report = run(db, url, runner, &job);
+            assert_eq!(
+                (report.read, report.written, report.resumed),
+                (3_000, 3_000, false),
+                "{}: {runner} runner, {partitions} partitions",
+                db.dialect()
+            );
+            exactly_once(db, &format!("{runner}, {partitions} partitions"));
+            let again = run(db, url, runner, &job);
+            assert!(again.already_completed, "a rerun finds the job completed");
+        });
     }
 }
 
+/// A job over an empty source completes at once, with nothing written.
+fn an_empty_source_completes() {
+    on_engines("w8empty", 0, |db, url| {
+        let report = run(db, url, "blocking", &Job::new("empty"));
+        assert_eq!((report.read, report.written), (0, 0));
+        exactly_once(db, "an empty source");
+    });
+}
+
+fn run(db: &Database, url: &str, runner: &str, job: &Job) -> batch::job::Report {
+    match runner {
+        "blocking" => run_blocking(db, job).unwrap_or_else(|e| panic!("{}: {e}", db.dialect())),
+        _ => tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(async {
+                let adb = asynchronous::Database::open(url, 8).await.unwrap();
+                run_async(&adb, job).await.unwrap_or_else(|e| panic!("{e}"))
+            }),
+    }
+}
+
+/// Rows written so far by the job's partitions, as their step rows say (none before the run has begun).
+fn progress(db: &Database) -> i64 {
+    let st = Select::from(batch_step_execution::table)
+        .render(db.dialect())
+        .unwrap();
+    db.fetch::<StepRow>(&st)
+        .map(|steps| steps.iter().map(|s| s.6).sum())
+        .unwrap_or(0)
+}
+
+/// The job as a separate process, killed with SIGKILL in the middle of its work — just after it starts,
+/// then at random points between a tenth and nine tenths of the rows, either runner, four partitions —
+/// then run to its end: no row lost, none written twice.
+fn a_killed_job_resumes_exactly_once() {
+    const ROWS: i64 = 30_000;
+    on_engines("w8kill", ROWS, |db, url| {
+        let d = db.dialect();
+        let seed = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(1, |t| u64::from(t.subsec_nanos()) | 1);
+        let mut rng = seed;
+        let mut next = |n: u64| {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng % n
+        };
+        // Fractions of the rows after which each run is killed, rising; the first run dies as it starts.
+        let mut at: Vec<i64> = (0..4)
+            .map(|_| (10 + next(80) as i64) * ROWS / 100)
+            .collect();
+        at.sort();
+        at.insert(0, 0);
+        let mut kills = Vec::new();
+        for (attempt, target) in at.into_iter().enumerate() {
+            let runner = if attempt % 2 == 0 {
+                "blocking"
+            } else {
+                "async"
+            };
+            let mut child = Command::new(env!("CARGO_BIN_EXE_batch-job"))
+                .args([url, runner, "4"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("start the job");
+            let started = std::time::Instant::now();
+            let mut done = progress(db);
+            while done < target && started.elapsed() < Duration::from_secs(30) {
+                if child.try_wait().ok().flatten().is_some() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(2));
+                done = progress(db);
+            }
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            kills.push((runner, done, out.status.code()));
+            if let Some(code) = out.status.code().filter(|c| *c != 0) {
+                panic!(
+                    "{d}: the job failed on its own ({code}): {}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+            }
+        }
+        assert!(
+            kills.iter().filter(|k| k.2.is_none()).count() >= 3,
+            "{d}: the job finished before most kills could interrupt it: {kills:?}"
+        );
+        let last = run(
+            db,
+            url,
+            "blocking",
+            &Job {
+                partitions: 4,
+                ..Job::new("essay")
+            },
+        );
+        eprintln!("{d}: killed after {kills:?}, then {last:?}");
+        let context =
+            format!("killed after these many rows {kills:?} (seed {seed}), finished with {last:?}");
+        assert!(
+            last.resumed || last.already_completed,
+            "{d}: the last run resumes the killed one: {context}"
+        );
+        exactly_once(db, &context);
+    });
+}
+
 workshop_harness::checks!(
-    processor_rules,
-    partitions_cover_the_range,
-    the_widest_range,
-    the_job_runs_and_restarts,
+    split_covers_every_key_once,
+    split_handles_the_whole_range,
+    the_job_writes_every_row_once,
+    an_empty_source_completes,
+    a_killed_job_resumes_exactly_once,
 );

@@ -1,55 +1,73 @@
-//! Stage 9 — benchmarking and choosing. Read `book/src/09-choosing.md`, then make `just check 09` pass.
-//!
-//! Two habits of the benchmark, and the selection guide as code: the figures of one cell, and the model a
-//! workload should start from.
-// The starter's parameters are unused until you write the bodies.
-#![allow(unused_variables)]
+//! Stage 9 — a benchmark of your own. Your code. Read `book/src/09-choosing.md`, then make `just check 09`
+//! pass: the median, the verification, your seed on both executors, `measure`, and the table. Then run the
+//! benchmark and fill in the chapter's selection guide with your numbers.
+// The starter's parameters, imports and helpers are unused until you write the bodies.
+#![allow(unused_variables, unused_imports, dead_code)]
 
-use std::time::Duration;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::fmt::Write as _;
+use std::time::{Duration, Instant};
 
-// ANCHOR: figures
-/// TODO: the median of the measured times (the middle one of an odd count, the mean of the two middle
-/// ones of an even count); `None` for no samples. One slow outlier must not move it.
-pub fn median(samples: &[Duration]) -> Option<Duration> {
-    todo!()
+use dialects::Insert;
+use tables::{Dialect, Value};
+
+use crate::workloads::{
+    Cell, Mismatch, Side, Workload, essay, reset, runtime, time_tandem, written,
+};
+
+// ANCHOR: median
+/// The middle of the samples (the mean of the two middle ones for an even count); zero for none. The median,
+/// not the mean: one sample slowed by the machine's other work does not move it.
+pub fn median(samples: &[Duration]) -> Duration {
+    todo!("the median")
+}
+// ANCHOR_END: median
+
+// ANCHOR: verify
+/// Whether an operation left exactly what it should: `workload.rows()` rows, no name twice, and values
+/// that add up — `1 + 2 + … + n` for the seed, twice that for the job (it doubles each value).
+pub fn verify(workload: Workload, rows: &[(String, i64)]) -> Result<(), Mismatch> {
+    todo!("verify what an operation left")
+}
+// ANCHOR_END: verify
+
+// ANCHOR: seed
+/// The seed workload on your blocking executor: rows `1..=n`, chunks of 1,000, one transaction each.
+pub fn seed_blocking(db: &blocking::Database, n: u64) -> blocking::Result<()> {
+    todo!("the seed on your blocking executor")
 }
 
-/// TODO: operations per second for `ops` operations that took `elapsed` (zero time is `f64::INFINITY`
-/// for any work, `0.0` for none).
-pub fn ops_per_sec(ops: u64, elapsed: Duration) -> f64 {
-    todo!()
-}
-// ANCHOR_END: figures
-
-// ANCHOR: choose
-/// An execution model.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Model {
-    /// tandem-blocking: threads, iterators.
-    Blocking,
-    /// tandem-async: tasks, streams.
-    Async,
+/// The seed workload on your async executor.
+pub async fn seed_async(db: &asynchronous::Database, n: u64) -> blocking::Result<()> {
+    todo!("the seed on your async executor")
 }
 
-/// What a service does with its database.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Workload {
-    /// Requests in flight at once at peak.
-    pub concurrent_requests: u32,
-    /// The service is already async (an async web framework, other async I/O in the same requests).
-    pub async_stack: bool,
-    /// Most time goes to large batch writes or CPU work per row, not to waiting on many small queries.
-    pub batch_heavy: bool,
-    /// The team diagnoses production with thread dumps and pool metrics rather than async task traces.
-    pub team_knows_threads: bool,
+// ANCHOR_END: seed
+
+// ANCHOR: measure
+/// Measures `workload` on `side`: one warm-up, then `iterations` operations, each on a clean slate and
+/// each verified — an operation that left the wrong rows fails the whole cell, it is not a number.
+pub fn measure(
+    url: &str,
+    side: Side,
+    workload: Workload,
+    iterations: usize,
+) -> Result<Cell, String> {
+    todo!("measure a cell")
+}
+// ANCHOR_END: measure
+
+// ANCHOR: report
+/// Operations per second at the median.
+pub fn ops_per_sec(cell: &Cell) -> f64 {
+    todo!("operations per second at the median")
 }
 
-/// TODO: the chapter's selection guide, in order — the first rule that applies decides:
-/// 1. an async stack stays async (blocking calls would stall its runtime): `Async`;
-/// 2. batch-heavy work is as fast on threads and simpler to run: `Blocking`;
-/// 3. more than 1,000 requests in flight need tasks, not a thread each: `Async`;
-/// 4. otherwise choose what the team can operate: `Blocking` if it knows threads, else `Async`.
-pub fn choose(w: &Workload) -> Model {
-    todo!()
+/// The results as a table: one line per engine and workload, your two executors and tandem's beside the
+/// essay's JDBC and R2DBC figures, and the ratios that matter — blocking ÷ async on each side, yours ÷
+/// tandem's.
+pub fn table(cells: &[Cell]) -> String {
+    todo!("the table")
 }
-// ANCHOR_END: choose
+
+// ANCHOR_END: report

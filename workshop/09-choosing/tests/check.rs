@@ -1,71 +1,174 @@
-//! Stage 9's specification: the figures against a plain oracle, the guide against its table.
-
-use workshop_09_choosing as stage;
+//! Stage 9's specification. `just check 09` runs it on your `src/exercise.rs`: the pieces of your benchmark
+//! on their own (medians, verification, the table), then every side measuring both workloads for real on
+//! SQLite, and on PostgreSQL and MariaDB when they can be reached. The whole benchmark is the program
+//! `bench` (`cargo run --release -p workshop-09-choosing --bin bench -- --quick`).
 
 use std::time::Duration;
 
-use proptest::prelude::*;
-use stage::{Model, Workload, choose, median, ops_per_sec};
+use bench::workloads::{Cell, Mismatch, Side, Workload, reset, written};
+use bench::{measure, median, ops_per_sec, seed_async, seed_blocking, table, verify};
+use tables::Dialect;
 
-proptest! {
-    /// The median is the middle of the sorted samples, whatever their order.
-    fn median_is_the_middle(mut ms in proptest::collection::vec(0u64..10_000, 1..50)) {
-        let samples: Vec<Duration> = ms.iter().map(|m| Duration::from_micros(*m)).collect();
-        ms.sort();
-        let n = ms.len();
-        let expected = if n % 2 == 1 { ms[n / 2] * 2 } else { ms[n / 2 - 1] + ms[n / 2] };
-        // Compared in half-microseconds, so the mean of two middles is exact.
-        let got = median(&samples).unwrap();
-        prop_assert_eq!(got.as_nanos() * 2, u128::from(expected) * 1_000);
-    }
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
 }
 
-/// No samples, no median; one outlier does not move it.
-fn median_edges() {
-    assert_eq!(median(&[]), None);
-    let ms = |v: &[u64]| {
-        v.iter()
-            .map(|m| Duration::from_millis(*m))
-            .collect::<Vec<_>>()
-    };
+/// The median is the middle sample, or the mean of the two middle ones; nothing for no samples.
+fn the_median_is_the_middle() {
+    assert_eq!(median(&[]), Duration::ZERO);
+    assert_eq!(median(&[ms(7)]), ms(7));
+    assert_eq!(median(&[ms(9), ms(1), ms(5)]), ms(5), "unsorted samples");
     assert_eq!(
-        median(&ms(&[10, 11, 10_000])),
-        Some(Duration::from_millis(11))
+        median(&[ms(4), ms(1), ms(100), ms(2)]),
+        ms(3),
+        "an even count"
+    );
+    assert_eq!(
+        median(&[ms(10), ms(10), ms(10), ms(10_000)]),
+        ms(10),
+        "one slow outlier does not move it"
     );
 }
 
-/// Operations per second, with the edges.
-fn throughput() {
-    assert_eq!(ops_per_sec(500, Duration::from_millis(250)), 2_000.0);
-    assert_eq!(ops_per_sec(0, Duration::ZERO), 0.0);
-    assert_eq!(ops_per_sec(3, Duration::ZERO), f64::INFINITY);
+/// Verification catches what the essay's harness never checked: a missing row, a duplicated one, a wrong
+/// value — for the seed (values `1..=n`) and for the job (each doubled).
+fn verification_catches_what_the_essay_missed() {
+    let seed: Vec<(String, i64)> = (1..=100).map(|i| (format!("item-{i}"), i)).collect();
+    let w = Workload::Seed { rows: 100 };
+    assert_eq!(verify(w, &seed), Ok(()));
+    assert_eq!(
+        verify(w, &seed[1..]),
+        Err(Mismatch::Count {
+            expected: 100,
+            found: 99
+        })
+    );
+    let mut dup = seed.clone();
+    dup[5].0 = dup[6].0.clone();
+    assert_eq!(
+        verify(w, &dup),
+        Err(Mismatch::Duplicates {
+            distinct: 99,
+            rows: 100
+        })
+    );
+    let mut wrong = seed.clone();
+    wrong[0].1 = 2;
+    assert_eq!(
+        verify(w, &wrong),
+        Err(Mismatch::Sum {
+            expected: 5_050,
+            found: 5_051
+        })
+    );
+    let job: Vec<(String, i64)> = (1..=100).map(|i| (format!("ITEM-{i}"), 2 * i)).collect();
+    let e2e = Workload::EndToEnd {
+        rows: 100,
+        partitions: 4,
+    };
+    assert_eq!(verify(e2e, &job), Ok(()));
+    assert!(
+        matches!(verify(e2e, &seed), Err(Mismatch::Sum { .. })),
+        "the job doubles every value"
+    );
 }
 
-/// The guide's table, row by row.
-fn the_selection_guide() {
-    let w = |concurrent_requests, async_stack, batch_heavy, team_knows_threads| Workload {
-        concurrent_requests,
-        async_stack,
-        batch_heavy,
-        team_knows_threads,
+/// The table puts your figures beside tandem's and the essay's, with the ratios: blocking ÷ async on each
+/// side, yours ÷ tandem's, JDBC ÷ R2DBC.
+fn the_table_sets_your_figures_beside_the_essay() {
+    let cell = |side, d| Cell {
+        engine: Dialect::Sqlite,
+        side,
+        workload: Workload::Seed { rows: 1_000 },
+        samples: vec![ms(d), ms(d), ms(1_000)],
     };
-    let table = [
-        (w(50, true, true, true), Model::Async),
-        (w(50, false, true, false), Model::Blocking),
-        (w(5_000, false, true, false), Model::Blocking),
-        (w(5_000, false, false, true), Model::Async),
-        (w(1_000, false, false, true), Model::Blocking),
-        (w(200, false, false, false), Model::Async),
-        (w(200, false, false, true), Model::Blocking),
+    let cells = [
+        cell(Side::MineBlocking, 10),
+        cell(Side::MineAsync, 20),
+        cell(Side::TandemBlocking, 5),
+        cell(Side::TandemAsync, 8),
     ];
-    for (workload, model) in table {
-        assert_eq!(choose(&workload), model, "{workload:?}");
+    assert!(
+        (ops_per_sec(&cells[0]) - 100.0).abs() < 1e-9,
+        "one op per median"
+    );
+    let text = table(&cells);
+    let line = text
+        .lines()
+        .find(|l| l.contains("seed 1000"))
+        .unwrap_or_else(|| panic!("a line for the SQLite seed of 1,000 rows:\n{text}"));
+    for expected in [
+        "100.000", "50.000", "2.00", "200.000", "125.000", "1.60", "0.50", "600.650", "177.344",
+        "3.39",
+    ] {
+        assert!(
+            line.split_whitespace().any(|w| w == expected),
+            "{expected} in the line: {line}\n(the whole table:\n{text})"
+        );
+    }
+}
+
+/// The same engine, as tandem names it.
+fn tandem_dialect(d: Dialect) -> tandem_sql::Dialect {
+    d.to_string().parse().expect("tandem knows every engine")
+}
+
+/// Your seed on both your executors writes every row once.
+fn your_seed_writes_every_row() {
+    for d in Dialect::ALL {
+        let Some(target) = workshop_support::db::target(tandem_dialect(d), "w9seed") else {
+            continue;
+        };
+        let url = target.url();
+        let w = Workload::Seed { rows: 2_500 };
+        reset(&url, Side::MineBlocking, w).unwrap();
+        let db = blocking::Database::open(&url, 2).unwrap();
+        seed_blocking(&db, 2_500).unwrap_or_else(|e| panic!("{d}: {e}"));
+        assert_eq!(
+            verify(w, &written(&url, w).unwrap()),
+            Ok(()),
+            "{d}, blocking"
+        );
+        reset(&url, Side::MineAsync, w).unwrap();
+        bench::workloads::runtime().unwrap().block_on(async {
+            let db = asynchronous::Database::open(&url, 2).await.unwrap();
+            seed_async(&db, 2_500)
+                .await
+                .unwrap_or_else(|e| panic!("{d}: {e}"));
+        });
+        assert_eq!(verify(w, &written(&url, w).unwrap()), Ok(()), "{d}, async");
+    }
+}
+
+/// Every side measures both workloads for real: the requested number of samples, every operation
+/// verified.
+fn every_side_measures_both_workloads() {
+    for d in Dialect::ALL {
+        let Some(target) = workshop_support::db::target(tandem_dialect(d), "w9measure") else {
+            continue;
+        };
+        let url = target.url();
+        for w in [
+            Workload::Seed { rows: 1_000 },
+            Workload::EndToEnd {
+                rows: 1_000,
+                partitions: 2,
+            },
+        ] {
+            for side in Side::ALL {
+                let cell = measure(&url, side, w, 2).unwrap_or_else(|e| panic!("{d}: {e}"));
+                assert_eq!(cell.samples.len(), 2, "{d} {side} {w:?}: two samples");
+                assert_eq!((cell.engine, cell.side, cell.workload), (d, side, w));
+                assert!(ops_per_sec(&cell) > 0.0);
+            }
+        }
     }
 }
 
 workshop_harness::checks!(
-    median_is_the_middle,
-    median_edges,
-    throughput,
-    the_selection_guide,
+    the_median_is_the_middle,
+    verification_catches_what_the_essay_missed,
+    the_table_sets_your_figures_beside_the_essay,
+    your_seed_writes_every_row,
+    every_side_measures_both_workloads,
 );

@@ -46,7 +46,13 @@ pub struct Outcome {
 pub struct Check {
     name: &'static str,
     run: Box<dyn FnOnce() + Send + 'static>,
+    /// Run in a child process of its own (see [`checks!`]).
+    alone: bool,
 }
+
+/// The variable that makes the test binary run one check alone, in this process, and exit.
+#[cfg(feature = "checks")]
+const ALONE_VAR: &str = "TANDEM_WORKSHOP_ALONE";
 
 #[cfg(feature = "checks")]
 impl Check {
@@ -55,16 +61,49 @@ impl Check {
         Check {
             name,
             run: Box::new(run),
+            alone: false,
+        }
+    }
+
+    /// A check called `name` that runs in a process of its own.
+    pub fn alone(name: &'static str, run: impl FnOnce() + Send + 'static) -> Check {
+        Check {
+            alone: true,
+            ..Check::new(name, run)
         }
     }
 }
 
-/// Declares the stage's `main`: `checks!(a, b, c)` runs the functions `a`, `b` and `c` as checks.
+/// Runs check `name` in a child process (this test binary again, told to run that check alone) and
+/// panics with what the child's check said if it failed.
+#[cfg(feature = "checks")]
+fn in_own_process(name: &str) {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let out = std::process::Command::new(exe)
+        .env(ALONE_VAR, name)
+        .env_remove(REPORT_VAR)
+        .output()
+        .expect("start the check's own process");
+    if !out.status.success() {
+        let said = String::from_utf8_lossy(&out.stderr);
+        let message = said
+            .split_once("CHECK FAILED: ")
+            .map_or(said.as_ref(), |(_, m)| m);
+        panic!("{}", message.trim_end());
+    }
+}
+
+/// Declares the stage's `main`: `checks!(a, b, c)` runs the functions `a`, `b` and `c` as checks;
+/// `checks!(a, b; alone: c)` runs `c` in a process of its own (for a check that measures the process, such
+/// as its memory, which the other checks running beside it would disturb).
 #[macro_export]
 macro_rules! checks {
-    ($($name:ident),* $(,)?) => {
+    ($($name:ident),* $(,)? $(; alone: $($alone:ident),* $(,)?)?) => {
         fn main() {
-            $crate::main(vec![$($crate::Check::new(stringify!($name), $name)),*]);
+            $crate::main(vec![
+                $($crate::Check::new(stringify!($name), $name),)*
+                $($($crate::Check::alone(stringify!($alone), $alone),)*)?
+            ]);
         }
     };
 }
@@ -82,14 +121,35 @@ fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
 #[cfg(feature = "checks")]
 /// Runs the checks with libtest's command line; writes the report when asked; exits with libtest's code.
 pub fn main(checks: Vec<Check>) {
+    if let Ok(name) = std::env::var(ALONE_VAR) {
+        // The child of a check that runs alone: that check only, its failure on stderr.
+        let Some(check) = checks.into_iter().find(|c| c.name == name) else {
+            eprintln!("CHECK FAILED: no check is called {name}");
+            std::process::exit(2);
+        };
+        std::panic::set_hook(Box::new(|_| {}));
+        match catch_unwind(AssertUnwindSafe(check.run)) {
+            Ok(()) => std::process::exit(0),
+            Err(p) => {
+                eprintln!("CHECK FAILED: {}", panic_text(&*p));
+                std::process::exit(101);
+            }
+        }
+    }
     let args = Arguments::from_args();
     let outcomes = Arc::new(Mutex::new(Vec::new()));
     let trials = checks
         .into_iter()
         .map(|c| {
             let outcomes = outcomes.clone();
+            let (name, alone) = (c.name, c.alone);
+            let run: Box<dyn FnOnce() + Send> = if alone {
+                Box::new(move || in_own_process(name))
+            } else {
+                c.run
+            };
             Trial::test(c.name, move || {
-                let result = catch_unwind(AssertUnwindSafe(c.run)).map_err(|p| panic_text(&*p));
+                let result = catch_unwind(AssertUnwindSafe(run)).map_err(|p| panic_text(&*p));
                 outcomes
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())

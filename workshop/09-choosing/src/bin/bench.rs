@@ -1,0 +1,73 @@
+//! Given: your benchmark as a program. `bench [--quick] [--db sqlite,postgres,mysql] [--rows 1000,10000]
+//! [--partitions 1,4] [--iterations 5]` measures the essay's two workloads on your two executors and on
+//! tandem's, every operation verified, and prints your table beside the essay's figures. `--quick` is
+//! SQLite, 1,000 and 10,000 rows, parallelism 1 and 4, three iterations: under a minute.
+//!
+//! Run it in release mode — debug builds measure the compiler, not the executors:
+//! `cargo run --release -p workshop-09-choosing --bin bench -- --quick`.
+
+use std::process::ExitCode;
+
+use bench::workloads::{Side, Workload};
+use bench::{measure, table};
+
+fn list<T: std::str::FromStr>(args: &[String], flag: &str, default: Vec<T>) -> Vec<T> {
+    args.iter()
+        .position(|a| a == flag)
+        .and_then(|i| args.get(i + 1))
+        .map(|v| v.split(',').filter_map(|x| x.trim().parse().ok()).collect())
+        .unwrap_or(default)
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let quick = args.iter().any(|a| a == "--quick");
+    let dbs: Vec<String> = list(&args, "--db", vec!["sqlite".to_owned()]);
+    let rows: Vec<u64> = list(&args, "--rows", vec![1_000, 10_000]);
+    let partitions: Vec<usize> = list(&args, "--partitions", vec![1, 4]);
+    let iterations = list(&args, "--iterations", vec![if quick { 3 } else { 5 }])[0];
+    let dir = std::env::temp_dir().join(format!("workshop-bench-{}", std::process::id()));
+    let _ = std::fs::create_dir_all(&dir);
+    let mut cells = Vec::new();
+    for db in &dbs {
+        let url = match db.as_str() {
+            "sqlite" => format!("sqlite://{}", dir.join("bench.db").display()),
+            "postgres" => std::env::var("TANDEM_POSTGRES_URL")
+                .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into()),
+            "mysql" => std::env::var("TANDEM_MYSQL_URL")
+                .unwrap_or_else(|_| "mysql://root@127.0.0.1:3306/test".into()),
+            other => {
+                eprintln!("bench: unknown engine {other} (sqlite, postgres, mysql)");
+                return ExitCode::from(2);
+            }
+        };
+        let mut workloads: Vec<Workload> =
+            rows.iter().map(|&rows| Workload::Seed { rows }).collect();
+        for &r in &rows {
+            for &p in &partitions {
+                workloads.push(Workload::EndToEnd {
+                    rows: r,
+                    partitions: p,
+                });
+            }
+        }
+        for w in workloads {
+            for side in Side::ALL {
+                eprint!("{db} {w:?} {side} … ");
+                match measure(&url, side, w, iterations) {
+                    Ok(cell) => {
+                        eprintln!("{:.1} ops/s", bench::ops_per_sec(&cell));
+                        cells.push(cell);
+                    }
+                    Err(e) => {
+                        eprintln!("failed: {e}");
+                        return ExitCode::FAILURE;
+                    }
+                }
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    println!("{}", table(&cells));
+    ExitCode::SUCCESS
+}
