@@ -1,9 +1,11 @@
 //! Both pools survive a MariaDB restart: every pooled connection dies with the server, each fails at most
 //! one call, new ones are opened, and afterwards the server holds exactly what the pools hold.
 //!
-//! A test binary of its own: it stops the whole server, which no other test may see. It restarts the local
-//! server the way the machines here start it (`start-stop-daemon … /usr/sbin/mariadbd`); elsewhere it says
-//! why it cannot and is skipped (a failure under `CI=true`).
+//! A test binary of its own: it stops the whole server, which no other test may see. It stops and starts
+//! the one server it tests — found by the pid file that server names (`@@pid_file`), never "any mariadbd":
+//! other MariaDB instances (a Galera cluster's nodes, say) may run beside it — the way the machines here
+//! start it (`start-stop-daemon … /usr/sbin/mariadbd`); elsewhere it says why it cannot and is skipped (a
+//! failure under `CI=true`).
 
 use std::process::Command;
 use std::sync::Arc;
@@ -25,8 +27,14 @@ fn daemon(args: &[&str]) -> Option<i32> {
         .and_then(|s| s.code())
 }
 
+/// The server under test: its pid file (as it reports it) and the process that file names.
+struct Server {
+    pid_file: String,
+    pid: u32,
+}
+
 /// Whether this test can stop and start the server; `Err` says why not.
-fn can_restart(target: &db::TestTarget) -> Result<(), String> {
+fn can_restart(target: &db::TestTarget) -> Result<Server, String> {
     let host = target.options.host.as_str();
     if !matches!(host, "127.0.0.1" | "localhost" | "::1") {
         return Err(format!("the server at {host} is not local"));
@@ -34,23 +42,49 @@ fn can_restart(target: &db::TestTarget) -> Result<(), String> {
     if !std::path::Path::new(MARIADBD).exists() {
         return Err(format!("{MARIADBD} is not here"));
     }
-    if daemon(&["--status", "--exec", MARIADBD]) != Some(0) {
-        return Err("start-stop-daemon does not see a running mariadbd".into());
+    let admin = target.admin.as_ref().ok_or("no admin connection")?;
+    let rows: Vec<(String,)> = admin
+        .fetch_all(&raw("SELECT @@pid_file", vec![]))
+        .map_err(|e| e.to_string())?;
+    let pid_file = rows.first().map(|r| r.0.clone()).ok_or("no @@pid_file")?;
+    let pid = std::fs::read_to_string(&pid_file)
+        .map_err(|e| format!("{pid_file}: {e}"))?
+        .trim()
+        .parse::<u32>()
+        .map_err(|e| format!("{pid_file}: {e}"))?;
+    if !alive(pid) {
+        return Err(format!("{pid_file} names pid {pid}, which is not running"));
     }
-    Ok(())
+    Ok(Server { pid_file, pid })
 }
 
-/// Stops the server (SQL `SHUTDOWN`), waits for the process to end, starts it again and waits until it
-/// answers.
-fn restart(admin: &tandem_blocking::Database) {
+fn alive(pid: u32) -> bool {
+    std::path::Path::new(&format!("/proc/{pid}")).exists()
+}
+
+/// Stops the server (SQL `SHUTDOWN`), waits for *its* process to end, starts it again by its pid file and
+/// waits until it answers.
+fn restart(admin: &tandem_blocking::Database, server: &Server) {
     let _ = admin.execute(&raw("SHUTDOWN", vec![]));
     let deadline = Instant::now() + Duration::from_secs(60);
-    while daemon(&["--status", "--exec", MARIADBD]) == Some(0) {
-        assert!(Instant::now() < deadline, "mariadbd did not stop");
+    while alive(server.pid) {
+        assert!(
+            Instant::now() < deadline,
+            "mariadbd {} did not stop",
+            server.pid
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
     assert_eq!(
-        daemon(&["--start", "--oknodo", "--background", "--exec", MARIADBD]),
+        daemon(&[
+            "--start",
+            "--oknodo",
+            "--background",
+            "--pidfile",
+            &server.pid_file,
+            "--exec",
+            MARIADBD,
+        ]),
         Some(0),
         "start mariadbd"
     );
@@ -64,14 +98,17 @@ fn pools_recover_after_a_mariadb_restart() {
     let Some(target) = db::target(Dialect::MySql, "restart") else {
         return;
     };
-    if let Err(why) = can_restart(&target) {
-        let msg = format!("cannot restart MariaDB here: {why}");
-        if std::env::var("CI").is_ok_and(|v| v == "true") {
-            panic!("{msg} (CI=true: this test must run)");
+    let server = match can_restart(&target) {
+        Ok(server) => server,
+        Err(why) => {
+            let msg = format!("cannot restart MariaDB here: {why}");
+            if std::env::var("CI").is_ok_and(|v| v == "true") {
+                panic!("{msg} (CI=true: this test must run)");
+            }
+            eprintln!("SKIPPED pools_recover_after_a_mariadb_restart: {msg}");
+            return;
         }
-        eprintln!("SKIPPED pools_recover_after_a_mariadb_restart: {msg}");
-        return;
-    }
+    };
     let config = PoolConfig {
         max_size: 4,
         min_idle: Some(4),
@@ -86,7 +123,7 @@ fn pools_recover_after_a_mariadb_restart() {
     }
     assert_eq!(connections(&target), 8, "two warm pools of four");
 
-    restart(target.admin.as_ref().unwrap());
+    restart(target.admin.as_ref().unwrap(), &server);
 
     for exec in &execs {
         // Each connection died with the server: it fails one call at most, then is replaced.
