@@ -1090,6 +1090,43 @@ async fn killed_mid_transaction_postgres() {
     }
 }
 
+/// The async side of the blocking test: on a session whose keys are 3 apart, the keys a multi-row insert
+/// reports each read back their own row.
+async fn keys_follow_auto_increment_increment_mysql() {
+    let config = PoolConfig {
+        max_size: 1,
+        ..PoolConfig::default()
+    };
+    let Some(t) = adb(Dialect::MySql, "aincrement", config).await else {
+        return;
+    };
+    let db = &t.db;
+    setup(db).await;
+    db.execute(&raw("SET SESSION auto_increment_increment = 3", vec![]))
+        .await
+        .unwrap();
+    let repo = db.repository::<User>();
+    let rows: Vec<User> = (0..25).map(|i| user(&format!("k{i}"), i)).collect();
+    let opts = BatchOptions {
+        return_ids: true,
+        chunk_rows: Some(10),
+        ..BatchOptions::default()
+    };
+    let r = repo.batch_insert(&rows, &opts).await.unwrap();
+    assert!(
+        r.ids.windows(2).take(9).all(|w| w[1] == w[0] + 3),
+        "the session's keys are 3 apart: {:?}",
+        r.ids
+    );
+    for (id, row) in r.ids.iter().zip(&rows) {
+        assert_eq!(
+            repo.get(*id).await.unwrap().name,
+            row.name,
+            "the row of key {id}"
+        );
+    }
+}
+
 /// MariaDB `KILL` mid-transaction.
 async fn killed_mid_transaction_mysql() {
     if let Some(t) = adb(Dialect::MySql, "akilled", PoolConfig::default()).await {
@@ -1362,6 +1399,10 @@ fn main() {
             vec![harness::Case::new(
                 "killed_mid_transaction_mysql",
                 move || harness::block_on(killed_mid_transaction_mysql()),
+            )],
+            vec![harness::Case::new(
+                "keys_follow_auto_increment_increment_mysql",
+                move || harness::block_on(keys_follow_auto_increment_increment_mysql()),
             )],
             vec![harness::Case::new("copy_path_postgres", move || {
                 harness::block_on(copy_path_postgres())

@@ -637,10 +637,59 @@ fn processor_errors_and_skips() {
     assert_eq!((r.read, r.written, r.skipped), (100, 10, 90));
 }
 
+/// A deadlock or serialization failure in the transaction that starts a run (on a Galera cluster: a
+/// certification failure at COMMIT) runs that transaction again, on both runners: here a trigger on
+/// PostgreSQL fails the first insert of each run's execution row with SQLSTATE 40001, once per run.
+fn start_transaction_is_retried_postgres() {
+    let Some(t) = db::open(Dialect::Postgres, "startretry", PoolConfig::default()) else {
+        return;
+    };
+    let (rt, adb) = async_twin(&t, PoolConfig::default());
+    for use_async in [false, true] {
+        let db = &t.db;
+        reset(db, 1_000);
+        tandem_batch::blocking::prepare(db).unwrap();
+        for sql in [
+            "DROP SEQUENCE IF EXISTS start_failures",
+            "CREATE SEQUENCE start_failures",
+            "CREATE OR REPLACE FUNCTION fail_first_start() RETURNS trigger AS $$ BEGIN \
+             IF nextval('start_failures') = 1 THEN \
+             RAISE EXCEPTION 'a certification failure, as a Galera node would report it' USING ERRCODE = '40001'; \
+             END IF; RETURN NEW; END $$ LANGUAGE plpgsql",
+            "DROP TRIGGER IF EXISTS fail_first_start ON batch_job_execution",
+            "CREATE TRIGGER fail_first_start BEFORE INSERT ON batch_job_execution \
+             FOR EACH ROW EXECUTE FUNCTION fail_first_start()",
+        ] {
+            db.execute(&raw(sql, vec![])).unwrap();
+        }
+        let job = essay::job(4);
+        let report = if use_async {
+            rt.block_on(tandem_batch::asynchronous::run(&adb, &job))
+        } else {
+            tandem_batch::blocking::run(db, &job)
+        }
+        .unwrap_or_else(|e| panic!("async: {use_async}: {e}"));
+        assert_eq!(report.written, 1_000, "async: {use_async}");
+        assert_target(db, &expected(1..=1_000));
+        let failures: Vec<(i64,)> = db
+            .fetch_all(&raw("SELECT last_value FROM start_failures", vec![]))
+            .unwrap();
+        assert_eq!(
+            failures,
+            [(2,)],
+            "async: {use_async}: one failed attempt, one that went through"
+        );
+    }
+}
+
 fn main() {
     harness::main(
         [
             vec![harness::Case::new("essay_job_sqlite", essay_job_sqlite)],
+            vec![harness::Case::new(
+                "start_transaction_is_retried_postgres",
+                start_transaction_is_retried_postgres,
+            )],
             vec![harness::Case::new("essay_job_postgres", essay_job_postgres)],
             vec![harness::Case::new("essay_job_mysql", essay_job_mysql)],
             vec![harness::Case::new(

@@ -583,6 +583,54 @@ fn killed_mid_transaction_mysql() {
     }
 }
 
+/// On a server whose keys are `auto_increment_increment` apart (a Galera node sets it to the cluster's
+/// size; here the session is set to 3), a multi-row insert reports the keys the server gave, not counted
+/// up by one: each returned id reads back its own row.
+fn keys_follow_auto_increment_increment_mysql() {
+    let config = PoolConfig {
+        max_size: 1,
+        ..PoolConfig::default()
+    };
+    let Some(t) = db::open(Dialect::MySql, "increment", config) else {
+        return;
+    };
+    let db = &t.db;
+    setup(db);
+    db.execute(&raw("SET SESSION auto_increment_increment = 3", vec![]))
+        .unwrap();
+    let repo = db.repository::<User>();
+    let rows: Vec<User> = (0..25).map(|i| user(&format!("k{i}"), i)).collect();
+    let opts = BatchOptions {
+        return_ids: true,
+        chunk_rows: Some(10),
+        ..BatchOptions::default()
+    };
+    let r = repo.batch_insert(&rows, &opts).unwrap();
+    assert_eq!(r.ids.len(), 25);
+    assert!(
+        r.ids.windows(2).take(9).all(|w| w[1] == w[0] + 3),
+        "the session's keys are 3 apart: {:?}",
+        r.ids
+    );
+    for (id, row) in r.ids.iter().zip(&rows) {
+        assert_eq!(repo.get(*id).unwrap().name, row.name, "the row of key {id}");
+    }
+    let ids = repo
+        .insert_all(
+            &rows[..3]
+                .iter()
+                .map(|u| user(&format!("again-{}", u.name), 1))
+                .collect::<Vec<_>>(),
+        )
+        .unwrap();
+    for id in ids {
+        assert!(
+            repo.get(id).unwrap().name.starts_with("again-"),
+            "insert_all's key {id}"
+        );
+    }
+}
+
 /// An async service runs a blocking transaction on tokio's blocking pool and gets its result back.
 async fn bridge_from_async() {
     let t = db::open(Dialect::Sqlite, "bridge", PoolConfig::default()).unwrap();
@@ -858,6 +906,10 @@ fn main() {
             vec![harness::Case::new(
                 "killed_mid_transaction_mysql",
                 killed_mid_transaction_mysql,
+            )],
+            vec![harness::Case::new(
+                "keys_follow_auto_increment_increment_mysql",
+                keys_follow_auto_increment_increment_mysql,
             )],
             vec![harness::Case::new("bridge_from_async", move || {
                 harness::block_on(bridge_from_async())

@@ -137,7 +137,36 @@ where
             }
         }
     }
+    drop(stream);
+    done.key_step = key_step::<B>(conn, r, &done).await?;
     Ok(done)
+}
+
+/// The distance between the keys a multi-row MySQL INSERT generated, read on the connection that ran it
+/// (`auto_increment_increment`: a Galera node sets it to the cluster's size). Only when the keys are
+/// wanted and there are several: one round trip that most calls never make. (The blocking driver does
+/// the same.)
+async fn key_step<B: Backend>(
+    conn: &mut PoolConnection<B>,
+    r: &Rendered,
+    done: &Done,
+) -> Result<Option<i64>>
+where
+    for<'c> &'c mut B::Connection: sqlx::Executor<'c, Database = B>,
+    B::Arguments: sqlx::IntoArguments<B>,
+{
+    if B::DIALECT != Dialect::MySql
+        || done.affected < 2
+        || done.last_insert_id.is_none()
+        || !tandem_core::repo::wants_last_insert_id(r)
+    {
+        return Ok(None);
+    }
+    let row = sqlx::query::<B>("SELECT @@SESSION.auto_increment_increment")
+        .fetch_one(&mut **conn)
+        .await
+        .map_err(|e| error(B::DIALECT, e))?;
+    Ok(B::decode(&row, 0)?.as_i64())
 }
 
 async fn simple_on<B: Backend>(conn: &mut PoolConnection<B>, sql: &str) -> Result<()>

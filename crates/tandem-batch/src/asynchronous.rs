@@ -65,16 +65,28 @@ where
         resumed,
         source_rows,
     } = {
-        // begin/commit rather than a closure: the caller's future must be Send.
-        let tx = db.begin(TxOptions::default()).await?;
-        match start(&tx, job).await {
-            Ok(start) => {
-                tx.commit().await?;
-                start
-            }
-            Err(e) => {
-                tx.rollback().await?;
-                return Err(e);
+        // begin/commit rather than a closure: the caller's future must be Send. Run again, as the blocking
+        // runner's transaction does, when it meets a deadlock or a serialization failure (on a Galera
+        // cluster: a certification failure at COMMIT, error 1213).
+        let opts = TxOptions::default();
+        let mut attempts = tandem_core::Attempts::new(&opts);
+        loop {
+            let attempt = async {
+                let tx = db.begin(TxOptions::default()).await?;
+                match start(&tx, job).await {
+                    Ok(start) => {
+                        tx.commit().await?;
+                        Ok(start)
+                    }
+                    Err(e) => {
+                        let _ = tx.rollback().await;
+                        Err(e)
+                    }
+                }
+            };
+            match attempt.await {
+                Err(JobError::Database(e)) if attempts.again(&e, false) => continue,
+                done => break done?,
             }
         }
     };

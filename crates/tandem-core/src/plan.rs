@@ -33,6 +33,9 @@ pub struct Outcome {
     pub affected: u64,
     /// The connection's last insert id after the step (MySQL), when the statement generated one.
     pub last_insert_id: Option<i64>,
+    /// How far apart the keys of a multi-row MySQL insert are (`auto_increment_increment`, above 1 on a
+    /// Galera cluster or any multi-primary setup); `None` when not read, meaning 1.
+    pub key_step: Option<i64>,
 }
 
 impl Outcome {
@@ -47,6 +50,7 @@ impl Outcome {
             } else {
                 None
             },
+            key_step: done.key_step,
         }
     }
 }
@@ -58,6 +62,9 @@ pub struct Done {
     pub affected: u64,
     /// The connection's last insert id, where the engine reports one.
     pub last_insert_id: Option<i64>,
+    /// The connection's `auto_increment_increment` when a statement generated several keys (MySQL: they are
+    /// that far apart, not consecutive, on a cluster); `None` when it was not read.
+    pub key_step: Option<i64>,
 }
 
 /// Receives rows one at a time; returns `false` to stop reading.

@@ -372,11 +372,15 @@ fn entity_insert<'a, E: Entity>(rows: impl IntoIterator<Item = &'a E>) -> Insert
     )
 }
 
-/// The keys a step generated: from RETURNING rows, or counted up from MySQL's last insert id.
+/// The keys a step generated: from RETURNING rows, or counted up from MySQL's last insert id. MySQL and
+/// MariaDB allocate the keys of one multi-row `INSERT … VALUES` together, `auto_increment_increment` apart
+/// (InnoDB, every lock mode, for inserts whose row count is known in advance): consecutive only when that
+/// is 1. The driver reads the step from the connection that ran the statement (`Outcome::key_step`).
 fn generated_keys<K: SqlValue>(outcome: Outcome) -> Result<Vec<K>> {
     if let Some(first) = outcome.last_insert_id.filter(|_| outcome.rows.is_empty()) {
+        let step = outcome.key_step.unwrap_or(1).max(1);
         return (0..outcome.affected as i64)
-            .map(|i| K::from_value(Value::I64(first + i)).map_err(decode_key))
+            .map(|i| K::from_value(Value::I64(first + i * step)).map_err(decode_key))
             .collect();
     }
     let mut keys: Vec<(i64, K)> = outcome

@@ -123,6 +123,7 @@ impl Connection {
             return Ok(Done {
                 affected,
                 last_insert_id: Some(conn.last_insert_rowid()),
+                key_step: None,
             });
         }
         let columns: std::sync::Arc<[String]> = stmt
@@ -146,6 +147,7 @@ impl Connection {
         Ok(Done {
             affected: conn.changes(),
             last_insert_id: None,
+            key_step: None,
         })
     }
 }

@@ -180,12 +180,19 @@ pub(crate) fn run(conn: &mut Conn, r: &Rendered, sink: &mut Sink<'_>) -> Result<
     };
     let cols: Vec<mysql::Column> = set.columns().as_ref().to_vec();
     if cols.is_empty() {
-        return Ok(Done {
+        let done = Done {
             affected: set.affected_rows(),
             last_insert_id: set
                 .last_insert_id()
                 .and_then(|id| i64::try_from(id).ok())
                 .filter(|id| *id != 0),
+            key_step: None,
+        };
+        drop(set);
+        drop(result);
+        return Ok(Done {
+            key_step: key_step(conn, r, &done)?,
+            ..done
         });
     }
     let names = names(cols.iter().map(|c| c.name_str().into_owned()));
@@ -205,7 +212,22 @@ pub(crate) fn run(conn: &mut Conn, r: &Rendered, sink: &mut Sink<'_>) -> Result<
     Ok(Done {
         affected: set.affected_rows(),
         last_insert_id: None,
+        key_step: None,
     })
+}
+
+/// The distance between the keys a multi-row INSERT generated, read on the connection that ran it: the
+/// session's `auto_increment_increment` (a Galera node sets it to the cluster's size). Only when the
+/// statement's keys are wanted and there are several of them: one round trip that most calls never make.
+fn key_step(conn: &mut Conn, r: &Rendered, done: &Done) -> Result<Option<i64>> {
+    if done.affected < 2
+        || done.last_insert_id.is_none()
+        || !tandem_core::repo::wants_last_insert_id(r)
+    {
+        return Ok(None);
+    }
+    conn.query_first::<i64, _>("SELECT @@SESSION.auto_increment_increment")
+        .map_err(error)
 }
 
 /// Maps a mysql error: server errors by number, I/O and closed connections as connection lost.

@@ -187,6 +187,7 @@ pub(crate) fn run(c: &mut PgConn, r: &Rendered, sink: &mut Sink<'_>) -> Result<D
         return Ok(Done {
             affected,
             last_insert_id: None,
+            key_step: None,
         });
     }
     let columns = names(stmt.columns().iter().map(|c| c.name().to_owned()));
@@ -204,6 +205,7 @@ pub(crate) fn run(c: &mut PgConn, r: &Rendered, sink: &mut Sink<'_>) -> Result<D
     Ok(Done {
         affected: rows.rows_affected().unwrap_or_default(),
         last_insert_id: None,
+        key_step: None,
     })
 }
 
