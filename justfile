@@ -136,11 +136,13 @@ workshop_bin := env("CARGO_TARGET_DIR", justfile_directory() / "target") / "debu
 # The workshop: run stage NN's tests on your code (`workshop/NN-*/src/exercise.rs`) with a verdict. By default
 # the stage builds on the reference solutions of the stages before it; `just check NN --mine` builds it on
 # yours. `--verbose` shows whole failure messages and every compile error.
+[no-exit-message]
 check NN *FLAGS:
     @[ -x "{{workshop_bin}}" ] || echo "building the workshop's runner first (once: about half a minute)…"
     @cargo run -q -p workshop-runner -- check {{NN}} {{FLAGS}}
 
 # The workshop: the first stage whose tests do not pass yet.
+[no-exit-message]
 next:
     @[ -x "{{workshop_bin}}" ] || echo "building the workshop's runner first (once: about half a minute)…"
     @cargo run -q -p workshop-runner -- next
@@ -148,6 +150,11 @@ next:
 # The workshop: stage NN's reference solution, and how your code differs from it.
 solve NN:
     @cargo run -q -p workshop-runner -- solve {{NN}}
+
+# The workshop: put stage NN's starter back in src/exercise.rs (your file is kept as src/exercise.rs.bak).
+[no-exit-message]
+reset NN:
+    @cargo run -q -p workshop-runner -- reset {{NN}}
 
 # The workshop, for CI: every reference solution passes its tests and every starter fails all of them.
 workshop-verify:

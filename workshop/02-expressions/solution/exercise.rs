@@ -41,9 +41,11 @@ impl Sql {
     pub fn ident(&mut self, name: &str) {
         self.text.push_str(&quote(self.dialect, name));
     }
-    // ANCHOR_END: sql
+}
+// ANCHOR_END: sql
 
-    // ANCHOR: param
+// ANCHOR: param
+impl Sql {
     /// Appends a placeholder for `value` and keeps the value: `?` on SQLite and MySQL, `$1`, `$2`, … on
     /// PostgreSQL (numbered from 1 in the order they appear).
     pub fn param(&mut self, value: Value) {
@@ -56,8 +58,8 @@ impl Sql {
             Dialect::Sqlite | Dialect::MySql => self.text.push('?'),
         }
     }
-    // ANCHOR_END: param
 }
+// ANCHOR_END: param
 
 /// Why an expression cannot be rendered.
 #[derive(Clone, Debug, PartialEq, Eq)]

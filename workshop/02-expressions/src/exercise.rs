@@ -1,7 +1,8 @@
 //! Stage 2 — expressions and NULL. Your code. Read `book/src/02-expressions.md`, then make
 //! `just check 02` pass. The order that works: `Sql::param`, the typed layer at the bottom (`ColumnExt`,
 //! `Condition`), `Expr::render`, then `Expr::eval` — SQL's three-valued logic.
-// The starter's parameters and its `Condition::new` are unused until you write the bodies.
+// Allowed while the bodies are `todo!()`s (unused parameters, imports, helpers). Delete this allowance
+// when you are done: the warnings it hides are then worth reading.
 #![allow(unused_variables, dead_code)]
 
 use std::fmt;
@@ -44,16 +45,18 @@ impl Sql {
     pub fn ident(&mut self, name: &str) {
         self.text.push_str(&quote(self.dialect, name));
     }
-    // ANCHOR_END: sql
+}
+// ANCHOR_END: sql
 
-    // ANCHOR: param
+// ANCHOR: param
+impl Sql {
     /// Appends a placeholder for `value` and keeps the value: `?` on SQLite and MySQL, `$1`, `$2`, … on
     /// PostgreSQL (numbered from 1 in the order they appear).
     pub fn param(&mut self, value: Value) {
         todo!("bind a value")
     }
-    // ANCHOR_END: param
 }
+// ANCHOR_END: param
 
 /// Why an expression cannot be rendered.
 #[derive(Clone, Debug, PartialEq, Eq)]

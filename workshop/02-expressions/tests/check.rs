@@ -319,8 +319,8 @@ proptest! {
             let yours = cond.eval(&reader(&rows, i));
             prop_assert_eq!(
                 truth(yours), truth(*expected),
-                "row {:?}: your evaluator says {} where SQLite says {}, for {}",
-                rows[i], truth(yours), truth(*expected), sql.text
+                "row {:?}: your evaluator says {} where SQLite says {}, for {} with the parameters {:?}",
+                rows[i], truth(yours), truth(*expected), sql.text, sql.params
             );
         }
     }
@@ -411,32 +411,47 @@ fn an_empty_in_list_is_an_error() {
 
 /// A few conditions read by eye: the shape of the SQL the chapter describes.
 fn examples_from_the_chapter() {
+    // Compared as SQL (a caret under the first difference), not as Rust string literals, whose escaping
+    // would show each backslash twice.
+    let same = |mine: &str, expected: &str, why: &str| {
+        if let Some(diff) = sql_mismatch(mine, expected) {
+            panic!("{why}: {diff}");
+        }
+    };
     let c = t::n
         .ge(18)
         .and(t::s.is_not_null())
         .or(t::s.eq("ada".to_owned()));
     let sql = c.to_sql(Dialect::Postgres).unwrap();
-    assert_eq!(
-        sql.text, r#"(("t"."n" >= $1) AND ("t"."s" IS NOT NULL)) OR ("t"."s" = $2)"#,
-        "an AND inside an OR is parenthesised; PostgreSQL numbers its placeholders"
+    same(
+        &sql.text,
+        r#"(("t"."n" >= $1) AND ("t"."s" IS NOT NULL)) OR ("t"."s" = $2)"#,
+        "an AND inside an OR is parenthesised; PostgreSQL numbers its placeholders",
     );
     assert_eq!(sql.params, [Value::I32(18), Value::Text("ada".into())]);
     let flat = t::a.eq(1).and(t::b.eq(2)).and(t::n.eq(3).not());
-    assert_eq!(
-        flat.to_sql(Dialect::MySql).unwrap().text,
+    same(
+        &flat.to_sql(Dialect::MySql).unwrap().text,
         "(`t`.`a` = ?) AND (`t`.`b` = ?) AND (NOT (`t`.`n` = ?))",
-        "a chain of ANDs stays flat; NOT's operand is parenthesised; MySQL quotes with backticks"
+        "a chain of ANDs stays flat; NOT's operand is parenthesised; MySQL quotes with backticks",
     );
     let like = t::s.contains("50%");
     let sql = like.to_sql(Dialect::MySql).unwrap();
-    assert_eq!(
-        sql.text, r"`t`.`s` LIKE ? ESCAPE '\\'",
-        "MySQL writes the escape character twice inside its string"
+    same(
+        &sql.text,
+        r"`t`.`s` LIKE ? ESCAPE '\\'",
+        "MySQL writes the escape character twice inside its string",
     );
     assert_eq!(
         sql.params,
         [Value::Text(r"%50\%%".into())],
         "contains escapes its %"
+    );
+    let null = t::a.eq(None).to_sql(Dialect::Sqlite).unwrap();
+    same(
+        &null.text,
+        r#""t"."a" = ?"#,
+        "eq(None) is `= ?` with NULL bound (never true: SQL's NULL), not IS NULL",
     );
     assert_eq!(<t::table as Table>::NAME, "t");
 }

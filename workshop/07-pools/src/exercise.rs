@@ -1,7 +1,8 @@
 //! Stage 7 — a pool gate. Your code. Read `book/src/07-pools.md`, then make `just check 07` pass. The
 //! types and the shape of the queue are given; you write how callers arrive, wait (a thread and a task
 //! each their own way), give up, and how a permit is handed on.
-// The starter's parameters, imports and helpers are unused until you write the bodies.
+// Allowed while the bodies are `todo!()`s (unused parameters, imports, helpers). Delete this allowance
+// when you are done: the warnings it hides are then worth reading.
 #![allow(
     unused_variables,
     unused_imports,

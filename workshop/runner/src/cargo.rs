@@ -15,14 +15,16 @@ pub enum Progress {
 
 /// How the build went.
 pub enum Built {
-    /// It compiled (the tests then ran; their report says how they went).
-    Ok,
+    /// It compiled (the tests then ran; their report says how they went), with the warnings the compiler
+    /// gave the stage's own library — the learner's code.
+    Ok(Vec<String>),
     /// It did not: the compiler's rendered errors (or cargo's own words when there were none).
     Failed(Vec<String>),
 }
 
-/// Runs `cmd` (a cargo command with `--message-format=json`), following its build.
-pub fn run(mut cmd: Command, progress: Progress) -> Result<Built, String> {
+/// Runs `cmd` (a cargo command with `--message-format=json`), following its build; `package` is the stage
+/// whose library's warnings are kept.
+pub fn run(mut cmd: Command, progress: Progress, package: &str) -> Result<Built, String> {
     let mut child = cmd
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -39,6 +41,7 @@ pub fn run(mut cmd: Command, progress: Progress) -> Result<Built, String> {
     let tty = std::io::stdout().is_terminal();
     let mut compiled = 0usize;
     let mut errors = Vec::new();
+    let mut warnings = Vec::new();
     let mut built = None;
     for line in BufReader::new(stdout).lines() {
         let line = line.map_err(|e| e.to_string())?;
@@ -57,6 +60,21 @@ pub fn run(mut cmd: Command, progress: Progress) -> Result<Built, String> {
             Some("compiler-message") if msg["message"]["level"] == "error" => {
                 if let Some(text) = msg["message"]["rendered"].as_str() {
                     errors.push(text.to_owned());
+                }
+            }
+            Some("compiler-message")
+                if msg["message"]["level"] == "warning"
+                    && msg["package_id"]
+                        .as_str()
+                        .is_some_and(|p| p.contains(package))
+                    && msg["target"]["kind"]
+                        .as_array()
+                        .is_some_and(|k| k.iter().any(|k| k == "lib")) =>
+            {
+                // "N warnings emitted" summarises the others; it says nothing of its own.
+                let text = msg["message"]["rendered"].as_str().unwrap_or_default();
+                if msg["message"]["code"].is_object() || !text.contains("warnings emitted") {
+                    warnings.push(text.to_owned());
                 }
             }
             Some("build-finished") => {
@@ -81,7 +99,7 @@ pub fn run(mut cmd: Command, progress: Progress) -> Result<Built, String> {
     let _ = child.wait().map_err(|e| e.to_string())?;
     let stderr = stderr.join().unwrap_or_default();
     match built {
-        Some(true) => Ok(Built::Ok),
+        Some(true) => Ok(Built::Ok(warnings)),
         _ if errors.is_empty() => Ok(Built::Failed(vec![format!(
             "cargo stopped before compiling anything:\n{stderr}"
         )])),
@@ -89,8 +107,8 @@ pub fn run(mut cmd: Command, progress: Progress) -> Result<Built, String> {
     }
 }
 
-/// Rebuilding the stage's own crate and its tests is quick; more than this many crates is a first build.
-const NOTICE_AFTER: usize = 3;
+/// Rebuilding a stage's own crates and its tests is quick; more than this many crates is a first build.
+const NOTICE_AFTER: usize = 10;
 
 /// One crate compiled: past the stage's own crates, say why this may take a while, then count up (in place
 /// on a terminal, every 25 crates in a log).
@@ -101,7 +119,8 @@ fn report_artifact(compiled: usize, name: &str, tty: bool) {
     if compiled == NOTICE_AFTER {
         println!(
             "   compiling… (a stage's first check also compiles its dependencies — SQLite's C source, the \
-             drivers, tandem as the oracle: one to three minutes on two cores; later checks take seconds)"
+             drivers, tandem as the oracle: from half a minute to a few minutes on two cores; later checks \
+             take seconds)"
         );
     }
     if tty {

@@ -5,6 +5,7 @@
 //!   the learner's own earlier stages instead (the stage's `reference` feature off).
 //! - `next`: name the first stage whose checks do not pass yet;
 //! - `solve NN`: show stage NN's reference solution and how the learner's file differs from it;
+//! - `reset NN`: put stage NN's starter back (the learner's file kept as `src/exercise.rs.bak`);
 //! - `verify` (CI): every reference solution passes its checks and clippy, every starter fails all of them.
 //!
 //! It reads structured output only: cargo's JSON messages (`--message-format=json`) for compile errors and
@@ -52,8 +53,8 @@ struct Mode {
 enum Run {
     /// The code did not compile: the compiler's rendered messages.
     DoesNotCompile(Vec<String>),
-    /// The checks ran.
-    Ran(Report),
+    /// The checks ran; the compiler's warnings about the learner's code.
+    Ran(Report, Vec<String>),
 }
 
 fn workspace() -> PathBuf {
@@ -98,10 +99,12 @@ fn stages() -> Result<Vec<Stage>, String> {
 }
 
 fn stage(number: &str) -> Result<Stage, String> {
+    // `1` means `01`.
+    let number = &format!("{number:0>2}");
     let all = stages()?;
     let names: Vec<String> = all.iter().map(Stage::slug).collect();
     all.into_iter()
-        .find(|s| s.number == number)
+        .find(|s| s.number == *number)
         .ok_or_else(|| format!("no stage {number}: the stages are {}", names.join(" ")))
 }
 
@@ -132,13 +135,13 @@ fn run(stage: &Stage, mode: Mode, progress: Progress) -> Result<Run, String> {
     if mode.mine {
         cmd.arg("--no-default-features");
     }
-    match cargo::run(cmd, progress)? {
+    match cargo::run(cmd, progress, &stage.package)? {
         Built::Failed(errors) => Ok(Run::DoesNotCompile(errors)),
-        Built::Ok => {
+        Built::Ok(warnings) => {
             let report = workshop_harness::read_report(&report).map_err(|e| {
                 format!("the checks of stage {} left no report ({e})", stage.number)
             })?;
-            Ok(Run::Ran(report))
+            Ok(Run::Ran(report, warnings))
         }
     }
 }
@@ -183,6 +186,25 @@ fn show_compile_errors(errors: &[String], verbose: bool) {
     }
 }
 
+/// The compiler's warnings about the learner's code: how many, the first one (all with `--verbose`).
+fn show_warnings(warnings: &[String], verbose: bool) {
+    if warnings.is_empty() {
+        return;
+    }
+    println!(
+        "   ⚠ the compiler has {} warning{} about your code (the project's lints: missing docs, unused items, …):",
+        warnings.len(),
+        if warnings.len() == 1 { "" } else { "s" }
+    );
+    let shown = if verbose { warnings.len() } else { 1 };
+    for w in warnings.iter().take(shown) {
+        print!("{w}");
+    }
+    if warnings.len() > shown {
+        println!("   … --verbose shows them all");
+    }
+}
+
 /// Whether a starter's compile errors are its intended `compile_error!("TODO …")`: a stage whose first
 /// piece must exist before its tests can compile starts that way.
 fn is_todo_stop(errors: &[String]) -> bool {
@@ -224,7 +246,7 @@ fn check(stage: &Stage, mode: Mode, verbose: bool) -> Result<bool, String> {
             }
             Ok(false)
         }
-        Run::Ran(report) => {
+        Run::Ran(report, warnings) => {
             let failed = failing(&report);
             let total = report.checks.len();
             let secs = started.elapsed().as_secs_f64();
@@ -232,6 +254,7 @@ fn check(stage: &Stage, mode: Mode, verbose: bool) -> Result<bool, String> {
                 println!(
                     "   ✓ all {total} tests pass ({secs:.1} s). On to the next stage: just next"
                 );
+                show_warnings(&warnings, verbose);
                 return Ok(true);
             }
             println!(
@@ -249,6 +272,7 @@ fn check(stage: &Stage, mode: Mode, verbose: bool) -> Result<bool, String> {
                     println!("       {l}");
                 }
             }
+            show_warnings(&warnings, verbose);
             println!(
                 "   The tests in workshop/{slug}/tests/check.rs are the whole specification; stuck? just solve {}",
                 stage.number
@@ -260,10 +284,33 @@ fn check(stage: &Stage, mode: Mode, verbose: bool) -> Result<bool, String> {
 
 fn next() -> Result<bool, String> {
     for s in stages()? {
-        let passes = matches!(run(&s, Mode::default(), Progress::Show)?, Run::Ran(r) if failing(&r).is_empty() && !r.checks.is_empty());
-        if !passes {
+        println!("== stage {} · {}", s.number, s.title);
+        let why = match run(&s, Mode::default(), Progress::Show)? {
+            Run::Ran(r, _) if failing(&r).is_empty() && !r.checks.is_empty() => None,
+            Run::Ran(r, _) if r.checks.is_empty() => Some("no test ran".to_owned()),
+            Run::Ran(r, _) => {
+                let names: Vec<&str> = failing(&r).iter().map(|f| f.name.as_str()).collect();
+                let more = names.len().saturating_sub(3);
+                Some(format!(
+                    "{} of {} tests to go: {}{}",
+                    names.len(),
+                    r.checks.len(),
+                    names[..names.len().min(3)].join(", "),
+                    if more > 0 {
+                        format!(" and {more} more")
+                    } else {
+                        String::new()
+                    }
+                ))
+            }
+            Run::DoesNotCompile(errors) if is_todo_stop(&errors) => {
+                Some("the first piece to write stops the build (just check says which)".to_owned())
+            }
+            Run::DoesNotCompile(_) => Some("the code does not compile yet".to_owned()),
+        };
+        if let Some(why) = why {
             println!(
-                "next: stage {} · {} — read book/src/{}.md, then: just check {}",
+                "next: stage {} · {} — {why}.\n      Read book/src/{}.md, then: just check {}",
                 s.number,
                 s.title,
                 s.slug(),
@@ -271,7 +318,7 @@ fn next() -> Result<bool, String> {
             );
             return Ok(true);
         }
-        println!("✓ stage {}", s.slug());
+        println!("   ✓ stage {} passes", s.slug());
     }
     println!(
         "every stage passes: the workshop is done. The book's last chapter has the measured results."
@@ -303,9 +350,45 @@ fn solve(stage: &Stage) -> Result<bool, String> {
     Ok(true)
 }
 
+/// Puts the stage's starter back in `src/exercise.rs`, keeping the learner's file beside it.
+fn reset(stage: &Stage) -> Result<bool, String> {
+    let starter = stage.dir.join("starter/exercise.rs");
+    let mine = stage.dir.join("src/exercise.rs");
+    let backup = stage.dir.join("src/exercise.rs.bak");
+    let fresh = std::fs::read(&starter).map_err(|e| format!("{}: {e}", starter.display()))?;
+    if std::fs::read(&mine).ok().as_deref() == Some(&fresh[..]) {
+        println!(
+            "workshop/{}/src/exercise.rs is the starter already",
+            stage.slug()
+        );
+        return Ok(true);
+    }
+    std::fs::copy(&mine, &backup).map_err(|e| format!("{}: {e}", backup.display()))?;
+    std::fs::write(&mine, fresh).map_err(|e| format!("{}: {e}", mine.display()))?;
+    let slug = stage.slug();
+    println!(
+        "workshop/{slug}/src/exercise.rs is the starter again; your file is workshop/{slug}/src/exercise.rs.bak"
+    );
+    Ok(true)
+}
+
 fn verify() -> Result<bool, String> {
     let all = stages()?;
     let mut ok = true;
+    // The book shows the starters from `starter/`; the learner's file must start as exactly that.
+    for s in &all {
+        let (starter, mine) = (
+            s.dir.join("starter/exercise.rs"),
+            s.dir.join("src/exercise.rs"),
+        );
+        if std::fs::read(&starter).ok() != std::fs::read(&mine).ok() {
+            println!(
+                "✗ {}: src/exercise.rs differs from starter/exercise.rs (the starter the book shows)",
+                s.slug()
+            );
+            ok = false;
+        }
+    }
     // The reference solutions are code learners read: lint them as the project's own code.
     let mut clippy = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
     clippy.current_dir(workspace()).arg("clippy");
@@ -336,13 +419,13 @@ fn verify() -> Result<bool, String> {
         };
         let started = Instant::now();
         let solved = match run(s, solution, Progress::Quiet)? {
-            Run::Ran(r) if failing(&r).is_empty() && !r.checks.is_empty() => r.checks.len(),
-            Run::Ran(r) if r.checks.is_empty() => {
+            Run::Ran(r, _) if failing(&r).is_empty() && !r.checks.is_empty() => r.checks.len(),
+            Run::Ran(r, _) if r.checks.is_empty() => {
                 println!("✗ {name}: no check ran");
                 ok = false;
                 continue;
             }
-            Run::Ran(r) => {
+            Run::Ran(r, _) => {
                 for f in failing(&r) {
                     println!("   {}: {}", f.name, f.message.as_deref().unwrap_or(""));
                 }
@@ -367,7 +450,7 @@ fn verify() -> Result<bool, String> {
                 println!("✗ {name}: the starter does not compile");
                 ok = false;
             }
-            Run::Ran(r) => {
+            Run::Ran(r, _) => {
                 let failed = failing(&r).len();
                 if r.checks.len() != solved || failed != solved {
                     println!(
@@ -411,9 +494,13 @@ fn main() -> ExitCode {
         (_, Some(u)) => Err(format!("unknown option {u} (--mine, --verbose)")),
         (["check", n], None) => stage(n).and_then(|s| check(&s, mode, flag("--verbose"))),
         (["solve", n], None) => stage(n).and_then(|s| solve(&s)),
+        (["reset", n], None) => stage(n).and_then(|s| reset(&s)),
         (["next"], None) => next(),
         (["verify"], None) => verify(),
-        _ => Err("usage: workshop check NN [--mine] [--verbose] | next | solve NN | verify".into()),
+        _ => Err(
+            "usage: workshop check NN [--mine] [--verbose] | next | solve NN | reset NN | verify"
+                .into(),
+        ),
     };
     match result {
         Ok(true) => ExitCode::SUCCESS,
@@ -438,6 +525,7 @@ mod tests {
         assert_eq!(all[0].package, "workshop-01-tables");
         assert!(!all[0].title.is_empty());
         assert!(stage("42").unwrap_err().contains("no stage 42"));
+        assert_eq!(stage("1").unwrap().number, "01", "1 means 01");
     }
 
     /// A property test's counters are dropped and long messages cut, unless verbose.

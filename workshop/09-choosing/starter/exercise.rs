@@ -1,0 +1,74 @@
+//! Stage 9 — a benchmark of your own. Your code. Read `book/src/09-choosing.md`, then make `just check 09`
+//! pass: the median, the verification, your seed on both executors, `measure`, and the table. Then run the
+//! benchmark and fill in the chapter's selection guide with your numbers.
+// Allowed while the bodies are `todo!()`s (unused parameters, imports, helpers). Delete this allowance
+// when you are done: the warnings it hides are then worth reading.
+#![allow(unused_variables, unused_imports, dead_code)]
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::fmt::Write as _;
+use std::time::{Duration, Instant};
+
+use dialects::Insert;
+use tables::{Dialect, Value};
+
+use crate::workloads::{
+    Cell, Mismatch, Side, Workload, essay, reset, runtime, time_tandem, written,
+};
+
+// ANCHOR: median
+/// The middle of the samples (the mean of the two middle ones for an even count); zero for none. The median,
+/// not the mean: one sample slowed by the machine's other work does not move it.
+pub fn median(samples: &[Duration]) -> Duration {
+    todo!("the median")
+}
+// ANCHOR_END: median
+
+// ANCHOR: verify
+/// Whether an operation left exactly what it should: `workload.rows()` rows, no name twice, and values
+/// that add up — `1 + 2 + … + n` for the seed, twice that for the job (it doubles each value).
+pub fn verify(workload: Workload, rows: &[(String, i64)]) -> Result<(), Mismatch> {
+    todo!("verify what an operation left")
+}
+// ANCHOR_END: verify
+
+// ANCHOR: seed
+/// The seed workload on your blocking executor: rows `1..=n`, chunks of 1,000, one transaction each.
+pub fn seed_blocking(db: &blocking::Database, n: u64) -> blocking::Result<()> {
+    todo!("the seed on your blocking executor")
+}
+
+/// The seed workload on your async executor.
+pub async fn seed_async(db: &asynchronous::Database, n: u64) -> blocking::Result<()> {
+    todo!("the seed on your async executor")
+}
+
+// ANCHOR_END: seed
+
+// ANCHOR: measure
+/// Measures `workload` on `side`: one warm-up, then `iterations` operations, each on a clean slate and
+/// each verified — an operation that left the wrong rows fails the whole cell, it is not a number.
+pub fn measure(
+    url: &str,
+    side: Side,
+    workload: Workload,
+    iterations: usize,
+) -> Result<Cell, String> {
+    todo!("measure a cell")
+}
+// ANCHOR_END: measure
+
+// ANCHOR: report
+/// Operations per second at the median.
+pub fn ops_per_sec(cell: &Cell) -> f64 {
+    todo!("operations per second at the median")
+}
+
+/// The results as a table: one line per engine and workload, your two executors and tandem's beside the
+/// essay's JDBC and R2DBC figures, and the ratios that matter — blocking ÷ async on each side, yours ÷
+/// tandem's.
+pub fn table(cells: &[Cell]) -> String {
+    todo!("the table")
+}
+
+// ANCHOR_END: report
