@@ -302,6 +302,10 @@ pub enum DbErrorKind {
     UnknownDatabase,
     /// The statement is invalid (syntax, unknown table or column).
     InvalidStatement,
+    /// This server answers but cannot serve: a Galera node that is not (or no longer) a synced member of
+    /// its cluster (MariaDB 1047, "WSREP has not yet prepared node for application use"). Another node
+    /// can; the same one may again once it has rejoined. Not retriable on the same connection.
+    NodeUnavailable,
     /// Anything else.
     Other,
 }
@@ -357,6 +361,8 @@ pub fn classify_mysql(number: u16) -> DbErrorKind {
         1045 | 1044 | 1698 => DbErrorKind::AuthenticationFailed,
         1049 => DbErrorKind::UnknownDatabase,
         1064 | 1146 | 1054 | 1050 => DbErrorKind::InvalidStatement,
+        // ER_UNKNOWN_COM_ERROR, which Galera answers every statement with while the node is not synced.
+        1047 => DbErrorKind::NodeUnavailable,
         _ => DbErrorKind::Other,
     }
 }
@@ -414,6 +420,8 @@ mod tests {
         assert_eq!(classify_mysql(1045), DbErrorKind::AuthenticationFailed);
         assert_eq!(classify_mysql(1049), DbErrorKind::UnknownDatabase);
         assert_eq!(classify_mysql(1062), DbErrorKind::UniqueViolation);
+        assert_eq!(classify_mysql(1047), DbErrorKind::NodeUnavailable);
+        assert!(!DbErrorKind::NodeUnavailable.is_retriable());
         assert_eq!(classify_mysql(1213), DbErrorKind::Deadlock);
         assert_eq!(classify_mysql(1406), DbErrorKind::DataTooLong);
         assert_eq!(classify_sqlite(2067), DbErrorKind::UniqueViolation);
