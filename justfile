@@ -20,6 +20,19 @@ test:
     cargo test
     cargo test -p tandem-sql --features chrono,uuid --lib
 
+# Data under /var/tmp/tandem-cluster; needs root, mariadb-server, galera-4, rsync and PostgreSQL.
+# Start a 3-node Galera cluster on 127.0.0.1:3311-3313 and a PostgreSQL primary (5433) with a standby (5434).
+cluster-up:
+    .ci/cluster up
+
+# Stop what `cluster-up` started and remove its data (the servers on 3306 and 5432 are not touched).
+cluster-down:
+    .ci/cluster down
+
+# Which cluster members answer.
+cluster-status:
+    .ci/cluster status
+
 # Formatting and clippy, warnings denied.
 lint:
     cargo fmt --all -- --check
