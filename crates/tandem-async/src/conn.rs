@@ -353,8 +353,11 @@ impl Conn {
         {
             self.retriable_seen = true;
         }
+        // A lost connection, or a cluster node that cannot serve: never reused, and the pool checks the
+        // others (and, for a URL naming several servers, chooses the server again).
         if let Err(Error::Database(DbError {
-            kind: tandem_core::DbErrorKind::ConnectionLost,
+            kind:
+                tandem_core::DbErrorKind::ConnectionLost | tandem_core::DbErrorKind::NodeUnavailable,
             ..
         })) = &result
         {

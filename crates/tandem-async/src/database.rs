@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 use sqlx::pool::PoolOptions;
 use tandem_core::plan::{Done, Plan};
 use tandem_core::{
-    ConnectOptions, Error, PoolConfig, PoolMetrics, Result, TlsMode, TxOptions, WriterGate,
+    ConnectOptions, Error, HostWalk, PoolConfig, PoolMetrics, Result, ServerRole, TlsMode,
+    TxOptions, Verdict, WriterGate,
 };
 use tandem_pool::{Admission, LossClock};
 use tandem_sql::ast::CreateTable;
@@ -50,6 +51,11 @@ struct Inner {
     writers: Option<WriterGate>,
     /// The byte-wise collation MySQL tables are made with, asked of the server once.
     mysql_collation: std::sync::OnceLock<tandem_sql::ast::MySqlCollation>,
+    /// When the server the pool connects to was last chosen from the URL's list (a [`LossClock`] stamp);
+    /// a connection loss since then makes the next acquire choose again.
+    chosen_at: AtomicU64,
+    /// One choice at a time.
+    choosing: tokio::sync::Mutex<()>,
 }
 
 impl std::fmt::Debug for Database {
@@ -83,6 +89,139 @@ fn pool_options<DB: sqlx::Database>(
             let suspect = losses.suspect_idle(meta.idle_for);
             Box::pin(async move { Ok(!suspect || sqlx::Connection::ping(conn).await.is_ok()) })
         })
+}
+
+/// sqlx's options for the one PostgreSQL server `options` names.
+#[cfg(feature = "postgres")]
+fn pg_connect_options(options: &ConnectOptions) -> Result<sqlx::postgres::PgConnectOptions> {
+    let mut o = sqlx::postgres::PgConnectOptions::new()
+        .host(&options.host)
+        .port(options.port)
+        .username(&options.user)
+        .database(&options.database)
+        .ssl_mode(match options.tls {
+            TlsMode::Disable => sqlx::postgres::PgSslMode::Disable,
+            TlsMode::Prefer => sqlx::postgres::PgSslMode::Prefer,
+            TlsMode::Require => sqlx::postgres::PgSslMode::Require,
+            TlsMode::VerifyCa => sqlx::postgres::PgSslMode::VerifyCa,
+            _ => sqlx::postgres::PgSslMode::VerifyFull,
+        })
+        .statement_cache_capacity(64);
+    if tandem_core::tls::root_certificates(options)?.is_some()
+        && let Some(root) = &options.tls_root_cert
+    {
+        o = o.ssl_root_cert(root);
+    }
+    if let Some(p) = &options.password {
+        o = o.password(p);
+    }
+    if let Some(name) = &options.application_name {
+        o = o.application_name(name);
+    }
+    if let Some(sp) = &options.search_path {
+        o = o.options([("search_path", sp.as_str())]);
+    }
+    Ok(o)
+}
+
+/// What a PostgreSQL server is (standby, read-only), by the probe both executors use.
+#[cfg(feature = "postgres")]
+fn pg_role(
+    conn: &mut sqlx::PgConnection,
+) -> futures_util::future::BoxFuture<'_, std::result::Result<ServerRole, sqlx::Error>> {
+    Box::pin(async move {
+        let (in_recovery, read_only): (String, String) =
+            sqlx::query_as(tandem_core::SessionAttrs::probe_sql())
+                .fetch_one(conn)
+                .await?;
+        Ok(ServerRole::from_flags(&in_recovery, &read_only))
+    })
+}
+
+/// sqlx's options for the one MySQL server `options` names.
+#[cfg(feature = "mysql")]
+fn mysql_connect_options(options: &ConnectOptions) -> Result<sqlx::mysql::MySqlConnectOptions> {
+    let mut o = sqlx::mysql::MySqlConnectOptions::new()
+        .host(&options.host)
+        .port(options.port)
+        .username(&options.user)
+        .database(&options.database)
+        .ssl_mode(match options.tls {
+            TlsMode::Disable => sqlx::mysql::MySqlSslMode::Disabled,
+            TlsMode::Prefer => sqlx::mysql::MySqlSslMode::Preferred,
+            TlsMode::Require => sqlx::mysql::MySqlSslMode::Required,
+            TlsMode::VerifyCa => sqlx::mysql::MySqlSslMode::VerifyCa,
+            _ => sqlx::mysql::MySqlSslMode::VerifyIdentity,
+        })
+        .statement_cache_capacity(64);
+    if tandem_core::tls::root_certificates(options)?.is_some()
+        && let Some(root) = &options.tls_root_cert
+    {
+        o = o.ssl_ca(root);
+    }
+    if let Some(p) = &options.password {
+        o = o.password(p);
+    }
+    Ok(o)
+}
+
+/// A probe asking a fresh connection what its server is.
+type Probe<C> =
+    for<'c> fn(
+        &'c mut C,
+    )
+        -> futures_util::future::BoxFuture<'c, std::result::Result<ServerRole, sqlx::Error>>;
+
+/// The server a pool connects to, chosen from a URL's list ([`HostWalk`], the same walk the blocking
+/// executor makes for every connection): the first that answers within `connect_timeout` and, on
+/// PostgreSQL, is the kind `target_session_attrs=` asks for. sqlx's pool connects to one server; tandem
+/// walks the list when the pool opens and again after a connection loss, and points the pool at the
+/// server found ([`sqlx::Pool::set_connect_options`]). A URL with one server is not walked.
+async fn choose_server<C: sqlx::Connection>(
+    options: &ConnectOptions,
+    config: &PoolConfig,
+    make: fn(&ConnectOptions) -> Result<<C as sqlx::Connection>::Options>,
+    probe: Option<Probe<C>>,
+) -> Result<ConnectOptions> {
+    if !options.chooses_server() {
+        return Ok(options.clone());
+    }
+    let mut walk = HostWalk::new(options);
+    while let Some(server) = walk.next_server() {
+        let server_options = make(&server)?;
+        let connect = C::connect_with(&server_options);
+        let mut conn = match tokio::time::timeout(config.connect_timeout, connect).await {
+            Ok(Ok(c)) => c,
+            Ok(Err(e)) => {
+                let e = connect_error(options.dialect, &server, e);
+                walk.failed(&server, e);
+                continue;
+            }
+            Err(_) => {
+                walk.failed(
+                    &server,
+                    Error::connect_timeout(&server, config.connect_timeout),
+                );
+                continue;
+            }
+        };
+        let role = match probe.filter(|_| walk.needs_probe()) {
+            Some(probe) => match probe(&mut conn).await {
+                Ok(role) => Some(role),
+                Err(e) => {
+                    walk.failed(&server, error(options.dialect, e));
+                    let _ = conn.close().await;
+                    continue;
+                }
+            },
+            None => None,
+        };
+        let _ = conn.close().await;
+        if walk.judge(&server, role) == Verdict::Take {
+            return Ok(server);
+        }
+    }
+    Err(walk.into_error())
 }
 
 /// Builds one sqlx pool. One connection is made first, in one attempt (sqlx's pool would retry a refused
@@ -211,62 +350,25 @@ impl Database {
         let pools = match dialect {
             #[cfg(feature = "postgres")]
             Dialect::Postgres => {
-                let mut o = sqlx::postgres::PgConnectOptions::new()
-                    .host(&options.host)
-                    .port(options.port)
-                    .username(&options.user)
-                    .database(&options.database)
-                    .ssl_mode(match options.tls {
-                        TlsMode::Disable => sqlx::postgres::PgSslMode::Disable,
-                        TlsMode::Prefer => sqlx::postgres::PgSslMode::Prefer,
-                        TlsMode::Require => sqlx::postgres::PgSslMode::Require,
-                        TlsMode::VerifyCa => sqlx::postgres::PgSslMode::VerifyCa,
-                        _ => sqlx::postgres::PgSslMode::VerifyFull,
-                    })
-                    .statement_cache_capacity(64);
-                if tandem_core::tls::root_certificates(&options)?.is_some()
-                    && let Some(root) = &options.tls_root_cert
-                {
-                    o = o.ssl_root_cert(root);
-                }
-                if let Some(p) = &options.password {
-                    o = o.password(p);
-                }
-                if let Some(name) = &options.application_name {
-                    o = o.application_name(name);
-                }
-                if let Some(sp) = &options.search_path {
-                    o = o.options([("search_path", sp.as_str())]);
-                }
+                let chosen =
+                    choose_server(&options, &config, pg_connect_options, Some(pg_role)).await?;
+                let o = pg_connect_options(&chosen)?;
                 Pools::Postgres(
-                    open_pool(o, &config, created, admission.losses().clone(), &options).await?,
+                    open_pool(o, &config, created, admission.losses().clone(), &chosen).await?,
                 )
             }
             #[cfg(feature = "mysql")]
             Dialect::MySql => {
-                let mut o = sqlx::mysql::MySqlConnectOptions::new()
-                    .host(&options.host)
-                    .port(options.port)
-                    .username(&options.user)
-                    .database(&options.database)
-                    .ssl_mode(match options.tls {
-                        TlsMode::Disable => sqlx::mysql::MySqlSslMode::Disabled,
-                        TlsMode::Prefer => sqlx::mysql::MySqlSslMode::Preferred,
-                        TlsMode::Require => sqlx::mysql::MySqlSslMode::Required,
-                        TlsMode::VerifyCa => sqlx::mysql::MySqlSslMode::VerifyCa,
-                        _ => sqlx::mysql::MySqlSslMode::VerifyIdentity,
-                    })
-                    .statement_cache_capacity(64);
-                if tandem_core::tls::root_certificates(&options)?.is_some()
-                    && let Some(root) = &options.tls_root_cert
-                {
-                    o = o.ssl_ca(root);
-                }
-                if let Some(p) = &options.password {
-                    o = o.password(p);
-                }
+                let chosen = choose_server::<sqlx::MySqlConnection>(
+                    &options,
+                    &config,
+                    mysql_connect_options,
+                    None,
+                )
+                .await?;
+                let o = mysql_connect_options(&chosen)?;
                 Pools::MySql(
-                    open_pool(o, &config, created, admission.losses().clone(), &options).await?,
+                    open_pool(o, &config, created, admission.losses().clone(), &chosen).await?,
                 )
             }
             #[cfg(feature = "sqlite")]
@@ -299,6 +401,7 @@ impl Database {
             #[allow(unreachable_patterns)]
             other => return Err(Error::engine_left_out(other, "tandem-async")),
         };
+        let chosen_at = admission.losses().stamp();
         Ok(Database {
             inner: Arc::new(Inner {
                 pools,
@@ -307,6 +410,8 @@ impl Database {
                 options,
                 config,
                 mysql_collation: std::sync::OnceLock::new(),
+                chosen_at: AtomicU64::new(chosen_at),
+                choosing: tokio::sync::Mutex::new(()),
             }),
         })
     }
@@ -385,13 +490,61 @@ impl Database {
         let started = Instant::now();
         let admission = &self.inner.admission;
         let permit = admission.acquire().await?;
-        match tokio::time::timeout(admission.remaining(started), pool_acquire).await {
-            Ok(Ok(link)) => Ok(Conn::new(link, permit, Some(admission.losses().clone()))),
+        let chooses = self.inner.options.chooses_server();
+        if chooses {
+            self.follow_failover().await?;
+        }
+        let result = match tokio::time::timeout(admission.remaining(started), pool_acquire).await {
+            Ok(Ok(link)) => return Ok(Conn::new(link, permit, Some(admission.losses().clone()))),
             // sqlx's own timeout: the wait and size are the admission's, measured here.
             Ok(Err(sqlx::Error::PoolTimedOut)) => Err(admission.timed_out(started).into()),
             Ok(Err(e)) => Err(error(self.dialect(), e)),
             Err(_) => Err(admission.timed_out(started).into()),
+        };
+        // The chosen server may be gone: the next acquire walks the list again.
+        if chooses {
+            admission.losses().note_loss();
         }
+        result
+    }
+
+    /// After a connection loss, chooses the server again from the URL's list (see [`choose_server`]) and
+    /// points the pool at it; connections to a server that died fail their check and are replaced.
+    async fn follow_failover(&self) -> Result<()> {
+        let losses = self.inner.admission.losses();
+        let chosen_at = &self.inner.chosen_at;
+        if !losses.suspect(chosen_at.load(Ordering::Acquire)) {
+            return Ok(());
+        }
+        let _one = self.inner.choosing.lock().await;
+        if !losses.suspect(chosen_at.load(Ordering::Acquire)) {
+            return Ok(());
+        }
+        let stamp = losses.stamp();
+        let (options, config) = (&self.inner.options, &self.inner.config);
+        match &self.inner.pools {
+            #[cfg(feature = "postgres")]
+            Pools::Postgres(p) => {
+                let chosen =
+                    choose_server(options, config, pg_connect_options, Some(pg_role)).await?;
+                p.set_connect_options(pg_connect_options(&chosen)?);
+            }
+            #[cfg(feature = "mysql")]
+            Pools::MySql(p) => {
+                let chosen = choose_server::<sqlx::MySqlConnection>(
+                    options,
+                    config,
+                    mysql_connect_options,
+                    None,
+                )
+                .await?;
+                p.set_connect_options(mysql_connect_options(&chosen)?);
+            }
+            #[allow(unreachable_patterns)]
+            _ => {}
+        }
+        chosen_at.store(stamp, Ordering::Release);
+        Ok(())
     }
 
     /// Checks a connection out of the pool, to drive by hand; it goes back when dropped.

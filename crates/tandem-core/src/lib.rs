@@ -19,6 +19,7 @@
 pub mod copy;
 pub mod ddl;
 pub mod error;
+pub mod hosts;
 pub mod options;
 pub mod plan;
 pub mod repo;
@@ -28,6 +29,7 @@ pub mod tx;
 pub mod writer;
 
 pub use error::{DbError, DbErrorKind, Error, Result, TlsErrorKind};
+pub use hosts::{HostWalk, ServerRole, SessionAttrs, Verdict};
 pub use options::{ConnectOptions, SqliteDriver, TlsMode};
 pub use plan::{Atomicity, Done, Outcome, Outcomes, Plan, Runner, Step, StepId, Steps};
 pub use repo::{BatchOptions, BatchResult, BatchTransaction, CursorPage, Find, Page};

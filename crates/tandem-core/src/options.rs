@@ -4,22 +4,33 @@
 //! Parsing is done here, once, so both executors agree on what a URL means; each executor turns the result
 //! into its driver's own configuration. Server URLs take `sslmode=` (PostgreSQL) or `ssl-mode=` (MySQL), see
 //! [`TlsMode`]; any other parameter tandem does not know is an [`Error::InvalidUrl`].
+//!
+//! A server URL may name several servers, `host1:port1,host2:port2`, as libpq and MySQL Connector/J spell
+//! it: they are tried in order (see [`crate::hosts`]), and PostgreSQL URLs choose among them with
+//! `target_session_attrs=` ([`SessionAttrs`]).
 
 use std::path::PathBuf;
 
 use tandem_sql::Dialect;
 
 use crate::error::{Error, Result};
+pub use crate::hosts::SessionAttrs;
 
 /// Where and how to connect.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ConnectOptions {
     /// Which engine.
     pub dialect: Dialect,
-    /// Host name or address (server engines).
+    /// Host name or address (server engines): the first of [`ConnectOptions::hosts`], or the one these
+    /// options were narrowed to ([`ConnectOptions::on_host`]).
     pub host: String,
-    /// TCP port (server engines).
+    /// TCP port (server engines), with [`ConnectOptions::host`].
     pub port: u16,
+    /// Every server the URL names, in order (`host1:5432,host2:5433`): one for most URLs.
+    pub hosts: Vec<(String, u16)>,
+    /// PostgreSQL: which kind of server a connection wants (`target_session_attrs=`, libpq's rules);
+    /// MySQL takes the first server that answers.
+    pub target_session_attrs: SessionAttrs,
     /// User name.
     pub user: String,
     /// Password, if any.
@@ -60,6 +71,7 @@ impl ConnectOptions {
     /// Parses a URL. Server URLs are read by the `url` crate (so `[::1]` hosts and percent-encoded names and
     /// passwords work as everywhere else); a parameter tandem does not know is an error, never ignored.
     pub fn parse(url: &str) -> Result<Self> {
+        let original = url;
         let bad = |reason: &str| Error::InvalidUrl {
             url: redact(url),
             reason: reason.to_owned(),
@@ -76,6 +88,11 @@ impl ConnectOptions {
         if dialect == Dialect::Sqlite {
             return Self::parse_sqlite(rest, url).map_err(|r| bad(&r));
         }
+        // `host1:p1,host2:p2`: the url crate reads one host, so the URL is parsed with the first one and
+        // the others each as `scheme://host:port`.
+        let (first_url, others) = split_hosts(url, scheme, rest);
+        let url = first_url.as_str();
+        let rest = &url[scheme.len() + 1..];
         let parsed = url::Url::parse(url).map_err(|e| match e {
             url::ParseError::InvalidPort
                 if authority(rest).rsplit_once(':').is_some_and(|(_, p)| {
@@ -112,10 +129,16 @@ impl ConnectOptions {
         if database.contains('/') {
             return Err(bad("the database name is one path segment"));
         }
+        let mut hosts = vec![(host.clone(), port)];
+        for other in others {
+            hosts.push(other_host(dialect, scheme, &other).map_err(|r| bad(&r))?);
+        }
         let mut options = ConnectOptions {
             dialect,
             host,
             port,
+            hosts,
+            target_session_attrs: SessionAttrs::Any,
             user: match decode(parsed.username()) {
                 u if u.is_empty() && dialect == Dialect::Postgres => "postgres".into(),
                 u if u.is_empty() => "root".into(),
@@ -129,13 +152,21 @@ impl ConnectOptions {
             sqlite_driver: SqliteDriver::default(),
             tls: TlsMode::default(),
             tls_root_cert: None,
-            display: redact(url),
+            display: redact(original),
         };
         for (key, value) in parsed.query_pairs() {
             let value = value.into_owned();
             match (dialect, &*key) {
                 (Dialect::Postgres, "search_path" | "schema") => options.search_path = Some(value),
                 (Dialect::Postgres, "application_name") => options.application_name = Some(value),
+                (Dialect::Postgres, "target_session_attrs") => {
+                    options.target_session_attrs = SessionAttrs::parse(&value).ok_or_else(|| {
+                        bad(&format!(
+                            "target_session_attrs={value} is not one of any, read-write, read-only, \
+                             primary, standby, prefer-standby"
+                        ))
+                    })?
+                }
                 (Dialect::Postgres, "sslmode") => {
                     options.tls = TlsMode::parse(dialect, &value).ok_or_else(|| {
                         bad(&format!(
@@ -167,7 +198,7 @@ impl ConnectOptions {
                     return Err(bad(&format!(
                         "unknown parameter {key:?} (known: {})",
                         if dialect == Dialect::Postgres {
-                            "search_path, application_name, sslmode, sslrootcert"
+                            "search_path, application_name, sslmode, sslrootcert, target_session_attrs"
                         } else {
                             "ssl-mode, ssl-ca"
                         }
@@ -209,6 +240,8 @@ impl ConnectOptions {
             dialect: Dialect::Sqlite,
             host: String::new(),
             port: 0,
+            hosts: Vec::new(),
+            target_session_attrs: SessionAttrs::Any,
             user: String::new(),
             password: None,
             database: String::new(),
@@ -230,12 +263,91 @@ impl ConnectOptions {
 
     /// `host:port`, as errors name the server.
     pub fn target(&self) -> String {
-        if self.host.contains(':') {
-            format!("[{}]:{}", self.host, self.port)
-        } else {
-            format!("{}:{}", self.host, self.port)
-        }
+        host_port(&self.host, self.port)
     }
+
+    /// Every server of the URL as `host:port`, comma-separated, as errors about the whole list name them.
+    pub fn targets(&self) -> String {
+        let all: Vec<String> = self.hosts.iter().map(|(h, p)| host_port(h, *p)).collect();
+        all.join(",")
+    }
+
+    /// These options narrowed to the `i`-th server of [`ConnectOptions::hosts`] (what a driver connects
+    /// to); the list itself is kept.
+    pub fn on_host(&self, i: usize) -> ConnectOptions {
+        let mut one = self.clone();
+        if let Some((h, p)) = self.hosts.get(i) {
+            one.host = h.clone();
+            one.port = *p;
+        }
+        one
+    }
+
+    /// Whether connecting may have to choose among servers: several hosts, or a PostgreSQL
+    /// `target_session_attrs` that asks the server what it is.
+    pub fn chooses_server(&self) -> bool {
+        self.hosts.len() > 1 || self.target_session_attrs != SessionAttrs::Any
+    }
+}
+
+fn host_port(host: &str, port: u16) -> String {
+    if host.contains(':') {
+        format!("[{host}]:{port}")
+    } else {
+        format!("{host}:{port}")
+    }
+}
+
+/// The URL with only the first server of a `host1:p1,host2:p2` list, and the other servers' text.
+fn split_hosts(url: &str, scheme: &str, rest: &str) -> (String, Vec<String>) {
+    let auth = authority(rest);
+    let (userinfo, list) = match auth.rsplit_once('@') {
+        Some((u, l)) => (Some(u), l),
+        None => (None, auth),
+    };
+    if !list.contains(',') {
+        return (url.to_owned(), Vec::new());
+    }
+    let mut servers = list.split(',').map(str::to_owned);
+    let first = servers.next().unwrap_or_default();
+    let after = &rest.strip_prefix("//").unwrap_or(rest)[auth.len()..];
+    let userinfo = userinfo.map(|u| format!("{u}@")).unwrap_or_default();
+    (
+        format!("{scheme}://{userinfo}{first}{after}"),
+        servers.collect(),
+    )
+}
+
+/// One more server of a host list, `host[:port]`, read by the url crate as the first one is.
+fn other_host(
+    dialect: Dialect,
+    scheme: &str,
+    text: &str,
+) -> std::result::Result<(String, u16), String> {
+    if text.is_empty() {
+        return Err("an empty host in the host list".into());
+    }
+    let parsed = url::Url::parse(&format!("{scheme}://{text}"))
+        .map_err(|e| format!("host list entry {text:?}: {e}"))?;
+    let host = match parsed.host() {
+        Some(url::Host::Domain(d)) => decode(d),
+        Some(url::Host::Ipv4(ip)) => ip.to_string(),
+        Some(url::Host::Ipv6(ip)) => ip.to_string(),
+        None => return Err(format!("host list entry {text:?}: no host")),
+    };
+    if !parsed.path().trim_start_matches('/').is_empty() || parsed.username() != "" {
+        return Err(format!(
+            "host list entry {text:?}: only host[:port] (user and database come once, around the list)"
+        ));
+    }
+    let port = match parsed.port() {
+        Some(0) => return Err("port out of range (1 to 65535)".into()),
+        Some(p) => p,
+        None if text.ends_with(':') => return Err("port is not a number".into()),
+        None if dialect == Dialect::Postgres => 5432,
+        None => 3306,
+    };
+    Ok((host, port))
 }
 
 /// How a server connection uses TLS: `sslmode=` on PostgreSQL URLs, `ssl-mode=` on MySQL ones, spelled as
@@ -471,6 +583,56 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    /// `host1:p1,host2:p2` in both engines' URLs: every server kept in order with its own default port,
+    /// the first one in `host`/`port`; bad entries and bad `target_session_attrs` are errors.
+    #[test]
+    fn host_lists() {
+        let pg = ConnectOptions::parse(
+            "postgres://me:pw@10.0.0.1:5433,[::1],db2:6000/app?target_session_attrs=read-write",
+        )
+        .unwrap();
+        assert_eq!(
+            pg.hosts,
+            [
+                ("10.0.0.1".to_owned(), 5433),
+                ("::1".to_owned(), 5432),
+                ("db2".to_owned(), 6000)
+            ]
+        );
+        assert_eq!((pg.host.as_str(), pg.port), ("10.0.0.1", 5433));
+        assert_eq!(pg.target_session_attrs, SessionAttrs::ReadWrite);
+        assert_eq!((pg.user.as_str(), pg.database.as_str()), ("me", "app"));
+        assert_eq!(pg.targets(), "10.0.0.1:5433,[::1]:5432,db2:6000");
+        assert_eq!(pg.on_host(2).target(), "db2:6000");
+        assert!(pg.chooses_server());
+        assert!(!pg.display.contains("pw"), "{}", pg.display);
+        let my =
+            ConnectOptions::parse("mysql://root@127.0.0.1:3311,127.0.0.1:3312,h3/test").unwrap();
+        assert_eq!(my.hosts.len(), 3);
+        assert_eq!(my.hosts[2], ("h3".to_owned(), 3306));
+        let one = ConnectOptions::parse("mysql://root@h/test").unwrap();
+        assert_eq!(one.hosts, [("h".to_owned(), 3306)]);
+        assert!(!one.chooses_server());
+        for (url, reason) in [
+            ("mysql://r@a:1,,b:2/t", "an empty host in the host list"),
+            ("mysql://r@a:1,b:0/t", "port out of range (1 to 65535)"),
+            ("postgres://u@a,b:/d", "port is not a number"),
+            (
+                "postgres://u@a/d?target_session_attrs=primary-ish",
+                "target_session_attrs=primary-ish is not one of any, read-write, read-only, primary, standby, prefer-standby",
+            ),
+        ] {
+            match ConnectOptions::parse(url) {
+                Err(Error::InvalidUrl { reason: r, .. }) => assert_eq!(r, reason, "{url}"),
+                other => panic!("{url}: {other:?}"),
+            }
+        }
+        assert!(matches!(
+            ConnectOptions::parse("mysql://r@a/t?target_session_attrs=any"),
+            Err(Error::InvalidUrl { .. })
+        ));
     }
 
     /// TLS modes in each engine's own spelling; the other engine's spelling, `allow`, unknown words and

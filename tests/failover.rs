@@ -1,0 +1,263 @@
+//! URLs naming several servers (`host1:port1,host2:port2`), on one machine: both executors connect to the
+//! first server that answers and is the kind asked for (`target_session_attrs=`), say which servers they
+//! passed over and why when none will do, and a pool whose server vanishes goes on with the next one.
+//!
+//! A "server" that vanishes is a proxy in front of the real one, cut ([`Proxy::cut`]): its connections
+//! break and new ones are refused, as when a node dies. The cluster itself (Galera nodes, a PostgreSQL
+//! standby) is exercised by `tests/cluster.rs`.
+
+use std::net::TcpListener;
+use std::time::Duration;
+
+use tandem_core::{ConnectOptions, DbErrorKind, Error, PoolConfig};
+use tandem_sql::{Dialect, raw};
+use tandem_test_support::proxy::{self, Proxy};
+use tandem_test_support::{db, harness};
+
+fn config() -> PoolConfig {
+    PoolConfig {
+        max_size: 4,
+        connect_timeout: Duration::from_secs(5),
+        ..PoolConfig::default()
+    }
+}
+
+/// A loopback port nothing listens on: connecting is refused.
+fn dead_port() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap().port()
+}
+
+/// The test server's URL with its `host:port` replaced by `servers` (a comma-separated list).
+fn with_servers(dialect: Dialect, servers: &str) -> String {
+    let base = db::server_url(dialect).0;
+    let (scheme, rest) = base.split_once("://").unwrap();
+    let end = rest.find(['/', '?']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(end);
+    let userinfo = authority
+        .rsplit_once('@')
+        .map(|(u, _)| format!("{u}@"))
+        .unwrap_or_default();
+    format!("{scheme}://{userinfo}{servers}{tail}")
+}
+
+/// The test server's `host:port`.
+fn server_target(dialect: Dialect) -> String {
+    ConnectOptions::parse(&db::server_url(dialect).0)
+        .unwrap()
+        .target()
+}
+
+/// Adds `param` to a URL's query.
+fn with_param(url: &str, param: &str) -> String {
+    let sep = if url.contains('?') { '&' } else { '?' };
+    format!("{url}{sep}{param}")
+}
+
+/// The server's answer to `sql` (one integer) on both executors, over a fresh pool each.
+fn ask_both(url: &str, sql: &str) -> [Result<i64, Error>; 2] {
+    use tandem_async::Executor as _;
+    use tandem_blocking::Executor as _;
+    let stmt = raw(sql, vec![]);
+    let blocking = tandem_blocking::Database::connect_with(url, config())
+        .and_then(|db| db.fetch_one::<(i64,)>(&stmt).map(|(v,)| v));
+    let asynchronous = harness::block_on(async {
+        let db = tandem_async::Database::connect_with(url, config()).await?;
+        db.fetch_one::<(i64,)>(&stmt).await.map(|(v,)| v)
+    });
+    [blocking, asynchronous]
+}
+
+/// Which server a session is on, as a number the test can compare: the port the server listens on.
+fn port_sql(dialect: Dialect) -> &'static str {
+    match dialect {
+        Dialect::Postgres => "SELECT CAST(current_setting('port') AS BIGINT)",
+        _ => "SELECT CAST(@@port AS SIGNED)",
+    }
+}
+
+/// A server that does not answer is passed over; the next in the list is connected to.
+fn dead_first(dialect: Dialect) {
+    let url = with_servers(
+        dialect,
+        &format!("127.0.0.1:{},{}", dead_port(), server_target(dialect)),
+    );
+    let port = ConnectOptions::parse(&db::server_url(dialect).0)
+        .unwrap()
+        .port;
+    for (side, r) in ["blocking", "async"]
+        .iter()
+        .zip(ask_both(&url, port_sql(dialect)))
+    {
+        assert_eq!(
+            r.unwrap_or_else(|e| panic!("{side}: {e}")),
+            i64::from(port),
+            "{side}"
+        );
+    }
+}
+
+fn dead_first_postgres() {
+    dead_first(Dialect::Postgres);
+}
+
+fn dead_first_mysql() {
+    dead_first(Dialect::MySql);
+}
+
+/// No server answers: one connection-lost error naming every server, on both executors.
+fn none_answers() {
+    let (a, b) = (dead_port(), dead_port());
+    for scheme in ["postgres", "mysql"] {
+        let url = format!("{scheme}://u@127.0.0.1:{a},127.0.0.1:{b}/db");
+        for (side, r) in ["blocking", "async"].iter().zip(ask_both(&url, "SELECT 1")) {
+            match r {
+                Err(Error::Database(d)) => {
+                    assert_eq!(d.kind, DbErrorKind::ConnectionLost, "{side} {scheme}");
+                    assert!(
+                        d.message.contains(&format!(
+                            "no server of 127.0.0.1:{a},127.0.0.1:{b} answered"
+                        )) && d.message.contains(&format!("127.0.0.1:{b} did not answer")),
+                        "{side} {scheme}: {}",
+                        d.message
+                    );
+                }
+                other => panic!("{side} {scheme}: {other:?}"),
+            }
+        }
+    }
+}
+
+/// `target_session_attrs`, against a primary (the test server is one): `read-write`, `primary` and `any`
+/// take it, after a server that does not answer; `standby` and `read-only` refuse it with
+/// `NodeUnavailable`, saying what it is; `prefer-standby` takes it on its second walk.
+fn session_attrs_postgres() {
+    let target = server_target(Dialect::Postgres);
+    let url = with_servers(
+        Dialect::Postgres,
+        &format!("127.0.0.1:{},{target}", dead_port()),
+    );
+    for attrs in ["read-write", "primary", "any", "prefer-standby"] {
+        let u = with_param(&url, &format!("target_session_attrs={attrs}"));
+        for (side, r) in ["blocking", "async"].iter().zip(ask_both(&u, "SELECT 1")) {
+            assert_eq!(r.unwrap_or_else(|e| panic!("{side} {attrs}: {e}")), 1);
+        }
+    }
+    for attrs in ["standby", "read-only"] {
+        let u = with_param(&url, &format!("target_session_attrs={attrs}"));
+        for (side, r) in ["blocking", "async"].iter().zip(ask_both(&u, "SELECT 1")) {
+            match r {
+                Err(Error::Database(d)) => {
+                    assert_eq!(d.kind, DbErrorKind::NodeUnavailable, "{side} {attrs}");
+                    assert!(
+                        d.message
+                            .contains(&format!("{target} is a primary (read-write)"))
+                            && d.message.contains(&format!("target_session_attrs={attrs}")),
+                        "{side} {attrs}: {}",
+                        d.message
+                    );
+                }
+                other => panic!("{side} {attrs}: {other:?}"),
+            }
+        }
+    }
+}
+
+/// How many of `tries` statements fail before one succeeds again, and that one does.
+fn failures_until_success(mut run: impl FnMut() -> Result<i64, Error>, tries: usize) -> usize {
+    for failed in 0..tries {
+        match run() {
+            Ok(_) => return failed,
+            Err(e) => assert!(
+                matches!(
+                    &e,
+                    Error::Database(d) if d.kind == DbErrorKind::ConnectionLost
+                ),
+                "a vanished server is a lost connection: {e:?}"
+            ),
+        }
+    }
+    panic!("no statement succeeded in {tries} tries after the server vanished");
+}
+
+/// A pool on `a,b` (two proxies in front of one server) works through `a`; `a` is cut (every connection
+/// broken, new ones refused): each executor loses at most the statements that were on a broken connection,
+/// then goes on through `b` by itself.
+fn pool_follows(dialect: Dialect) {
+    use tandem_async::Executor as _;
+    use tandem_blocking::Executor as _;
+    let upstream = server_target(dialect);
+    let stmt = raw("SELECT 1", vec![]);
+    for side in ["blocking", "async"] {
+        let (a, b): (Proxy, Proxy) = (
+            proxy::start(&upstream, |_| true),
+            proxy::start(&upstream, |_| true),
+        );
+        let url = with_servers(
+            dialect,
+            &format!("127.0.0.1:{},127.0.0.1:{}", a.port, b.port),
+        );
+        let rt = harness::runtime();
+        let blocking;
+        let asynchronous;
+        let mut run: Box<dyn FnMut() -> Result<i64, Error>> = if side == "blocking" {
+            blocking = tandem_blocking::Database::connect_with(&url, config()).unwrap();
+            Box::new(|| blocking.fetch_one::<(i64,)>(&stmt).map(|(v,)| v))
+        } else {
+            asynchronous = rt
+                .block_on(tandem_async::Database::connect_with(&url, config()))
+                .unwrap();
+            Box::new(|| {
+                rt.block_on(asynchronous.fetch_one::<(i64,)>(&stmt))
+                    .map(|(v,)| v)
+            })
+        };
+        for _ in 0..8 {
+            run().unwrap();
+        }
+        assert!(
+            a.accepted() > 0,
+            "{side}: the pool starts on the first server"
+        );
+        assert_eq!(
+            b.accepted(),
+            0,
+            "{side}: the second is not touched while the first serves"
+        );
+        a.cut();
+        let failed = failures_until_success(&mut run, 10);
+        assert!(
+            failed <= 1,
+            "{side}: {failed} statements failed after the cut"
+        );
+        for _ in 0..20 {
+            run().unwrap_or_else(|e| panic!("{side}: after failing over: {e}"));
+        }
+        assert!(
+            b.accepted() > 0,
+            "{side}: the pool went on through the second server"
+        );
+    }
+}
+
+fn pool_follows_failover_postgres() {
+    pool_follows(Dialect::Postgres);
+}
+
+fn pool_follows_failover_mysql() {
+    pool_follows(Dialect::MySql);
+}
+
+fn main() {
+    harness::main(vec![
+        harness::Case::new("dead_first_postgres", dead_first_postgres),
+        harness::Case::new("dead_first_mysql", dead_first_mysql),
+        harness::Case::new("none_answers", none_answers),
+        harness::Case::new("session_attrs_postgres", session_attrs_postgres),
+        harness::Case::new(
+            "pool_follows_failover_postgres",
+            pool_follows_failover_postgres,
+        ),
+        harness::Case::new("pool_follows_failover_mysql", pool_follows_failover_mysql),
+    ]);
+}
