@@ -248,6 +248,113 @@ fn pool_follows_failover_mysql() {
     pool_follows(Dialect::MySql);
 }
 
+/// Marks the session a statement runs in, and reads the mark back: a session variable, so a mark set in a
+/// read-only transaction is seen only on that connection.
+fn mark_sql(dialect: Dialect) -> (&'static str, &'static str) {
+    match dialect {
+        Dialect::Postgres => (
+            "SELECT CAST(length(set_config('tandem.route', 'standby', false)) AS BIGINT)",
+            "SELECT CAST(COALESCE(length(current_setting('tandem.route', true)), 0) AS BIGINT)",
+        ),
+        _ => (
+            "SELECT CAST(length(@tandem_route := 'standby') AS SIGNED)",
+            "SELECT CAST(COALESCE(length(@tandem_route), 0) AS SIGNED)",
+        ),
+    }
+}
+
+/// Read-only transactions go to the standby (here a proxy in front of the same server, with one connection
+/// per pool, so a session mark tells the pools apart); other transactions stay on the primary; when the
+/// standby is gone, read-only transactions run on the primary after at most one failure.
+fn standby_routing(dialect: Dialect) {
+    use tandem_core::TxOptions;
+    let upstream = server_target(dialect);
+    let (mark, read_mark) = mark_sql(dialect);
+    let one = PoolConfig {
+        max_size: 1,
+        min_idle: Some(1),
+        connect_timeout: Duration::from_secs(2),
+        ..PoolConfig::default()
+    };
+    let primary_url = db::server_url(dialect).0;
+    for side in ["blocking", "async"] {
+        let proxy = proxy::start(&upstream, |_| true);
+        let standby_url = with_servers(dialect, &format!("127.0.0.1:{}", proxy.port));
+        let rt = harness::runtime();
+        // (read-only?, sql) → the answer, on this side's Database.
+        let blocking;
+        let asynchronous;
+        let mut run: Box<dyn FnMut(bool, &str) -> Result<i64, Error>> = if side == "blocking" {
+            blocking = tandem_blocking::Database::connect_with(&primary_url, one.clone())
+                .and_then(|d| d.with_standby(&standby_url))
+                .unwrap();
+            Box::new(|read_only, sql| {
+                use tandem_blocking::Executor as _;
+                let opts = if read_only {
+                    TxOptions::default().read_only()
+                } else {
+                    TxOptions::default()
+                };
+                let stmt = raw(sql, vec![]);
+                blocking.transaction_with(opts, |tx| tx.fetch_one::<(i64,)>(&stmt).map(|(v,)| v))
+            })
+        } else {
+            asynchronous = rt
+                .block_on(async {
+                    let d = tandem_async::Database::connect_with(&primary_url, one.clone()).await?;
+                    d.with_standby(&standby_url).await
+                })
+                .unwrap();
+            Box::new(|read_only, sql| {
+                use tandem_async::Executor as _;
+                let opts = if read_only {
+                    TxOptions::default().read_only()
+                } else {
+                    TxOptions::default()
+                };
+                let stmt = raw(sql, vec![]);
+                rt.block_on(async {
+                    let tx = asynchronous.begin(opts).await?;
+                    let (v,) = tx.fetch_one::<(i64,)>(&stmt).await?;
+                    tx.commit().await?;
+                    Ok(v)
+                })
+            })
+        };
+        assert_eq!(run(true, mark).unwrap(), 7, "{side}: marked on the standby");
+        assert_eq!(
+            run(true, read_mark).unwrap(),
+            7,
+            "{side}: read-only: the standby's session"
+        );
+        assert_eq!(
+            run(false, read_mark).unwrap(),
+            0,
+            "{side}: read-write: the primary's session"
+        );
+        assert!(proxy.accepted() > 0, "{side}");
+        proxy.cut();
+        let failed = failures_until_success(|| run(true, read_mark), 3);
+        assert!(
+            failed <= 1,
+            "{side}: {failed} read-only transactions failed"
+        );
+        assert_eq!(
+            run(true, read_mark).unwrap(),
+            0,
+            "{side}: with the standby gone, read-only transactions run on the primary"
+        );
+    }
+}
+
+fn standby_routing_postgres() {
+    standby_routing(Dialect::Postgres);
+}
+
+fn standby_routing_mysql() {
+    standby_routing(Dialect::MySql);
+}
+
 fn main() {
     harness::main(vec![
         harness::Case::new("dead_first_postgres", dead_first_postgres),
@@ -259,5 +366,7 @@ fn main() {
             pool_follows_failover_postgres,
         ),
         harness::Case::new("pool_follows_failover_mysql", pool_follows_failover_mysql),
+        harness::Case::new("standby_routing_postgres", standby_routing_postgres),
+        harness::Case::new("standby_routing_mysql", standby_routing_mysql),
     ]);
 }

@@ -56,6 +56,8 @@ struct Inner {
     chosen_at: AtomicU64,
     /// One choice at a time.
     choosing: tokio::sync::Mutex<()>,
+    /// Where read-only transactions go ([`Database::with_standby`]).
+    standby: std::sync::OnceLock<Database>,
 }
 
 impl std::fmt::Debug for Database {
@@ -412,6 +414,7 @@ impl Database {
                 mysql_collation: std::sync::OnceLock::new(),
                 chosen_at: AtomicU64::new(chosen_at),
                 choosing: tokio::sync::Mutex::new(()),
+                standby: std::sync::OnceLock::new(),
             }),
         })
     }
@@ -610,7 +613,53 @@ impl Database {
     pub async fn begin(&self, opts: TxOptions) -> Result<Transaction> {
         // A writer waits for its turn before it takes a connection, and keeps it until the transaction ends.
         let turn = WriterGate::enter(self.inner.writers.as_ref(), &opts).await?;
-        Transaction::begin(self.acquire().await?, &opts, turn).await
+        Transaction::begin(self.acquire_for(&opts).await?, &opts, turn).await
+    }
+
+    /// Sends read-only transactions ([`TxOptions::read_only`]) to a standby: a second pool, on `url`, with
+    /// the same settings (a PostgreSQL hot standby, a MySQL replica). Everything else — writes, statements
+    /// outside a transaction, repository calls — stays on this database. A standby replays the primary's
+    /// log after the primary commits, so a read-only transaction there may not see the latest commits yet
+    /// (the replay lag: milliseconds on a quiet loopback pair, unbounded if replay stops). When the standby
+    /// cannot be reached, read-only transactions run here instead: the standby's pool waits at most
+    /// `connect_timeout` for a connection before giving up. Clones share the standby.
+    pub async fn with_standby(self, url: &str) -> Result<Database> {
+        let options = ConnectOptions::parse(url)?;
+        if options.dialect != self.dialect() || self.dialect() == Dialect::Sqlite {
+            return Err(Error::Usage(format!(
+                "a standby for a {} database must be another server of the same engine, not {}",
+                self.dialect(),
+                options.display
+            )));
+        }
+        let standby = Box::pin(Database::open(options, self.inner.config.for_standby())).await?;
+        self.inner
+            .standby
+            .set(standby)
+            .map_err(|_| Error::Usage("this database already has a standby".into()))?;
+        Ok(self)
+    }
+
+    /// The standby read-only transactions go to, if one was given.
+    pub fn standby(&self) -> Option<&Database> {
+        self.inner.standby.get()
+    }
+
+    /// A connection for a transaction with `opts`: the standby's for a read-only one when there is a
+    /// standby and it answers, this database's otherwise.
+    async fn acquire_for(&self, opts: &TxOptions) -> Result<Conn> {
+        if opts.read_only
+            && let Some(standby) = self.standby()
+        {
+            match Box::pin(standby.acquire()).await {
+                Ok(conn) => return Ok(conn),
+                Err(e) if e.is_unreachable() => {
+                    tracing::warn!(error = %e, "standby unreachable: read-only transaction on the primary");
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        self.acquire().await
     }
 
     /// Runs a plan (a repository method), in one transaction when its steps belong together. Written without

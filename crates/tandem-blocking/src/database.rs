@@ -56,6 +56,8 @@ struct Inner {
     writers: Option<WriterGate>,
     /// The byte-wise collation MySQL tables are made with, asked of the server once.
     mysql_collation: std::sync::OnceLock<tandem_sql::ast::MySqlCollation>,
+    /// Where read-only transactions go ([`Database::with_standby`]).
+    standby: std::sync::OnceLock<Database>,
 }
 
 impl std::fmt::Debug for Database {
@@ -119,6 +121,7 @@ impl Database {
                 options,
                 config,
                 mysql_collation: std::sync::OnceLock::new(),
+                standby: std::sync::OnceLock::new(),
             }),
         };
         db.warm_up(&last_error)?;
@@ -190,6 +193,52 @@ impl Database {
             writers_waiting: WriterGate::waiting(self.inner.writers.as_ref()),
             ..self.inner.admission.metrics(open, idle)
         }
+    }
+
+    /// Sends read-only transactions ([`TxOptions::read_only`]) to a standby: a second pool, on `url`, with
+    /// the same settings (a PostgreSQL hot standby, a MySQL replica). Everything else — writes, statements
+    /// outside a transaction, repository calls — stays on this database. A standby replays the primary's
+    /// log after the primary commits, so a read-only transaction there may not see the latest commits yet
+    /// (the replay lag: milliseconds on a quiet loopback pair, unbounded if replay stops). When the standby
+    /// cannot be reached, read-only transactions run here instead: the standby's pool waits at most
+    /// `connect_timeout` for a connection before giving up. Clones share the standby.
+    pub fn with_standby(self, url: &str) -> Result<Database> {
+        let options = ConnectOptions::parse(url)?;
+        if options.dialect != self.dialect() || self.dialect() == Dialect::Sqlite {
+            return Err(Error::Usage(format!(
+                "a standby for a {} database must be another server of the same engine, not {}",
+                self.dialect(),
+                options.display
+            )));
+        }
+        let standby = Database::open(options, self.inner.config.for_standby())?;
+        self.inner
+            .standby
+            .set(standby)
+            .map_err(|_| Error::Usage("this database already has a standby".into()))?;
+        Ok(self)
+    }
+
+    /// The standby read-only transactions go to, if one was given.
+    pub fn standby(&self) -> Option<&Database> {
+        self.inner.standby.get()
+    }
+
+    /// A connection for a transaction with `opts`: the standby's for a read-only one when there is a
+    /// standby and it answers, this database's otherwise.
+    fn acquire_for(&self, opts: &TxOptions) -> Result<Pooled> {
+        if opts.read_only
+            && let Some(standby) = self.standby()
+        {
+            match standby.acquire() {
+                Ok(conn) => return Ok(conn),
+                Err(e) if e.is_unreachable() => {
+                    tracing::warn!(error = %e, "standby unreachable: read-only transaction on the primary");
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        self.acquire()
     }
 
     /// The queue of write transactions, for a SQLite file.
@@ -292,7 +341,7 @@ impl Database {
         loop {
             // A writer waits for its turn before it takes a connection, and keeps it to the end.
             let _turn = WriterGate::enter_blocking(self.inner.writers.as_ref(), &opts)?;
-            let conn = self.acquire()?;
+            let conn = self.acquire_for(&opts)?;
             match Transaction::run_closure(conn, &opts, &mut f) {
                 (Err(e), seen) if attempts.again(&e, seen) => continue,
                 (other, _) => return other,

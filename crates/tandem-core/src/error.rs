@@ -211,6 +211,19 @@ impl Error {
     pub fn is_retriable(&self) -> bool {
         self.kind().is_some_and(DbErrorKind::is_retriable)
     }
+
+    /// Whether the server could not be reached or cannot serve (a lost or refused connection, a connect
+    /// timeout, a pool that could not get a connection, a cluster node out of its cluster): another server
+    /// may do what this one could not.
+    pub fn is_unreachable(&self) -> bool {
+        matches!(
+            self.kind(),
+            Some(DbErrorKind::ConnectionLost | DbErrorKind::NodeUnavailable)
+        ) || matches!(
+            self,
+            Error::ConnectTimeout { .. } | Error::PoolTimeout { .. } | Error::PoolWarmUp { .. }
+        )
+    }
 }
 
 /// The driver's own error behind a [`DbError`], shared so that `DbError` stays `Clone`.

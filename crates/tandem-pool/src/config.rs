@@ -83,6 +83,15 @@ impl PoolConfig {
     pub fn effective_min_idle(&self) -> u32 {
         self.min_idle.unwrap_or(0).min(self.effective_max_size())
     }
+
+    /// The settings of a standby's pool beside this one: the same, with the wait for a connection bounded
+    /// by the connect timeout (a read-only transaction goes back to the primary after it).
+    pub fn for_standby(&self) -> PoolConfig {
+        PoolConfig {
+            acquire_timeout: self.acquire_timeout.min(self.connect_timeout),
+            ..self.clone()
+        }
+    }
 }
 
 /// The high-throughput warm-up: min(max_size, max(2 × cpus, 16)).
