@@ -263,6 +263,9 @@ fn mark_sql(dialect: Dialect) -> (&'static str, &'static str) {
     }
 }
 
+/// Runs one statement in a transaction (read-only or not) and returns its integer.
+type TxRun<'a> = dyn FnMut(bool, &str) -> Result<i64, Error> + 'a;
+
 /// Read-only transactions go to the standby (here a proxy in front of the same server, with one connection
 /// per pool, so a session mark tells the pools apart); other transactions stay on the primary; when the
 /// standby is gone, read-only transactions run on the primary after at most one failure.
@@ -284,7 +287,7 @@ fn standby_routing(dialect: Dialect) {
         // (read-only?, sql) → the answer, on this side's Database.
         let blocking;
         let asynchronous;
-        let mut run: Box<dyn FnMut(bool, &str) -> Result<i64, Error>> = if side == "blocking" {
+        let mut run: Box<TxRun> = if side == "blocking" {
             blocking = tandem_blocking::Database::connect_with(&primary_url, one.clone())
                 .and_then(|d| d.with_standby(&standby_url))
                 .unwrap();
