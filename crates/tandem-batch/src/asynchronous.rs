@@ -12,12 +12,14 @@ use tandem_sql::prelude::*;
 
 use crate::job::{
     BatchJob, JobError, JobReport, PartitionReport, Start, abandon_statement, bounds_statement,
-    check_last_run, checkpoint_statement, end_job_statement, end_step_statement, last_run_query,
-    new_execution, new_steps, page_statement, process_page, resume_query, set_step_ids,
-    steps_query,
+    check_last_run, checkpoint_statement, completed_run_query, end_job_statement,
+    end_step_statement, new_execution, new_steps, page_statement, process_page, resume_query,
+    set_step_ids, steps_query,
 };
 use crate::lock::{
-    RunLock, already_running, job_key, local_lock, server_lock_statement, server_unlock_statement,
+    LeaseLost, LeaseStep, RunLock, already_running, job_key, lease_insert, lease_read,
+    lease_release, lease_renew, lease_step, lease_table, lease_take_over, local_lock, new_owner,
+    node_statement, server_lock_statement, server_unlock_statement,
 };
 use crate::model::{
     JobExecution, RunStatus, StepExecution, batch_job_execution as jx, batch_step_execution as sx,
@@ -39,8 +41,14 @@ where
 {
     // The lock first: it needs no table, and two processes creating the tables at once can collide
     // (PostgreSQL's CREATE TABLE IF NOT EXISTS is not safe against a concurrent twin).
-    let lock = lock(db, job).await?;
-    let result = run_locked(db, job).await;
+    let (lock, lease) = lock(db, job).await?;
+    let lost = lease
+        .as_ref()
+        .map_or_else(|| Arc::new(LeaseLost::default()), |l| l.lost.clone());
+    let result = run_locked(db, job, lost).await;
+    if let Some(lease) = lease {
+        lease.release(db).await;
+    }
     // Released on the server before returning, so a rerun right after does not find it still held by a
     // session that is closing. (If this future is dropped instead, the connection is closed and the server
     // drops the lock with the session, a moment later.)
@@ -52,7 +60,11 @@ where
     result
 }
 
-async fn run_locked<S, T>(db: &Database, job: &BatchJob<S, T>) -> Result<JobReport, JobError>
+async fn run_locked<S, T>(
+    db: &Database,
+    job: &BatchJob<S, T>,
+    lost: Arc<LeaseLost>,
+) -> Result<JobReport, JobError>
 where
     S: Entity<Key = i64> + FromRow + Send + 'static,
     T: Entity + Sync + 'static,
@@ -95,8 +107,9 @@ where
     let tasks: Vec<_> = steps
         .into_iter()
         .map(|step| {
-            let (db, job, failed_rows) = (db.clone(), job.clone(), failed_rows.clone());
-            tokio::spawn(async move { run_step(&db, &job, &step, &failed_rows).await })
+            let (db, job, failed_rows, lost) =
+                (db.clone(), job.clone(), failed_rows.clone(), lost.clone());
+            tokio::spawn(async move { run_step(&db, &job, &step, &failed_rows, &lost).await })
         })
         .collect();
     let mut results = Vec::with_capacity(tasks.len());
@@ -147,9 +160,9 @@ where
 async fn lock<S, T>(
     db: &Database,
     job: &BatchJob<S, T>,
-) -> Result<RunLock<tandem_async::PooledConnection>, JobError> {
+) -> Result<(RunLock<tandem_async::PooledConnection>, Option<Lease>), JobError> {
     if let Some(local) = local_lock(db.options(), db.pool_id(), job)? {
-        return Ok(RunLock::Local(local));
+        return Ok((RunLock::Local(local), None));
     }
     let sql = server_lock_statement(db.dialect(), job_key(job)).expect("server engines lock");
     let mut conn = db.checkout().await?;
@@ -159,7 +172,99 @@ async fn lock<S, T>(
     if taken != 1 {
         return Err(already_running(job));
     }
-    Ok(RunLock::Server(Box::new(conn)))
+    let lease = match db.dialect() {
+        Dialect::MySql => Some(Lease::take(db, &conn, job).await?),
+        _ => None,
+    };
+    Ok((RunLock::Server(Box::new(conn)), lease))
+}
+
+/// A MySQL/MariaDB run's lease on its job, and the task renewing it (see [`crate::lock`]); dropped, the
+/// task stops (the lease then expires, or a rerun on this node takes it over at once).
+struct Lease {
+    key: u64,
+    owner: String,
+    lost: Arc<LeaseLost>,
+    renewer: tokio::task::JoinHandle<()>,
+}
+
+impl Lease {
+    /// Takes the lease, in a transaction the cluster certifies, on behalf of the session `conn` that holds
+    /// this node's `GET_LOCK`; then renews it every third of its length until released.
+    async fn take<S, T>(
+        db: &Database,
+        conn: &tandem_async::PooledConnection,
+        job: &BatchJob<S, T>,
+    ) -> Result<Lease, JobError> {
+        let key = job_key(job);
+        let length = job.lock_lease;
+        conn.execute(&lease_table()).await?;
+        let (node,): (String,) = conn.fetch_one(&node_statement()).await?;
+        let owner = new_owner();
+        let held = tandem_async::retry(&TxOptions::default(), || async {
+            let tx = db.begin(TxOptions::default()).await?;
+            let held = match lease_step(tx.fetch_optional(&lease_read(key)).await?, &node) {
+                LeaseStep::Insert => {
+                    tx.execute(&lease_insert(key, &owner, &node, length))
+                        .await?;
+                    None
+                }
+                LeaseStep::TakeOver(from) => {
+                    tx.execute(&lease_take_over(key, &from, &owner, &node, length))
+                        .await?;
+                    None
+                }
+                LeaseStep::Held { node, ms_left } => Some((node, ms_left)),
+            };
+            tx.commit().await?;
+            Ok(held)
+        })
+        .await;
+        match held {
+            Ok(None) => {}
+            Ok(Some((node, ms_left))) => {
+                tracing::info!(%node, ms_left, "the job's lease is held by a run on another node");
+                return Err(already_running(job));
+            }
+            // Another node inserted the row first.
+            Err(e) if e.kind() == Some(tandem_core::DbErrorKind::UniqueViolation) => {
+                return Err(already_running(job));
+            }
+            Err(e) => return Err(e.into()),
+        }
+        let lost = Arc::new(LeaseLost::default());
+        let (db, flag, renew) = (db.clone(), lost.clone(), lease_renew(key, &owner, length));
+        let renewer = tokio::spawn(async move {
+            let mut renewed = Instant::now();
+            loop {
+                tokio::time::sleep(length / 3).await;
+                match db.execute(&renew).await {
+                    Ok(1) => renewed = Instant::now(),
+                    Ok(_) => return flag.set(),
+                    Err(_) if renewed.elapsed() >= length => return flag.set(),
+                    Err(_) => {}
+                }
+            }
+        });
+        Ok(Lease {
+            key,
+            owner,
+            lost,
+            renewer,
+        })
+    }
+
+    /// Stops renewing and gives the lease back (through the pool: the lock's node may be the one that died).
+    async fn release(self, db: &Database) {
+        self.renewer.abort();
+        let _ = db.execute(&lease_release(self.key, &self.owner)).await;
+    }
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        self.renewer.abort();
+    }
 }
 
 /// Creates the run inside `tx`: earlier unfinished runs marked FAILED, the new execution row, and its steps
@@ -167,7 +272,11 @@ async fn lock<S, T>(
 /// caller commits; a run that stops at any point leaves either all of this or none of it.
 async fn start<S: Entity, T>(tx: &Transaction, job: &BatchJob<S, T>) -> Result<Start, JobError> {
     let jobs = tx.repository::<JobExecution>();
-    let last: Option<JobExecution> = jobs.find_all(last_run_query(job)).await?.try_next().await?;
+    let last: Option<JobExecution> = jobs
+        .find_all(completed_run_query(job))
+        .await?
+        .try_next()
+        .await?;
     check_last_run(job, last.as_ref())?;
     tx.execute(&abandon_statement(job)).await?;
     let resume_from: Option<JobExecution> =
@@ -203,6 +312,7 @@ async fn run_step<S, T>(
     job: &BatchJob<S, T>,
     step: &StepExecution,
     failed_rows: &AtomicU64,
+    lost: &LeaseLost,
 ) -> Result<PartitionReport, JobError>
 where
     S: Entity<Key = i64> + FromRow + Send + 'static,
@@ -237,6 +347,7 @@ where
                 return Ok(());
             }
             for chunk in process_page(job, page, failed_rows)? {
+                lost.check(job)?;
                 // begin/commit rather than a closure, so the task's future is Send; a chunk that meets a
                 // deadlock or serialization failure is written again, as the blocking runner does.
                 let (written, duplicates) = tandem_async::retry(&TxOptions::default(), || async {

@@ -10,12 +10,14 @@ use tandem_sql::prelude::*;
 
 use crate::job::{
     BatchJob, JobError, JobReport, PartitionReport, Start, abandon_statement, bounds_statement,
-    check_last_run, checkpoint_statement, end_job_statement, end_step_statement, last_run_query,
-    new_execution, new_steps, page_statement, process_page, resume_query, set_step_ids,
-    steps_query,
+    check_last_run, checkpoint_statement, completed_run_query, end_job_statement,
+    end_step_statement, new_execution, new_steps, page_statement, process_page, resume_query,
+    set_step_ids, steps_query,
 };
 use crate::lock::{
-    RunLock, already_running, job_key, local_lock, server_lock_statement, server_unlock_statement,
+    LeaseLost, LeaseStep, RunLock, already_running, job_key, lease_insert, lease_read,
+    lease_release, lease_renew, lease_step, lease_table, lease_take_over, local_lock, new_owner,
+    node_statement, server_lock_statement, server_unlock_statement,
 };
 use crate::model::{
     JobExecution, RunStatus, StepExecution, batch_job_execution as jx, batch_step_execution as sx,
@@ -36,8 +38,13 @@ where
 {
     // The lock first: it needs no table, and two processes creating the tables at once can collide
     // (PostgreSQL's CREATE TABLE IF NOT EXISTS is not safe against a concurrent twin).
-    let lock = lock(db, job)?;
-    let result = run_locked(db, job);
+    let (lock, lease) = lock(db, job)?;
+    let not_lost = LeaseLost::default();
+    let lost = lease.as_ref().map_or(&not_lost, |l| &*l.lost);
+    let result = run_locked(db, job, lost);
+    if let Some(lease) = lease {
+        lease.release(db);
+    }
     // Released on the server before returning, so a rerun right after does not find it still held by a
     // session that is closing.
     if let RunLock::Server(conn) = lock {
@@ -46,7 +53,11 @@ where
     result
 }
 
-fn run_locked<S, T>(db: &Database, job: &BatchJob<S, T>) -> Result<JobReport, JobError>
+fn run_locked<S, T>(
+    db: &Database,
+    job: &BatchJob<S, T>,
+    lost: &LeaseLost,
+) -> Result<JobReport, JobError>
 where
     S: Entity<Key = i64> + FromRow + Send,
     T: Entity + Sync,
@@ -65,7 +76,7 @@ where
             .iter()
             .map(|step| {
                 let failed_rows = &failed_rows;
-                scope.spawn(move || run_step(db, job, step, failed_rows))
+                scope.spawn(move || run_step(db, job, step, failed_rows, lost))
             })
             .collect();
         handles
@@ -108,13 +119,16 @@ where
     }
 }
 
+/// A server lock's connection; on MySQL/MariaDB, also the run's lease.
+type Locks = (
+    RunLock<tandem_blocking::engine::PooledConnection>,
+    Option<Lease>,
+);
+
 /// Takes the job's run lock (see [`crate::lock`]); it is released when the returned guard is dropped.
-fn lock<S, T>(
-    db: &Database,
-    job: &BatchJob<S, T>,
-) -> Result<RunLock<tandem_blocking::engine::PooledConnection>, JobError> {
+fn lock<S, T>(db: &Database, job: &BatchJob<S, T>) -> Result<Locks, JobError> {
     if let Some(local) = local_lock(db.options(), db.pool_id(), job)? {
-        return Ok(RunLock::Local(local));
+        return Ok((RunLock::Local(local), None));
     }
     let sql = server_lock_statement(db.dialect(), job_key(job)).expect("server engines lock");
     let mut conn = db.checkout()?;
@@ -124,7 +138,110 @@ fn lock<S, T>(
     if taken != 1 {
         return Err(already_running(job));
     }
-    Ok(RunLock::Server(Box::new(conn)))
+    let lease = match db.dialect() {
+        Dialect::MySql => Some(Lease::take(db, &conn, job)?),
+        _ => None,
+    };
+    Ok((RunLock::Server(Box::new(conn)), lease))
+}
+
+/// A MySQL/MariaDB run's lease on its job, and the thread renewing it (see [`crate::lock`]).
+struct Lease {
+    key: u64,
+    owner: String,
+    lost: std::sync::Arc<LeaseLost>,
+    /// Dropped to stop the renewing thread.
+    stop: Option<std::sync::mpsc::Sender<()>>,
+    renewer: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Lease {
+    /// Takes the lease, in a transaction the cluster certifies, on behalf of the session `conn` that holds
+    /// this node's `GET_LOCK`; then renews it every third of its length until released.
+    fn take<S, T>(
+        db: &Database,
+        conn: &tandem_blocking::engine::PooledConnection,
+        job: &BatchJob<S, T>,
+    ) -> Result<Lease, JobError> {
+        let key = job_key(job);
+        let length = job.lock_lease;
+        conn.execute(&lease_table())?;
+        let (node,): (String,) = conn.fetch_one(&node_statement())?;
+        let owner = new_owner();
+        let held = db.transaction(|tx| {
+            let row = tx.fetch_optional(&lease_read(key))?;
+            Ok::<_, tandem_core::Error>(match lease_step(row, &node) {
+                LeaseStep::Insert => {
+                    tx.execute(&lease_insert(key, &owner, &node, length))?;
+                    None
+                }
+                LeaseStep::TakeOver(from) => {
+                    tx.execute(&lease_take_over(key, &from, &owner, &node, length))?;
+                    None
+                }
+                LeaseStep::Held { node, ms_left } => Some((node, ms_left)),
+            })
+        });
+        match held {
+            Ok(None) => {}
+            Ok(Some((node, ms_left))) => {
+                tracing::info!(%node, ms_left, "the job's lease is held by a run on another node");
+                return Err(already_running(job));
+            }
+            // Another node inserted the row first.
+            Err(e) if e.kind() == Some(tandem_core::DbErrorKind::UniqueViolation) => {
+                return Err(already_running(job));
+            }
+            Err(e) => return Err(e.into()),
+        }
+        let lost = std::sync::Arc::new(LeaseLost::default());
+        let (stop, stopped) = std::sync::mpsc::channel::<()>();
+        let (db, flag, renew) = (db.clone(), lost.clone(), lease_renew(key, &owner, length));
+        let renewer = std::thread::Builder::new()
+            .name("tandem-lease".into())
+            .spawn(move || {
+                let mut renewed = Instant::now();
+                while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
+                    stopped.recv_timeout(length / 3)
+                {
+                    match db.execute(&renew) {
+                        Ok(1) => renewed = Instant::now(),
+                        Ok(_) => return flag.set(),
+                        Err(_) if renewed.elapsed() >= length => return flag.set(),
+                        Err(_) => {}
+                    }
+                }
+            })
+            .map_err(|e| {
+                tandem_core::Error::Internal(format!("cannot start the lease thread: {e}"))
+            })?;
+        Ok(Lease {
+            key,
+            owner,
+            lost,
+            stop: Some(stop),
+            renewer: Some(renewer),
+        })
+    }
+
+    /// Stops renewing and gives the lease back (through the pool: the lock's node may be the one that died).
+    fn release(mut self, db: &Database) {
+        self.stop_renewing();
+        let _ = db.execute(&lease_release(self.key, &self.owner));
+    }
+
+    fn stop_renewing(&mut self) {
+        drop(self.stop.take());
+        if let Some(r) = self.renewer.take() {
+            let _ = r.join();
+        }
+    }
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        self.stop_renewing();
+    }
 }
 
 /// Creates the run in one transaction: earlier unfinished runs marked FAILED, the new execution row, and its
@@ -133,7 +250,10 @@ fn lock<S, T>(
 fn start<S: Entity, T>(db: &Database, job: &BatchJob<S, T>) -> Result<Start, JobError> {
     db.transaction(|tx| {
         let jobs = tx.repository::<JobExecution>();
-        let last: Option<JobExecution> = jobs.find_all(last_run_query(job))?.next().transpose()?;
+        let last: Option<JobExecution> = jobs
+            .find_all(completed_run_query(job))?
+            .next()
+            .transpose()?;
         check_last_run(job, last.as_ref())?;
         tx.execute(&abandon_statement(job))?;
         let resume_from: Option<JobExecution> =
@@ -167,6 +287,7 @@ fn run_step<S, T>(
     job: &BatchJob<S, T>,
     step: &StepExecution,
     failed_rows: &AtomicU64,
+    lost: &LeaseLost,
 ) -> Result<PartitionReport, JobError>
 where
     S: Entity<Key = i64> + FromRow + Send,
@@ -199,6 +320,7 @@ where
                 return Ok(());
             }
             for chunk in process_page(job, page, failed_rows)? {
+                lost.check(job)?;
                 let (written, duplicates) = db.transaction(|tx| {
                     let written = if chunk.rows.is_empty() {
                         0

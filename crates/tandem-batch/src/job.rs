@@ -54,6 +54,10 @@ pub struct BatchJob<S, T> {
     pub skip_policy: SkipPolicy,
     /// Pause after each committed chunk (tests use it to stop a job midway). Default none.
     pub chunk_delay: Option<Duration>,
+    /// MySQL/MariaDB: how long the run's lease on the job lasts unless renewed (it is renewed every third
+    /// of this): how long a run on another node waits for the lease of a run that died without a word.
+    /// Default 30 s. (See [`crate::lock`].)
+    pub lock_lease: Duration,
     pub(crate) processor: Arc<ProcessorFn<S, T>>,
 }
 
@@ -68,6 +72,7 @@ impl<S, T> Clone for BatchJob<S, T> {
             ignore_duplicates: self.ignore_duplicates,
             skip_policy: self.skip_policy,
             chunk_delay: self.chunk_delay,
+            lock_lease: self.lock_lease,
             processor: self.processor.clone(),
         }
     }
@@ -90,6 +95,7 @@ impl<S: Entity<Key = i64>, T: Entity> BatchJob<S, T> {
             ignore_duplicates: false,
             skip_policy: SkipPolicy::Fail,
             chunk_delay: None,
+            lock_lease: Duration::from_secs(30),
             processor: Arc::new(processor),
         }
     }
@@ -103,6 +109,12 @@ impl<S: Entity<Key = i64>, T: Entity> BatchJob<S, T> {
     /// Sets the partition count.
     pub fn parallelism(mut self, n: usize) -> Self {
         self.parallelism = n.max(1);
+        self
+    }
+
+    /// Sets the run lock's lease (MySQL/MariaDB; at least one second).
+    pub fn lock_lease(mut self, lease: Duration) -> Self {
+        self.lock_lease = lease.max(Duration::from_secs(1));
         self
     }
 
@@ -127,6 +139,13 @@ impl<S: Entity<Key = i64>, T: Entity> BatchJob<S, T> {
 }
 
 impl<S, T> BatchJob<S, T> {
+    /// The key of this job's run lock: 16 hex digits from its name and parameters, the same in every
+    /// process. On MySQL/MariaDB it is the `job_key` of its lease row in `batch_job_lock` (an operator
+    /// looking for who runs the job finds the owner and node there).
+    pub fn lock_key(&self) -> String {
+        format!("{:016x}", crate::lock::job_key(self))
+    }
+
     /// The parameters as stored: sorted `key=value` pairs joined by `&`.
     pub fn params_text(&self) -> String {
         let mut p: Vec<String> = self
@@ -179,6 +198,18 @@ pub enum JobError {
     /// Another run of this job (same name and parameters) holds its run lock, in this process or another.
     #[error("job {name:?} with parameters {params:?} is already running")]
     AlreadyRunning {
+        /// Job name.
+        name: String,
+        /// Job parameters.
+        params: String,
+    },
+    /// The run could not renew its lease on the job (MySQL/MariaDB, see [`crate::lock`]) before it
+    /// expired, or another run took it over: it stopped before its next chunk. Committed chunks stay, with
+    /// their checkpoints.
+    #[error(
+        "job {name:?} with parameters {params:?} lost its run lock (lease not renewed in time)"
+    )]
+    LockLost {
         /// Job name.
         name: String,
         /// Job parameters.
@@ -534,8 +565,10 @@ pub(crate) fn assemble(
     (report, outcome)
 }
 
-/// The filter that finds earlier runs of this job (same name and parameters), newest first.
-pub(crate) fn last_run_query<S, T>(
+/// The filter that finds a completed run of this job (same name and parameters), the newest. Any completed
+/// run counts, not only the latest run: a failed twin run after it (two runs on two nodes of a cluster
+/// before the lease existed, or a rerun refused midway) must not hide that the job is done.
+pub(crate) fn completed_run_query<S, T>(
     job: &BatchJob<S, T>,
 ) -> tandem_core::Find<crate::model::batch_job_execution::table> {
     use crate::model::batch_job_execution as jx;
@@ -544,7 +577,8 @@ pub(crate) fn last_run_query<S, T>(
         .filter(
             jx::job_name
                 .eq(job.name.clone())
-                .and(jx::job_params.eq(job.params_text())),
+                .and(jx::job_params.eq(job.params_text()))
+                .and(jx::status.eq(RunStatus::Completed)),
         )
         .order_by(jx::id.desc())
         .limit(1)

@@ -13,6 +13,7 @@
 //! - [`model`]: the job repository tables, kept in the job's database.
 //! - [`job`]: [`BatchJob`], the processor and policies, and what both runners share without I/O.
 //! - [`blocking`] and [`asynchronous`]: the runners.
+//! - [`lock`]: one run of a job at a time — on one server and across a cluster.
 //! - [`essay`]: the essay's job (`benchmark_source` → `benchmark_target`, `upper(name)`, `value * 2`).
 #![forbid(unsafe_code)]
 
@@ -20,7 +21,7 @@ pub mod asynchronous;
 pub mod blocking;
 pub mod essay;
 pub mod job;
-pub(crate) mod lock;
+pub mod lock;
 pub mod model;
 
 pub use job::{

@@ -13,10 +13,23 @@
 //!
 //! While it holds the lock, a run knows that every run of the job still recorded as STARTED stopped
 //! without finishing, and may mark it FAILED and resume from its checkpoints.
+//!
+//! On a MySQL/MariaDB cluster (Galera, or several primaries), `GET_LOCK` is one node's: the same job
+//! started on two nodes would take two locks. So a MySQL run also takes a **lease**: a row of
+//! `batch_job_lock` (job key, owner, node, expiry), which the cluster certifies like any write — of two
+//! nodes taking it at once, one commit fails (Galera: 1213) and that run finds the row taken. The lease
+//! expires unless renewed; the run renews it every third of its length ([`crate::BatchJob::lock_lease`],
+//! default 30 s) and stops before its next chunk when it could not ([`crate::JobError::LockLost`]). A
+//! lease whose holder is dead is taken over:
+//! - at once on the holder's own node (the run there holds `GET_LOCK`, so a lease left by a run on this
+//!   node belongs to a dead session), and when the run ended and released it;
+//! - elsewhere once it expires, at most `lock_lease` after the holder stopped renewing.
 
 use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
 
 use tandem_core::ConnectOptions;
 use tandem_sql::{Dialect, RawSql, Value, raw};
@@ -65,6 +78,155 @@ pub(crate) fn server_unlock_statement(dialect: Dialect, key: u64) -> RawSql {
             "SELECT RELEASE_LOCK(CONCAT('tandem-batch-', ?, '-', MD5(COALESCE(DATABASE(), ''))))",
             vec![Value::Text(format!("{key:016x}"))],
         ),
+    }
+}
+
+/// The lease table (MySQL/MariaDB), created beside the job tables when missing.
+pub(crate) fn lease_table() -> RawSql {
+    raw(
+        "CREATE TABLE IF NOT EXISTS batch_job_lock (job_key VARCHAR(64) NOT NULL PRIMARY KEY, \
+         owner VARCHAR(64) NOT NULL, node VARCHAR(200) NOT NULL, expires_at BIGINT NOT NULL)",
+        vec![],
+    )
+}
+
+/// The server's clock in milliseconds: leases are judged by the cluster's clocks, not the clients'.
+const NOW_MS: &str = "CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED)";
+
+/// Which node a connection is on: `host:port` as the server knows itself.
+pub(crate) fn node_statement() -> RawSql {
+    raw("SELECT CONCAT(@@hostname, ':', @@port)", vec![])
+}
+
+fn lease_key(key: u64) -> Value {
+    Value::Text(format!("{key:016x}"))
+}
+
+/// The lease row, locked for the rest of the transaction: owner, node, expiry and the server's now.
+pub(crate) fn lease_read(key: u64) -> RawSql {
+    raw(
+        format!(
+            "SELECT owner, node, expires_at, {NOW_MS} FROM batch_job_lock WHERE job_key = ? FOR UPDATE"
+        ),
+        vec![lease_key(key)],
+    )
+}
+
+/// Takes a free lease.
+pub(crate) fn lease_insert(key: u64, owner: &str, node: &str, lease: Duration) -> RawSql {
+    raw(
+        format!(
+            "INSERT INTO batch_job_lock (job_key, owner, node, expires_at) VALUES (?, ?, ?, {NOW_MS} + ?)"
+        ),
+        vec![
+            lease_key(key),
+            Value::Text(owner.into()),
+            Value::Text(node.into()),
+            Value::I64(lease.as_millis() as i64),
+        ],
+    )
+}
+
+/// Takes over a lease from its dead or expired holder `from`.
+pub(crate) fn lease_take_over(
+    key: u64,
+    from: &str,
+    owner: &str,
+    node: &str,
+    lease: Duration,
+) -> RawSql {
+    raw(
+        format!(
+            "UPDATE batch_job_lock SET owner = ?, node = ?, expires_at = {NOW_MS} + ? \
+             WHERE job_key = ? AND owner = ?"
+        ),
+        vec![
+            Value::Text(owner.into()),
+            Value::Text(node.into()),
+            Value::I64(lease.as_millis() as i64),
+            lease_key(key),
+            Value::Text(from.into()),
+        ],
+    )
+}
+
+/// Renews a lease this owner holds: one row affected, or none when it was taken over.
+pub(crate) fn lease_renew(key: u64, owner: &str, lease: Duration) -> RawSql {
+    raw(
+        format!(
+            "UPDATE batch_job_lock SET expires_at = {NOW_MS} + ? WHERE job_key = ? AND owner = ?"
+        ),
+        vec![
+            Value::I64(lease.as_millis() as i64),
+            lease_key(key),
+            Value::Text(owner.into()),
+        ],
+    )
+}
+
+/// Gives a lease back.
+pub(crate) fn lease_release(key: u64, owner: &str) -> RawSql {
+    raw(
+        "DELETE FROM batch_job_lock WHERE job_key = ? AND owner = ?",
+        vec![lease_key(key), Value::Text(owner.into())],
+    )
+}
+
+/// A name for this run as a lease owner, unique across processes and machines in practice.
+pub(crate) fn new_owner() -> String {
+    static N: AtomicU64 = AtomicU64::new(0);
+    format!(
+        "{:x}-{:x}-{:x}",
+        std::process::id(),
+        crate::model::now_ms(),
+        N.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// What to do about the lease row, as read by [`lease_read`].
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum LeaseStep {
+    /// No row: insert one.
+    Insert,
+    /// Its holder is dead or its lease expired: take it over from this owner.
+    TakeOver(String),
+    /// A live run on another node holds it, for this many more milliseconds at least.
+    Held { node: String, ms_left: i64 },
+}
+
+/// The rule: a lease on this node belongs to a dead session (this run holds the node's `GET_LOCK`); an
+/// expired one to a run that stopped renewing; any other is held.
+pub(crate) fn lease_step(row: Option<(String, String, i64, i64)>, my_node: &str) -> LeaseStep {
+    match row {
+        None => LeaseStep::Insert,
+        Some((owner, node, expires_at, now)) if node == my_node || expires_at <= now => {
+            LeaseStep::TakeOver(owner)
+        }
+        Some((_, node, expires_at, now)) => LeaseStep::Held {
+            node,
+            ms_left: expires_at - now,
+        },
+    }
+}
+
+/// Set when a run's lease could not be renewed in time: the run stops before its next chunk.
+#[derive(Debug, Default)]
+pub(crate) struct LeaseLost(AtomicBool);
+
+impl LeaseLost {
+    pub(crate) fn set(&self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+
+    /// [`JobError::LockLost`] once the lease is lost.
+    pub(crate) fn check<S, T>(&self, job: &BatchJob<S, T>) -> Result<(), JobError> {
+        if self.0.load(Ordering::SeqCst) {
+            return Err(JobError::LockLost {
+                name: job.name.clone(),
+                params: job.params_text(),
+            });
+        }
+        Ok(())
     }
 }
 
@@ -153,6 +315,7 @@ mod tests {
             ignore_duplicates: false,
             skip_policy: Default::default(),
             chunk_delay: None,
+            lock_lease: Duration::from_secs(30),
             processor: std::sync::Arc::new(|_| Ok(crate::Processed::Skip)),
         }
     }
@@ -189,6 +352,32 @@ mod tests {
         assert!(local_lock(&options, 2, &job("a")).unwrap().is_some());
         drop(other);
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// The lease rule: a free lease is taken; one left on this node, or expired, is taken over; a live
+    /// one elsewhere is held, with the time it has left.
+    #[test]
+    fn lease_steps() {
+        let row = |node: &str, expires_at: i64| {
+            Some(("o1".to_owned(), node.to_owned(), expires_at, 1_000))
+        };
+        assert_eq!(lease_step(None, "a:1"), LeaseStep::Insert);
+        assert_eq!(
+            lease_step(row("a:1", 5_000), "a:1"),
+            LeaseStep::TakeOver("o1".into())
+        );
+        assert_eq!(
+            lease_step(row("b:2", 1_000), "a:1"),
+            LeaseStep::TakeOver("o1".into())
+        );
+        assert_eq!(
+            lease_step(row("b:2", 5_000), "a:1"),
+            LeaseStep::Held {
+                node: "b:2".into(),
+                ms_left: 4_000
+            }
+        );
+        assert_ne!(new_owner(), new_owner());
     }
 
     /// In memory, the registry is per pool: the same job on another pool is another database.
