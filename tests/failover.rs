@@ -248,6 +248,67 @@ fn pool_follows_failover_mysql() {
     pool_follows(Dialect::MySql);
 }
 
+/// A server that vanishes (its proxy cut) surfaces within the connect timeout as a lost connection on
+/// both executors — not as a pool timeout after the (much longer) acquire timeout — and every later call
+/// says so at once, until the server is back.
+fn dead_server_surfaces(dialect: Dialect) {
+    use tandem_async::Executor as _;
+    use tandem_blocking::Executor as _;
+    let upstream = server_target(dialect);
+    let stmt = raw("SELECT 1", vec![]);
+    let quick = PoolConfig {
+        max_size: 2,
+        min_idle: Some(2),
+        connect_timeout: Duration::from_millis(800),
+        acquire_timeout: Duration::from_secs(30),
+        ..PoolConfig::default()
+    };
+    for side in ["blocking", "async"] {
+        let proxy = proxy::start(&upstream, |_| true);
+        let url = with_servers(dialect, &format!("127.0.0.1:{}", proxy.port));
+        let rt = harness::runtime();
+        let blocking;
+        let asynchronous;
+        let mut run: Box<dyn FnMut() -> Result<i64, Error>> = if side == "blocking" {
+            blocking = tandem_blocking::Database::connect_with(&url, quick.clone()).unwrap();
+            Box::new(|| blocking.fetch_one::<(i64,)>(&stmt).map(|(v,)| v))
+        } else {
+            asynchronous = rt
+                .block_on(tandem_async::Database::connect_with(&url, quick.clone()))
+                .unwrap();
+            Box::new(|| {
+                rt.block_on(asynchronous.fetch_one::<(i64,)>(&stmt))
+                    .map(|(v,)| v)
+            })
+        };
+        run().unwrap();
+        proxy.cut();
+        for call in 0..4 {
+            let started = std::time::Instant::now();
+            let r = run();
+            let took = started.elapsed();
+            match r {
+                Err(Error::Database(d)) if d.kind == DbErrorKind::ConnectionLost => {}
+                other => panic!("{side}: call {call} after the cut: {other:?}"),
+            }
+            let bound = if call < 2 {
+                quick.connect_timeout * 2
+            } else {
+                Duration::from_millis(300)
+            };
+            assert!(took < bound, "{side}: call {call} took {took:?}");
+        }
+    }
+}
+
+fn dead_server_surfaces_postgres() {
+    dead_server_surfaces(Dialect::Postgres);
+}
+
+fn dead_server_surfaces_mysql() {
+    dead_server_surfaces(Dialect::MySql);
+}
+
 /// Marks the session a statement runs in, and reads the mark back: a session variable, so a mark set in a
 /// read-only transaction is seen only on that connection.
 fn mark_sql(dialect: Dialect) -> (&'static str, &'static str) {
@@ -370,6 +431,11 @@ fn main() {
         ),
         harness::Case::new("pool_follows_failover_mysql", pool_follows_failover_mysql),
         harness::Case::new("standby_routing_postgres", standby_routing_postgres),
+        harness::Case::new(
+            "dead_server_surfaces_postgres",
+            dead_server_surfaces_postgres,
+        ),
+        harness::Case::new("dead_server_surfaces_mysql", dead_server_surfaces_mysql),
         harness::Case::new("standby_routing_mysql", standby_routing_mysql),
     ]);
 }

@@ -226,6 +226,22 @@ async fn choose_server<C: sqlx::Connection>(
     Err(walk.into_error())
 }
 
+/// One connect with `connect` (a pool's current server), bounded by the connect timeout.
+async fn reach_with<C: sqlx::Connection>(
+    connect: &<C as sqlx::Connection>::Options,
+    options: &ConnectOptions,
+    config: &PoolConfig,
+) -> Result<()> {
+    match tokio::time::timeout(config.connect_timeout, C::connect_with(connect)).await {
+        Ok(Ok(conn)) => {
+            let _ = conn.close().await;
+            Ok(())
+        }
+        Ok(Err(e)) => Err(connect_error(options.dialect, options, e)),
+        Err(_) => Err(Error::connect_timeout(options, config.connect_timeout)),
+    }
+}
+
 /// Builds one sqlx pool. One connection is made first, in one attempt (sqlx's pool would retry a refused
 /// connection until the acquire timeout): an unreachable database is a typed connection error at once, with
 /// the driver's reason. Then warm-up opens `min_idle` connections together and gives them back. Both
@@ -468,11 +484,11 @@ impl Database {
     pub(crate) async fn acquire(&self) -> Result<Conn> {
         match &self.inner.pools {
             #[cfg(feature = "postgres")]
-            Pools::Postgres(p) => self.admitted(link(p, Link::Postgres)).await,
+            Pools::Postgres(p) => self.admitted(|| link(p, Link::Postgres)).await,
             #[cfg(feature = "mysql")]
-            Pools::MySql(p) => self.admitted(link(p, Link::MySql)).await,
+            Pools::MySql(p) => self.admitted(|| link(p, Link::MySql)).await,
             #[cfg(feature = "sqlite")]
-            Pools::Sqlite(p) => self.admitted(link(p, Link::Sqlite)).await,
+            Pools::Sqlite(p) => self.admitted(|| link(p, Link::Sqlite)).await,
             #[cfg(feature = "sqlite")]
             Pools::Rusqlite(p) => {
                 let started = Instant::now();
@@ -486,10 +502,15 @@ impl Database {
         }
     }
 
-    async fn admitted(
-        &self,
-        pool_acquire: impl Future<Output = std::result::Result<Link, sqlx::Error>>,
-    ) -> Result<Conn> {
+    /// Takes a connection from a sqlx pool (`pool_acquire` starts one attempt). A server that is gone
+    /// surfaces within the connect timeout, as on the blocking side: after waiting that long without a
+    /// connection, and before waiting at all once a connect failed, the pool asks the server directly
+    /// ([`Database::reach`]) and returns its connect error when it does not answer — sqlx's pool itself
+    /// would keep retrying a refused connect until the acquire timeout.
+    async fn admitted<F>(&self, pool_acquire: impl Fn() -> F) -> Result<Conn>
+    where
+        F: Future<Output = std::result::Result<Link, sqlx::Error>>,
+    {
         let started = Instant::now();
         let admission = &self.inner.admission;
         let permit = admission.acquire().await?;
@@ -497,18 +518,62 @@ impl Database {
         if chooses {
             self.follow_failover().await?;
         }
-        let result = match tokio::time::timeout(admission.remaining(started), pool_acquire).await {
-            Ok(Ok(link)) => return Ok(Conn::new(link, permit, Some(admission.losses().clone()))),
-            // sqlx's own timeout: the wait and size are the admission's, measured here.
-            Ok(Err(sqlx::Error::PoolTimedOut)) => Err(admission.timed_out(started).into()),
-            Ok(Err(e)) => Err(error(self.dialect(), e)),
-            Err(_) => Err(admission.timed_out(started).into()),
+        let server = self.dialect() != Dialect::Sqlite;
+        if server && admission.losses().unreachable() {
+            self.reach().await?;
+        }
+        let result = loop {
+            let left = admission.remaining(started);
+            let wait = left.min(self.inner.config.connect_timeout);
+            match tokio::time::timeout(wait, pool_acquire()).await {
+                Ok(Ok(link)) => {
+                    return Ok(Conn::new(link, permit, Some(admission.losses().clone())));
+                }
+                // A connect timeout's worth of waiting: is the server there at all?
+                Err(_) if server && wait < left => self.reach().await?,
+                // sqlx's own timeout: the wait and size are the admission's, measured here.
+                Ok(Err(sqlx::Error::PoolTimedOut)) | Err(_) => {
+                    break Err(admission.timed_out(started).into());
+                }
+                Ok(Err(e)) => break Err(error(self.dialect(), e)),
+            }
         };
         // The chosen server may be gone: the next acquire walks the list again.
         if chooses {
             admission.losses().note_loss();
         }
         result
+    }
+
+    /// One connect to the server the pool uses, outside the pool: `Ok` when it answers, its connect error
+    /// when it does not. Remembered either way (see [`tandem_pool::LossClock`]).
+    async fn reach(&self) -> Result<()> {
+        let (options, config) = (&self.inner.options, &self.inner.config);
+        let result = match &self.inner.pools {
+            #[cfg(feature = "postgres")]
+            Pools::Postgres(p) => {
+                reach_with::<sqlx::PgConnection>(&p.connect_options(), options, config).await
+            }
+            #[cfg(feature = "mysql")]
+            Pools::MySql(p) => {
+                reach_with::<sqlx::MySqlConnection>(&p.connect_options(), options, config).await
+            }
+            #[allow(unreachable_patterns)]
+            _ => Ok(()),
+        };
+        let losses = self.inner.admission.losses();
+        match result {
+            Ok(()) => {
+                losses.note_reachable(true);
+                Ok(())
+            }
+            Err(e) if e.is_unreachable() => {
+                losses.note_reachable(false);
+                // With a list of servers, the next acquire walks it again.
+                Err(e)
+            }
+            Err(e) => Err(e),
+        }
     }
 
     /// After a connection loss, chooses the server again from the URL's list (see [`choose_server`]) and

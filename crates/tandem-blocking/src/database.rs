@@ -275,23 +275,54 @@ impl Database {
 
     /// [`Database::acquire`] for a caller that was admitted already (the async executor's SQLite path).
     /// A connection that fails its check after a loss is dropped and another taken, within the deadline.
+    ///
+    /// A server that is gone surfaces within the connect timeout: after waiting that long without a
+    /// connection, and before waiting at all once a connect failed, the pool asks the server directly
+    /// ([`Database::reach`]) and returns its connect error when it does not answer.
     pub(crate) fn acquire_admitted(
         &self,
         permit: Option<Permit>,
         started: Instant,
     ) -> Result<Pooled> {
+        let losses = self.inner.admission.losses();
+        if losses.unreachable() && !self.options().is_memory() {
+            self.reach()?;
+        }
         loop {
-            let mut conn = self
-                .inner
-                .pool
-                .get_timeout(self.inner.admission.remaining(started))
-                .map_err(|e| self.pool_error(e, started))?;
-            if conn.fit_for_use() {
-                return Ok(Pooled {
-                    conn,
-                    _permit: permit,
-                });
+            let left = self.inner.admission.remaining(started);
+            let wait = left.min(self.inner.config.connect_timeout);
+            match self.inner.pool.get_timeout(wait) {
+                Ok(mut conn) => {
+                    if conn.fit_for_use() {
+                        return Ok(Pooled {
+                            conn,
+                            _permit: permit,
+                        });
+                    }
+                }
+                // A connect timeout's worth of waiting: is the server there at all?
+                Err(_) if wait < left && self.options().dialect != Dialect::Sqlite => {
+                    self.reach()?
+                }
+                Err(e) => return Err(self.pool_error(e, started)),
             }
+        }
+    }
+
+    /// One connect to the server, outside the pool: `Ok` when it answers (the pool's own attempts will
+    /// too), its connect error when it does not. Remembered either way (see [`tandem_pool::LossClock`]).
+    fn reach(&self) -> Result<()> {
+        let losses = self.inner.admission.losses();
+        match Conn::open(&self.inner.options, self.inner.config.connect_timeout) {
+            Ok(_) => {
+                losses.note_reachable(true);
+                Ok(())
+            }
+            Err(e) if e.is_unreachable() => {
+                losses.note_reachable(false);
+                Err(e)
+            }
+            Err(e) => Err(e),
         }
     }
 

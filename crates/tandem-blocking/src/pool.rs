@@ -29,10 +29,14 @@ impl r2d2::ManageConnection for Manager {
         let mut conn = match Conn::open(&self.options, self.connect_timeout) {
             Ok(c) => c,
             Err(e) => {
+                if e.is_unreachable() {
+                    self.losses.note_reachable(false);
+                }
                 *self.last_error.lock().unwrap_or_else(|p| p.into_inner()) = Some(copy_of(&e));
                 return Err(e);
             }
         };
+        self.losses.note_reachable(true);
         self.created.fetch_add(1, Ordering::Relaxed);
         conn.known_good = self.losses.stamp();
         conn.losses = Some(self.losses.clone());

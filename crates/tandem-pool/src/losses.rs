@@ -4,8 +4,13 @@
 //! idle connection that was last known good before it is checked (a ping) before it is handed out, and
 //! replaced if it fails; connections known good since then are not. The check costs nothing until the
 //! first loss.
+//!
+//! The clock also remembers whether the server could be reached at all: once a connect attempt was
+//! refused (the server is gone), waiting for a connection is pointless, so a pool asks the server directly
+//! (one connect) before it waits, and gives the connect error at once while that fails — a dead server
+//! surfaces within the connect timeout as one lost-connection error, not as a string of pool timeouts.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 /// The time of the last connection loss a pool saw; shared by the pool's connections.
@@ -14,6 +19,8 @@ pub struct LossClock {
     base: Instant,
     /// Nanoseconds since `base` of the last loss, plus one; 0 before any.
     last: AtomicU64,
+    /// Set while the server cannot be reached (a connect failed, none succeeded since).
+    unreachable: AtomicBool,
 }
 
 impl Default for LossClock {
@@ -21,6 +28,7 @@ impl Default for LossClock {
         LossClock {
             base: Instant::now(),
             last: AtomicU64::new(0),
+            unreachable: AtomicBool::new(false),
         }
     }
 }
@@ -46,6 +54,19 @@ impl LossClock {
     pub fn suspect(&self, stamp: u64) -> bool {
         let last = self.last.load(Ordering::Relaxed);
         last != 0 && last >= stamp
+    }
+
+    /// Records whether connecting to the server just worked.
+    pub fn note_reachable(&self, reachable: bool) {
+        self.unreachable.store(!reachable, Ordering::Relaxed);
+        if !reachable {
+            self.note_loss();
+        }
+    }
+
+    /// Whether the last connect attempt failed: ask the server before waiting for a connection.
+    pub fn unreachable(&self) -> bool {
+        self.unreachable.load(Ordering::Relaxed)
     }
 
     /// [`LossClock::suspect`] for a connection that has been idle for `idle_for` (it was known good when
@@ -75,5 +96,18 @@ mod tests {
         // Idle since before the loss: suspect; idle only since after it: not.
         assert!(clock.suspect_idle(Duration::from_secs(1)));
         assert!(!clock.suspect_idle(Duration::from_micros(100)));
+    }
+
+    /// Unreachable from a failed connect until one succeeds; a failed connect is a loss too.
+    #[test]
+    fn reachability() {
+        let clock = LossClock::new();
+        let before = clock.stamp();
+        assert!(!clock.unreachable());
+        std::thread::sleep(Duration::from_millis(2));
+        clock.note_reachable(false);
+        assert!(clock.unreachable() && clock.suspect(before));
+        clock.note_reachable(true);
+        assert!(!clock.unreachable());
     }
 }
