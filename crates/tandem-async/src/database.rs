@@ -168,6 +168,7 @@ fn mysql_connect_options(options: &ConnectOptions) -> Result<sqlx::mysql::MySqlC
 }
 
 /// A probe asking a fresh connection what its server is.
+#[cfg(any(feature = "postgres", feature = "mysql"))]
 type Probe<C> =
     for<'c> fn(
         &'c mut C,
@@ -179,6 +180,7 @@ type Probe<C> =
 /// PostgreSQL, is the kind `target_session_attrs=` asks for. sqlx's pool connects to one server; tandem
 /// walks the list when the pool opens and again after a connection loss, and points the pool at the
 /// server found ([`sqlx::Pool::set_connect_options`]). A URL with one server is not walked.
+#[cfg(any(feature = "postgres", feature = "mysql"))]
 async fn choose_server<C: sqlx::Connection>(
     options: &ConnectOptions,
     config: &PoolConfig,
@@ -227,6 +229,7 @@ async fn choose_server<C: sqlx::Connection>(
 }
 
 /// One connect with `connect` (a pool's current server), bounded by the connect timeout.
+#[cfg(any(feature = "postgres", feature = "mysql"))]
 async fn reach_with<C: sqlx::Connection>(
     connect: &<C as sqlx::Connection>::Options,
     options: &ConnectOptions,
@@ -549,7 +552,7 @@ impl Database {
     /// when it does not. Remembered either way (see [`tandem_pool::LossClock`]).
     async fn reach(&self) -> Result<()> {
         let (options, config) = (&self.inner.options, &self.inner.config);
-        let result = match &self.inner.pools {
+        let result: Result<()> = match &self.inner.pools {
             #[cfg(feature = "postgres")]
             Pools::Postgres(p) => {
                 reach_with::<sqlx::PgConnection>(&p.connect_options(), options, config).await
