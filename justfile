@@ -33,6 +33,12 @@ cluster-down:
 cluster-status:
     .ci/cluster status
 
+# The cluster's own tests (tests/cluster.rs: node deaths, one run across nodes, conflicts, standby reads,
+# failover), then the MySQL cases of the repository, async and batch suites on a Galera node.
+cluster-test:
+    cargo test --test cluster
+    TANDEM_MYSQL_URL=mysql://root@127.0.0.1:3311/test cargo test --test blocking --test async_exec --test batch -- mysql
+
 # Formatting and clippy, warnings denied.
 lint:
     cargo fmt --all -- --check
@@ -176,7 +182,7 @@ workshop-verify:
 # The full check: the playground page (built first: the browser test serves it), tests, the playground's
 # wasm-bindgen tests in Chromium, lints, the wasm build, docs, the book, the workshop's verification, the tour
 # and the main job.
-ci: playground-build test playground-wasm-test lint features wasm doc book workshop-verify
+ci: playground-build test cluster-test playground-wasm-test lint features wasm doc book workshop-verify
     cargo run --example tour > /dev/null
     cargo run --release -p tandem-bench
     # The results parse as what they claim to be: JSON for jq (every record verified), CSV for a CSV reader.

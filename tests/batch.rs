@@ -173,7 +173,7 @@ fn flaky(key: i64, armed: Arc<AtomicBool>) -> BatchJob<Source, Target> {
 fn nth_key(db: &Database, n: i64) -> i64 {
     let (key,): (i64,) = db
         .fetch_one(&raw(
-            &format!(
+            format!(
                 "SELECT id FROM benchmark_source ORDER BY id LIMIT 1 OFFSET {}",
                 n - 1
             ),

@@ -655,7 +655,10 @@ impl Database {
         loop {
             let tx = match self.begin(opts.clone()).await {
                 Ok(tx) => tx,
-                Err(e) if attempts.again(&e, false) => continue,
+                Err(e) if attempts.again(&e, false) => {
+                    tokio::time::sleep(attempts.pause()).await;
+                    continue;
+                }
                 Err(e) => return Err(e.into()),
             };
             let result = match f(&tx).await {
@@ -668,7 +671,10 @@ impl Database {
             let seen = result.is_err() && tx.retriable_seen().await;
             drop(tx);
             match result {
-                Err(e) if attempts.again(&e, seen) => continue,
+                Err(e) if attempts.again(&e, seen) => {
+                    tokio::time::sleep(attempts.pause()).await;
+                    continue;
+                }
                 other => return other,
             }
         }

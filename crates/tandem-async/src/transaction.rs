@@ -226,7 +226,10 @@ where
     let mut attempts = tandem_core::Attempts::new(opts);
     loop {
         match attempt().await {
-            Err(e) if attempts.again(&e, false) => continue,
+            Err(e) if attempts.again(&e, false) => {
+                tokio::time::sleep(attempts.pause()).await;
+                continue;
+            }
             other => return other,
         }
     }

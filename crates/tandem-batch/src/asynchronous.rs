@@ -97,7 +97,10 @@ where
                 }
             };
             match attempt.await {
-                Err(JobError::Database(e)) if attempts.again(&e, false) => continue,
+                Err(JobError::Database(e)) if attempts.again(&e, false) => {
+                    tokio::time::sleep(attempts.pause()).await;
+                    continue;
+                }
                 done => break done?,
             }
         }

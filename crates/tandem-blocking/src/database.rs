@@ -374,7 +374,10 @@ impl Database {
             let _turn = WriterGate::enter_blocking(self.inner.writers.as_ref(), &opts)?;
             let conn = self.acquire_for(&opts)?;
             match Transaction::run_closure(conn, &opts, &mut f) {
-                (Err(e), seen) if attempts.again(&e, seen) => continue,
+                (Err(e), seen) if attempts.again(&e, seen) => {
+                    std::thread::sleep(attempts.pause());
+                    continue;
+                }
                 (other, _) => return other,
             }
         }

@@ -6,6 +6,9 @@
 //! the one connected to. A server that does not answer, or is not the wanted kind, is passed over; when
 //! none will do, the error names every server and why each was passed over.
 //!
+//! With `load_balance_hosts=random`, each walk takes the servers in a random order (libpq's rule), so
+//! that connections spread over them.
+//!
 //! [`HostWalk`] is that walk as a plan: it says which server to try next and judges what each one said;
 //! the executors connect, ask the server what it is ([`SessionAttrs::probe_sql`]) and report back.
 
@@ -139,6 +142,8 @@ impl ServerRole {
 #[derive(Debug)]
 pub struct HostWalk {
     options: ConnectOptions,
+    /// The servers' indexes in the order this walk tries them.
+    order: Vec<usize>,
     attrs: SessionAttrs,
     pass: usize,
     next: usize,
@@ -160,7 +165,12 @@ pub enum Verdict {
 impl HostWalk {
     /// A walk over `options`' servers, in order.
     pub fn new(options: &ConnectOptions) -> HostWalk {
+        let mut order: Vec<usize> = (0..options.hosts.len().max(1)).collect();
+        if options.load_balance {
+            shuffle(&mut order);
+        }
         HostWalk {
+            order,
             attrs: if options.dialect == Dialect::Postgres {
                 options.target_session_attrs
             } else {
@@ -181,7 +191,7 @@ impl HostWalk {
 
     /// The options for the next server to try, or `None` when every server was tried.
     pub fn next_server(&mut self) -> Option<ConnectOptions> {
-        if self.next == self.options.hosts.len().max(1) {
+        if self.next == self.order.len() {
             if self.attrs == SessionAttrs::PreferStandby && self.pass == 0 {
                 self.pass = 1;
                 self.next = 0;
@@ -189,7 +199,7 @@ impl HostWalk {
                 return None;
             }
         }
-        let i = self.next;
+        let i = self.order[self.next];
         self.next += 1;
         Some(self.options.on_host(i))
     }
@@ -253,6 +263,17 @@ impl HostWalk {
             constraint: None,
             source: None,
         })
+    }
+}
+
+/// A random permutation (Fisher–Yates), from the standard library's per-process random hash keys.
+fn shuffle(items: &mut [usize]) {
+    use std::hash::{BuildHasher, Hasher};
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    for i in (1..items.len()).rev() {
+        hasher.write_usize(i);
+        let j = (hasher.finish() % (i as u64 + 1)) as usize;
+        items.swap(i, j);
     }
 }
 
@@ -379,6 +400,26 @@ mod tests {
             Err(Error::Database(d)) => assert_eq!(d.message, "refused"),
             other => panic!("{other:?}"),
         }
+    }
+
+    /// `load_balance_hosts=random`: every server is tried once per walk, and walks start at different
+    /// servers.
+    #[test]
+    fn random_walks_spread() {
+        let options =
+            ConnectOptions::parse("mysql://r@a:1,b:2,c:3/t?load_balance_hosts=random").unwrap();
+        let mut firsts = std::collections::HashSet::new();
+        for _ in 0..200 {
+            let mut walk = HostWalk::new(&options);
+            let mut seen = Vec::new();
+            while let Some(s) = walk.next_server() {
+                seen.push(s.port);
+            }
+            firsts.insert(seen[0]);
+            seen.sort();
+            assert_eq!(seen, [1, 2, 3]);
+        }
+        assert_eq!(firsts.len(), 3, "every server comes first in some walk");
     }
 
     /// The probe's answers in either spelling.

@@ -31,6 +31,9 @@ pub struct ConnectOptions {
     /// PostgreSQL: which kind of server a connection wants (`target_session_attrs=`, libpq's rules);
     /// MySQL takes the first server that answers.
     pub target_session_attrs: SessionAttrs,
+    /// `load_balance_hosts=random` (libpq's word, on both engines' URLs): each connection walks the
+    /// servers in a random order instead of the order written, spreading connections over them.
+    pub load_balance: bool,
     /// User name.
     pub user: String,
     /// Password, if any.
@@ -139,6 +142,7 @@ impl ConnectOptions {
             port,
             hosts,
             target_session_attrs: SessionAttrs::Any,
+            load_balance: false,
             user: match decode(parsed.username()) {
                 u if u.is_empty() && dialect == Dialect::Postgres => "postgres".into(),
                 u if u.is_empty() => "root".into(),
@@ -159,6 +163,17 @@ impl ConnectOptions {
             match (dialect, &*key) {
                 (Dialect::Postgres, "search_path" | "schema") => options.search_path = Some(value),
                 (Dialect::Postgres, "application_name") => options.application_name = Some(value),
+                (_, "load_balance_hosts") => {
+                    options.load_balance = match value.as_str() {
+                        "disable" => false,
+                        "random" => true,
+                        _ => {
+                            return Err(bad(&format!(
+                                "load_balance_hosts={value} is not one of disable, random"
+                            )));
+                        }
+                    }
+                }
                 (Dialect::Postgres, "target_session_attrs") => {
                     options.target_session_attrs = SessionAttrs::parse(&value).ok_or_else(|| {
                         bad(&format!(
@@ -198,9 +213,10 @@ impl ConnectOptions {
                     return Err(bad(&format!(
                         "unknown parameter {key:?} (known: {})",
                         if dialect == Dialect::Postgres {
-                            "search_path, application_name, sslmode, sslrootcert, target_session_attrs"
+                            "search_path, application_name, sslmode, sslrootcert, target_session_attrs, \
+                             load_balance_hosts"
                         } else {
-                            "ssl-mode, ssl-ca"
+                            "ssl-mode, ssl-ca, load_balance_hosts"
                         }
                     )));
                 }
@@ -242,6 +258,7 @@ impl ConnectOptions {
             port: 0,
             hosts: Vec::new(),
             target_session_attrs: SessionAttrs::Any,
+            load_balance: false,
             user: String::new(),
             password: None,
             database: String::new(),
@@ -631,6 +648,20 @@ mod tests {
         }
         assert!(matches!(
             ConnectOptions::parse("mysql://r@a/t?target_session_attrs=any"),
+            Err(Error::InvalidUrl { .. })
+        ));
+        assert!(
+            ConnectOptions::parse("mysql://r@a,b/t?load_balance_hosts=random")
+                .unwrap()
+                .load_balance
+        );
+        assert!(
+            !ConnectOptions::parse("postgres://u@a,b/d?load_balance_hosts=disable")
+                .unwrap()
+                .load_balance
+        );
+        assert!(matches!(
+            ConnectOptions::parse("postgres://u@a/d?load_balance_hosts=round"),
             Err(Error::InvalidUrl { .. })
         ));
     }

@@ -166,6 +166,19 @@ impl<'a> Attempts<'a> {
     pub fn made(&self) -> u32 {
         self.done
     }
+
+    /// How long to wait before the next attempt: 1 ms after the first failure, doubling up to 64 ms, each
+    /// time between half and one and a half of that at random. Two transactions that keep conflicting —
+    /// two Galera nodes updating one row, whose commits abort each other's open transactions — would
+    /// otherwise retry in lockstep and starve one of them.
+    pub fn pause(&self) -> std::time::Duration {
+        use std::hash::{BuildHasher, Hasher};
+        let base = 1_000_u64 << self.done.saturating_sub(1).min(6);
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u32(self.done);
+        let jitter = h.finish() % base;
+        std::time::Duration::from_micros(base / 2 + jitter)
+    }
 }
 
 /// The statements that open a transaction with `opts` on `dialect`, in order.
@@ -308,6 +321,23 @@ mod tests {
         assert!(a.again(&Mine, true));
         let once = TxOptions::default().max_attempts(1);
         assert!(!Attempts::new(&once).again(&deadlock, true));
+        // Pauses grow, with jitter, and stay bounded.
+        let many = TxOptions::default().max_attempts(20);
+        let mut a = Attempts::new(&many);
+        a.again(&deadlock, false);
+        let first = a.pause();
+        assert!(
+            first >= std::time::Duration::from_micros(500)
+                && first < std::time::Duration::from_micros(1_500)
+        );
+        for _ in 0..15 {
+            a.again(&deadlock, false);
+        }
+        let late = a.pause();
+        assert!(
+            late >= std::time::Duration::from_millis(32)
+                && late < std::time::Duration::from_millis(96)
+        );
     }
 
     /// Each engine gets its own spelling of isolation and read-only.

@@ -11,10 +11,15 @@ use std::time::Duration;
 use libtest_mimic::{Arguments, Completion, Failed, Trial};
 use tandem_sql::Dialect;
 
+/// Finds something a test needs, or says why it is missing.
+pub type Check = fn() -> Result<(), String>;
+
 /// One test.
 pub struct Case {
     name: String,
     needs: Vec<Dialect>,
+    /// Other things the test needs (a cluster, say): a name, and a check that says why it is missing.
+    requires: Vec<(&'static str, Check)>,
     run: Box<dyn FnOnce() + Send + 'static>,
 }
 
@@ -30,8 +35,16 @@ impl Case {
         Case {
             name,
             needs,
+            requires: Vec::new(),
             run: Box::new(run),
         }
+    }
+
+    /// Also needs `what`, which `check` finds (or says why not); each check runs once per test binary.
+    /// Missing, the test is ignored with the reason — a failure under `CI=true`.
+    pub fn requires(mut self, what: &'static str, check: Check) -> Case {
+        self.requires.push((what, check));
+        self
     }
 
     /// Also needs these servers.
@@ -81,11 +94,15 @@ pub fn main(cases: Vec<Case>) {
     let args = Arguments::from_args();
     let ci = std::env::var("CI").is_ok_and(|v| v == "true");
     let mut servers: HashMap<Dialect, Result<(), String>> = HashMap::new();
+    let mut others: HashMap<&'static str, Result<(), String>> = HashMap::new();
     if !args.list {
         for d in [Dialect::Postgres, Dialect::MySql] {
             if cases.iter().any(|c| c.needs.contains(&d)) {
                 servers.insert(d, probe(d));
             }
+        }
+        for (what, check) in cases.iter().flat_map(|c| c.requires.iter()) {
+            others.entry(what).or_insert_with(check);
         }
     }
     let trials = cases
@@ -94,7 +111,12 @@ pub fn main(cases: Vec<Case>) {
             let missing = c
                 .needs
                 .iter()
-                .find_map(|d| servers.get(d).and_then(|r| r.clone().err()));
+                .find_map(|d| servers.get(d).and_then(|r| r.clone().err()))
+                .or_else(|| {
+                    c.requires
+                        .iter()
+                        .find_map(|(what, _)| others.get(what).and_then(|r| r.clone().err()))
+                });
             let run = c.run;
             Trial::ignorable_test(c.name, move || match missing {
                 Some(reason) if !ci => Ok(Completion::ignored_with(reason)),
