@@ -33,10 +33,14 @@ cluster-down:
 cluster-status:
     .ci/cluster status
 
-# The cluster's own tests (tests/cluster.rs: node deaths, one run across nodes, conflicts, standby reads,
-# failover), then the MySQL cases of the repository, async and batch suites on a Galera node.
-cluster-test:
+# tests/cluster.rs: node deaths, one run across nodes, conflicts, standby reads, failover; then the MySQL
+# cases of the repository, async and batch suites on a Galera node.
+# The cluster's tests (just cluster-up first).
+cluster-test: && galera-suites
     cargo test --test cluster
+
+# The MySQL cases of the repository, async and batch suites on node 1 of the Galera cluster.
+galera-suites:
     TANDEM_MYSQL_URL=mysql://root@127.0.0.1:3311/test cargo test --test blocking --test async_exec --test batch -- mysql
 
 # Formatting and clippy, warnings denied.
@@ -88,6 +92,13 @@ seed:
 # The essay's batch job on every engine: both runners at parallelism 1, 4 and 8 against INSERT … SELECT.
 e2e:
     cargo run --release -p tandem-bench -- e2e --db sqlite,postgres,mysql --data-size 100000 --parallelism 1,4,8
+
+# The essay job on the standalone MariaDB on 3306 and on node 1 of the Galera cluster (just cluster-up
+# first), parallelism 1, 4 and 8, both runners, 100,000 rows; results under target/tandem-bench/.
+# The cost of certification: the essay job on one MariaDB and on a Galera node.
+bench-galera:
+    cargo run --release -p tandem-bench -- e2e --db mysql --data-size 100000 --parallelism 1,4,8 --iterations 3 --out target/tandem-bench/mariadb
+    TANDEM_MYSQL_URL=mysql://root@127.0.0.1:3311/test cargo run --release -p tandem-bench -- e2e --db mysql --data-size 100000 --parallelism 1,4,8 --iterations 3 --out target/tandem-bench/galera
 
 # The essay's pool measurements on every engine: acquire/release per preset (hold 0, 1, 5 ms) and 64 workers
 # contending for 4, 8 and 16 connections (hold 10, 50 ms), default vs high_throughput.
@@ -182,7 +193,7 @@ workshop-verify:
 # The full check: the playground page (built first: the browser test serves it), tests, the playground's
 # wasm-bindgen tests in Chromium, lints, the wasm build, docs, the book, the workshop's verification, the tour
 # and the main job.
-ci: playground-build test cluster-test playground-wasm-test lint features wasm doc book workshop-verify
+ci: playground-build test galera-suites playground-wasm-test lint features wasm doc book workshop-verify
     cargo run --example tour > /dev/null
     cargo run --release -p tandem-bench
     # The results parse as what they claim to be: JSON for jq (every record verified), CSV for a CSV reader.

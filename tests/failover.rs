@@ -168,13 +168,16 @@ fn failures_until_success(mut run: impl FnMut() -> Result<i64, Error>, tries: us
     for failed in 0..tries {
         match run() {
             Ok(_) => return failed,
-            Err(e) => assert!(
-                matches!(
-                    &e,
-                    Error::Database(d) if d.kind == DbErrorKind::ConnectionLost
-                ),
-                "a vanished server is a lost connection: {e:?}"
-            ),
+            Err(e) => {
+                eprintln!("after the cut, call {failed}: {e}");
+                assert!(
+                    matches!(
+                        &e,
+                        Error::Database(d) if d.kind == DbErrorKind::ConnectionLost
+                    ),
+                    "a vanished server is a lost connection: {e:?}"
+                );
+            }
         }
     }
     panic!("no statement succeeded in {tries} tries after the server vanished");

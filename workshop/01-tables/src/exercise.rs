@@ -25,50 +25,50 @@ pub trait SqlValue: Sized + Clone + 'static {
 impl SqlValue for i32 {
     const SQL_TYPE: SqlType = SqlType::Int;
     fn to_value(&self) -> Value {
-        todo!()
+        todo!("i32::to_value")
     }
     fn from_value(value: Value) -> Result<Self, DecodeError> {
-        todo!()
+        todo!("i32::from_value")
     }
 }
 
 impl SqlValue for i64 {
     const SQL_TYPE: SqlType = SqlType::BigInt;
     fn to_value(&self) -> Value {
-        todo!()
+        todo!("i64::to_value")
     }
     fn from_value(value: Value) -> Result<Self, DecodeError> {
-        todo!()
+        todo!("i64::from_value")
     }
 }
 
 impl SqlValue for f64 {
     const SQL_TYPE: SqlType = SqlType::Double;
     fn to_value(&self) -> Value {
-        todo!()
+        todo!("f64::to_value")
     }
     fn from_value(value: Value) -> Result<Self, DecodeError> {
-        todo!()
+        todo!("f64::from_value")
     }
 }
 
 impl SqlValue for bool {
     const SQL_TYPE: SqlType = SqlType::Bool;
     fn to_value(&self) -> Value {
-        todo!()
+        todo!("bool::to_value")
     }
     fn from_value(value: Value) -> Result<Self, DecodeError> {
-        todo!()
+        todo!("bool::from_value")
     }
 }
 
 impl SqlValue for String {
     const SQL_TYPE: SqlType = SqlType::Text;
     fn to_value(&self) -> Value {
-        todo!()
+        todo!("String::to_value")
     }
     fn from_value(value: Value) -> Result<Self, DecodeError> {
-        todo!()
+        todo!("String::from_value")
     }
 }
 
@@ -76,10 +76,10 @@ impl<T: SqlValue> SqlValue for Option<T> {
     const SQL_TYPE: SqlType = T::SQL_TYPE;
     const NULLABLE: bool = true;
     fn to_value(&self) -> Value {
-        todo!()
+        todo!("Option<T>::to_value")
     }
     fn from_value(value: Value) -> Result<Self, DecodeError> {
-        todo!()
+        todo!("Option<T>::from_value")
     }
 }
 

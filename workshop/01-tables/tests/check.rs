@@ -121,7 +121,12 @@ proptest! {
         for d in Dialect::ALL {
             let sql = tandem_sql::ast::Select::from(ident.clone()).render(tandem_dialect(d)).unwrap().sql;
             let expected = sql.strip_prefix("SELECT * FROM ").unwrap();
-            prop_assert_eq!(quote(d, &name), expected, "{}", d);
+            let mine = quote(d, &name);
+            prop_assert!(
+                mine == expected,
+                "{}: quote({:?})\n      yours: {}\n   expected: {}",
+                d, name, mine, expected
+            );
         }
     }
 
