@@ -174,19 +174,15 @@ fn reset(db: &tandem_blocking::Database, n: usize) {
 
 /// Runs `f` on `node` after the node has applied every write the cluster certified before now: Galera
 /// certifies a commit on every node at once but applies it on the others a moment later, so a read right
-/// after a write elsewhere needs `wsrep_sync_wait` (a causal read) to see it.
+/// after a write elsewhere needs `wsrep_sync_wait` (a causal read, asked for in the URL) to see it.
 fn causal_read<T>(
     node: usize,
     database: &str,
     f: impl FnMut(&tandem_blocking::Transaction) -> Result<T, Error>,
 ) -> T {
-    let db = tandem_blocking::Database::connect_with(&node_url(node, database), quick()).unwrap();
-    let mut f = f;
-    db.transaction(|tx| {
-        tx.execute(&raw("SET SESSION wsrep_sync_wait = 1", vec![]))?;
-        f(tx)
-    })
-    .unwrap()
+    let url = format!("{}?wsrep_sync_wait=1", node_url(node, database));
+    let db = tandem_blocking::Database::connect_with(&url, quick()).unwrap();
+    db.transaction(f).unwrap()
 }
 
 /// Rows expected, found and duplicated (rows beyond the distinct right ones), node by node; asserts that
@@ -290,7 +286,8 @@ fn slow_job(parallelism: usize) -> BatchJob<Source, Target> {
 fn galera_essay_job_spread() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let cdb = ClusterDb::new("spread");
-    let url = cluster_url(&cdb.name, "?load_balance_hosts=random");
+    // Spread over the nodes, the pool reads its own writes through other nodes: causal reads.
+    let url = cluster_url(&cdb.name, "?load_balance_hosts=random&wsrep_sync_wait=1");
     let config = PoolConfig {
         max_size: 24,
         min_idle: Some(24),
@@ -316,6 +313,10 @@ fn galera_essay_job_spread() {
         "connections on every node: {per_node:?}"
     );
 
+    let causal = raw("SELECT @@SESSION.wsrep_sync_wait", vec![]);
+    let (w,): (i64,) = db.fetch_one(&causal).unwrap();
+    assert_eq!(w, 1, "the URL's wsrep_sync_wait, on a blocking connection");
+
     reset(&db, ROWS);
     let report = tandem_batch::blocking::run(&db, &essay::job(8)).unwrap();
     assert_eq!((report.read, report.written), (ROWS as u64, ROWS as u64));
@@ -326,6 +327,10 @@ fn galera_essay_job_spread() {
     let adb = rt
         .block_on(tandem_async::Database::connect_with(&url, config))
         .unwrap();
+    let (w,): (i64,) = rt
+        .block_on(tandem_async::Executor::fetch_one(&adb, &causal))
+        .unwrap();
+    assert_eq!(w, 1, "the URL's wsrep_sync_wait, on an async connection");
     let report = rt
         .block_on(tandem_batch::asynchronous::run(&adb, &essay::job(8)))
         .unwrap();

@@ -73,7 +73,11 @@ fn pool_options<DB: sqlx::Database>(
     config: &PoolConfig,
     created: Arc<AtomicU64>,
     losses: Arc<LossClock>,
-) -> PoolOptions<DB> {
+    init: Arc<[String]>,
+) -> PoolOptions<DB>
+where
+    for<'c> &'c mut DB::Connection: sqlx::Executor<'c, Database = DB>,
+{
     PoolOptions::<DB>::new()
         .max_connections(config.effective_max_size())
         .min_connections(config.effective_min_idle())
@@ -81,9 +85,10 @@ fn pool_options<DB: sqlx::Database>(
         .idle_timeout(config.idle_timeout)
         .max_lifetime(config.max_lifetime)
         .test_before_acquire(config.validate_on_checkout)
-        .after_connect(move |_, _| {
+        .after_connect(move |conn, _| {
             created.fetch_add(1, Ordering::Relaxed);
-            Box::pin(async { Ok(()) })
+            let init = init.clone();
+            Box::pin(async move { init_session::<DB>(conn, &init).await })
         })
         // Once a connection was found dead, one idle since before that is pinged before it is handed out
         // (and replaced when the ping fails): see `LossClock`.
@@ -91,6 +96,21 @@ fn pool_options<DB: sqlx::Database>(
             let suspect = losses.suspect_idle(meta.idle_for);
             Box::pin(async move { Ok(!suspect || sqlx::Connection::ping(conn).await.is_ok()) })
         })
+}
+
+/// Runs the URL's session statements ([`ConnectOptions::session_statements`]) on a new connection.
+async fn init_session<DB: sqlx::Database>(
+    conn: &mut DB::Connection,
+    init: &[String],
+) -> std::result::Result<(), sqlx::Error>
+where
+    for<'c> &'c mut DB::Connection: sqlx::Executor<'c, Database = DB>,
+{
+    for sql in init {
+        sqlx::Executor::execute(&mut *conn, sqlx::raw_sql(sqlx::AssertSqlSafe(sql.clone())))
+            .await?;
+    }
+    Ok(())
 }
 
 /// sqlx's options for the one PostgreSQL server `options` names.
@@ -255,7 +275,10 @@ async fn open_pool<DB: sqlx::Database>(
     created: Arc<AtomicU64>,
     losses: Arc<LossClock>,
     options: &ConnectOptions,
-) -> Result<sqlx::Pool<DB>> {
+) -> Result<sqlx::Pool<DB>>
+where
+    for<'c> &'c mut DB::Connection: sqlx::Executor<'c, Database = DB>,
+{
     let dialect = options.dialect;
     let wanted = config.effective_min_idle();
     let started = Instant::now();
@@ -273,8 +296,13 @@ async fn open_pool<DB: sqlx::Database>(
     .await
     .map_err(|_| timed_out())?
     .map_err(|e| connect_error(dialect, options, e))?;
+    // The session statements once here too: a server that refuses one says so now, as a database error.
+    let init: Arc<[String]> = options.session_statements().into();
+    let mut first = first;
+    let checked = init_session::<DB>(&mut first, &init).await;
     let _ = sqlx::Connection::close(first).await;
-    let pool = pool_options(config, created, losses).connect_lazy_with(connect);
+    checked.map_err(|e| connect_error(dialect, options, e))?;
+    let pool = pool_options(config, created, losses, init).connect_lazy_with(connect);
 
     let acquires = futures_util::future::join_all((0..wanted).map(|_| pool.acquire()));
     let left = config.connect_timeout.saturating_sub(started.elapsed());

@@ -80,7 +80,7 @@ where
         // begin/commit rather than a closure: the caller's future must be Send. Run again, as the blocking
         // runner's transaction does, when it meets a deadlock or a serialization failure (on a Galera
         // cluster: a certification failure at COMMIT, error 1213).
-        let opts = TxOptions::default();
+        let opts = job.write_options();
         let mut attempts = tandem_core::Attempts::new(&opts);
         loop {
             let attempt = async {
@@ -135,13 +135,8 @@ where
     let totals = (report.read, report.written, report.skipped);
     match outcome {
         Ok(()) => {
-            db.execute(&end_job_statement(
-                execution,
-                RunStatus::Completed,
-                totals,
-                None,
-            ))
-            .await?;
+            let end = end_job_statement(execution, RunStatus::Completed, totals, None);
+            tandem_async::retry(&job.write_options(), || db.execute(&end)).await?;
             Ok(report)
         }
         Err(e) => {
@@ -353,7 +348,7 @@ where
                 lost.check(job)?;
                 // begin/commit rather than a closure, so the task's future is Send; a chunk that meets a
                 // deadlock or serialization failure is written again, as the blocking runner does.
-                let (written, duplicates) = tandem_async::retry(&TxOptions::default(), || async {
+                let (written, duplicates) = tandem_async::retry(&job.write_options(), || async {
                     let tx = db.begin(TxOptions::default()).await?;
                     let written = if chunk.rows.is_empty() {
                         0
@@ -385,8 +380,8 @@ where
     report.duration = started.elapsed();
     match result {
         Ok(()) => {
-            db.execute(&end_step_statement(step.id, RunStatus::Completed, None))
-                .await?;
+            let end = end_step_statement(step.id, RunStatus::Completed, None);
+            tandem_async::retry(&job.write_options(), || db.execute(&end)).await?;
             Ok(report)
         }
         Err(e) => {

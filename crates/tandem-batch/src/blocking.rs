@@ -98,12 +98,8 @@ where
     let totals = (report.read, report.written, report.skipped);
     match outcome {
         Ok(()) => {
-            db.execute(&end_job_statement(
-                execution,
-                RunStatus::Completed,
-                totals,
-                None,
-            ))?;
+            let end = end_job_statement(execution, RunStatus::Completed, totals, None);
+            db.transaction_with(job.write_options(), |tx| tx.execute(&end))?;
             Ok(report)
         }
         Err(e) => {
@@ -248,7 +244,7 @@ impl Drop for Lease {
 /// steps (fresh partitions, or the steps of the latest run that has any, carried over with their
 /// checkpoints). A run that stops at any point leaves either all of this or none of it.
 fn start<S: Entity, T>(db: &Database, job: &BatchJob<S, T>) -> Result<Start, JobError> {
-    db.transaction(|tx| {
+    db.transaction_with(job.write_options(), |tx| {
         let jobs = tx.repository::<JobExecution>();
         let last: Option<JobExecution> = jobs
             .find_all(completed_run_query(job))?
@@ -321,7 +317,7 @@ where
             }
             for chunk in process_page(job, page, failed_rows)? {
                 lost.check(job)?;
-                let (written, duplicates) = db.transaction(|tx| {
+                let (written, duplicates) = db.transaction_with(job.write_options(), |tx| {
                     let written = if chunk.rows.is_empty() {
                         0
                     } else {
@@ -347,7 +343,8 @@ where
     report.duration = started.elapsed();
     match result {
         Ok(()) => {
-            db.execute(&end_step_statement(step.id, RunStatus::Completed, None))?;
+            let end = end_step_statement(step.id, RunStatus::Completed, None);
+            db.transaction_with(job.write_options(), |tx| tx.execute(&end))?;
             Ok(report)
         }
         Err(e) => {

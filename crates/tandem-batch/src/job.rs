@@ -58,6 +58,11 @@ pub struct BatchJob<S, T> {
     /// of this): how long a run on another node waits for the lease of a run that died without a word.
     /// Default 30 s. (See [`crate::lock`].)
     pub lock_lease: Duration,
+    /// How many times a chunk's transaction, and each write that records a step's or a run's end, runs at
+    /// most when it fails retriably: a deadlock, a serialization failure, or — on a Galera cluster — a
+    /// certification failure or a write aborted by another node's commit (all error 1213). The chunk is
+    /// rolled back whole before it is written again, so retrying never duplicates rows. Default 10.
+    pub write_attempts: u32,
     pub(crate) processor: Arc<ProcessorFn<S, T>>,
 }
 
@@ -73,6 +78,7 @@ impl<S, T> Clone for BatchJob<S, T> {
             skip_policy: self.skip_policy,
             chunk_delay: self.chunk_delay,
             lock_lease: self.lock_lease,
+            write_attempts: self.write_attempts,
             processor: self.processor.clone(),
         }
     }
@@ -96,6 +102,7 @@ impl<S: Entity<Key = i64>, T: Entity> BatchJob<S, T> {
             skip_policy: SkipPolicy::Fail,
             chunk_delay: None,
             lock_lease: Duration::from_secs(30),
+            write_attempts: 10,
             processor: Arc::new(processor),
         }
     }
@@ -115,6 +122,12 @@ impl<S: Entity<Key = i64>, T: Entity> BatchJob<S, T> {
     /// Sets the run lock's lease (MySQL/MariaDB; at least one second).
     pub fn lock_lease(mut self, lease: Duration) -> Self {
         self.lock_lease = lease.max(Duration::from_secs(1));
+        self
+    }
+
+    /// Sets the attempt bound of each chunk's transaction (at least 1; see [`BatchJob::write_attempts`]).
+    pub fn write_attempts(mut self, attempts: u32) -> Self {
+        self.write_attempts = attempts.max(1);
         self
     }
 
@@ -144,6 +157,11 @@ impl<S, T> BatchJob<S, T> {
     /// looking for who runs the job finds the owner and node there).
     pub fn lock_key(&self) -> String {
         format!("{:016x}", crate::lock::job_key(self))
+    }
+
+    /// The options of the runner's writes: [`BatchJob::write_attempts`] attempts each.
+    pub(crate) fn write_options(&self) -> tandem_core::TxOptions {
+        tandem_core::TxOptions::default().max_attempts(self.write_attempts)
     }
 
     /// The parameters as stored: sorted `key=value` pairs joined by `&`.

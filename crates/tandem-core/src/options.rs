@@ -46,6 +46,11 @@ pub struct ConnectOptions {
     pub search_path: Option<String>,
     /// PostgreSQL: the `application_name` the server shows for these connections (`pg_stat_activity`).
     pub application_name: Option<String>,
+    /// MySQL/MariaDB: `wsrep_sync_wait=` (0 to 15), set on every connection. On a Galera cluster, `1` makes
+    /// each read wait until its node has applied every write the cluster certified before it (a *causal
+    /// read*): what a pool spread over several nodes needs to read its own writes. A server without
+    /// Galera's variables refuses the connection with its own error.
+    pub wsrep_sync_wait: Option<u8>,
     /// SQLite: which driver the async executor uses (`?driver=rusqlite|sqlx`); the blocking executor always
     /// uses rusqlite.
     pub sqlite_driver: SqliteDriver,
@@ -153,6 +158,7 @@ impl ConnectOptions {
             path: None,
             search_path: None,
             application_name: None,
+            wsrep_sync_wait: None,
             sqlite_driver: SqliteDriver::default(),
             tls: TlsMode::default(),
             tls_root_cert: None,
@@ -163,6 +169,12 @@ impl ConnectOptions {
             match (dialect, &*key) {
                 (Dialect::Postgres, "search_path" | "schema") => options.search_path = Some(value),
                 (Dialect::Postgres, "application_name") => options.application_name = Some(value),
+                (Dialect::MySql, "wsrep_sync_wait") => {
+                    options.wsrep_sync_wait =
+                        Some(value.parse().ok().filter(|n| *n <= 15).ok_or_else(|| {
+                            bad(&format!("wsrep_sync_wait={value} is not a number from 0 to 15"))
+                        })?)
+                }
                 (_, "load_balance_hosts") => {
                     options.load_balance = match value.as_str() {
                         "disable" => false,
@@ -216,7 +228,7 @@ impl ConnectOptions {
                             "search_path, application_name, sslmode, sslrootcert, target_session_attrs, \
                              load_balance_hosts"
                         } else {
-                            "ssl-mode, ssl-ca, load_balance_hosts"
+                            "ssl-mode, ssl-ca, load_balance_hosts, wsrep_sync_wait"
                         }
                     )));
                 }
@@ -265,6 +277,7 @@ impl ConnectOptions {
             path,
             search_path: None,
             application_name: None,
+            wsrep_sync_wait: None,
             sqlite_driver,
             tls: TlsMode::Disable,
             tls_root_cert: None,
@@ -276,6 +289,16 @@ impl ConnectOptions {
     /// holds one connection).
     pub fn is_memory(&self) -> bool {
         self.dialect == Dialect::Sqlite && self.path.is_none()
+    }
+
+    /// The statements every new connection runs before it is used (session settings the URL asked for that
+    /// the drivers have no option of their own for).
+    pub fn session_statements(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if let (Dialect::MySql, Some(n)) = (self.dialect, self.wsrep_sync_wait) {
+            out.push(format!("SET SESSION wsrep_sync_wait = {n}"));
+        }
+        out
     }
 
     /// `host:port`, as errors name the server.
@@ -648,6 +671,31 @@ mod tests {
         }
         assert!(matches!(
             ConnectOptions::parse("mysql://r@a/t?target_session_attrs=any"),
+            Err(Error::InvalidUrl { .. })
+        ));
+        let causal = ConnectOptions::parse("mysql://r@a,b/t?wsrep_sync_wait=1").unwrap();
+        assert_eq!(causal.wsrep_sync_wait, Some(1));
+        assert_eq!(
+            causal.session_statements(),
+            ["SET SESSION wsrep_sync_wait = 1"]
+        );
+        assert!(
+            ConnectOptions::parse("mysql://r@a/t")
+                .unwrap()
+                .session_statements()
+                .is_empty()
+        );
+        for bad in ["16", "-1", "yes"] {
+            match ConnectOptions::parse(&format!("mysql://r@a/t?wsrep_sync_wait={bad}")) {
+                Err(Error::InvalidUrl { reason, .. }) => assert_eq!(
+                    reason,
+                    format!("wsrep_sync_wait={bad} is not a number from 0 to 15")
+                ),
+                other => panic!("{bad}: {other:?}"),
+            }
+        }
+        assert!(matches!(
+            ConnectOptions::parse("postgres://u@a/d?wsrep_sync_wait=1"),
             Err(Error::InvalidUrl { .. })
         ));
         assert!(

@@ -20,6 +20,7 @@ pub(crate) fn open(opts: &ConnectOptions, timeout: std::time::Duration) -> Resul
         .prefer_socket(false)
         .tcp_connect_timeout(Some(timeout))
         .stmt_cache_size(Some(64))
+        .init(opts.session_statements())
         // Affected rows count matched rows, as on PostgreSQL and SQLite, and as sqlx always asks for.
         .additional_capabilities(mysql::consts::CapabilityFlags::CLIENT_FOUND_ROWS);
     let Some(ssl) = ssl_opts(opts)? else {
