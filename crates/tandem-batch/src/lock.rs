@@ -316,6 +316,7 @@ mod tests {
             skip_policy: Default::default(),
             chunk_delay: None,
             lock_lease: Duration::from_secs(30),
+            write_attempts: 10,
             processor: std::sync::Arc::new(|_| Ok(crate::Processed::Skip)),
         }
     }
