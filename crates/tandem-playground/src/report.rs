@@ -68,6 +68,8 @@ pub struct DialectSql {
     pub dialect: Dialect,
     /// The rendered statements, or the renderer's error.
     pub rendered: Result<Vec<Rendered>, String>,
+    /// Where this dialect's SQL does not say exactly what the query says (see [`crate::notes`]).
+    pub notes: Vec<String>,
 }
 
 /// The outcome of one run.
@@ -103,25 +105,49 @@ pub fn run(schema_src: &str, query_src: &str) -> Report {
         Ok(s) => s,
         Err(d) => return failed(Input::Schema, schema_src, d),
     };
-    let stmt = match parse_query(query_src).and_then(|e| crate::eval::build(&schema, &e)) {
-        Ok(s) => s,
-        Err(d) => return failed(Input::Query, query_src, d),
-    };
+    let (stmt, headers) =
+        match parse_query(query_src).and_then(|e| crate::eval::build_with_headers(&schema, &e)) {
+            Ok(s) => s,
+            Err(d) => return failed(Input::Query, query_src, d),
+        };
     let sql = Dialect::ALL
         .iter()
         .map(|d| DialectSql {
             dialect: *d,
             rendered: render(&stmt, *d),
+            notes: crate::notes::notes(&stmt, *d),
         })
         .collect();
     let seeds = crate::samples::seeds(&schema);
-    let execution = crate::run::prepare(&schema, &seeds)
+    let mut execution = crate::run::prepare(&schema, &seeds)
         .and_then(|conn| crate::run::run(&conn, &schema, &stmt));
+    // A computed column is headed by its DSL text (`avg(orders::total)`), not by SQLite's name for it
+    // (the whole SQL expression, `CAST(AVG("orders"."total") AS REAL)`).
+    if let Ok(Execution { grids, .. }) = &mut execution
+        && let Some(result) = grids.first_mut()
+        && result.columns.len() == headers.len()
+    {
+        for (column, at) in result.columns.iter_mut().zip(&headers) {
+            if let Some(at) = at {
+                *column = header_text(query_src, *at);
+            }
+        }
+    }
     Report {
         error: None,
         statement: Some(stmt),
         sql,
         execution: Some(execution),
+    }
+}
+
+/// The DSL text at `at`, on one line with single spaces, shortened past 40 characters.
+fn header_text(src: &str, at: Span) -> String {
+    let text = src.get(at.start..at.end).unwrap_or("?");
+    let one_line = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    match one_line.char_indices().nth(40) {
+        Some((cut, _)) => format!("{}…", &one_line[..cut]),
+        None => one_line,
     }
 }
 
@@ -239,6 +265,10 @@ impl Report {
                         ("dialect", Json::s(d.dialect.to_string())),
                         ("statements", Json::Arr(statements)),
                         ("error", err),
+                        (
+                            "notes",
+                            Json::Arr(d.notes.iter().map(|n| Json::s(n.clone())).collect()),
+                        ),
                     ])
                 })
                 .collect(),

@@ -69,15 +69,30 @@ mod browser {
             .expect("a free port")
     }
 
+    /// What the server said on stderr: one line per file it did not have.
+    pub type Missing = std::sync::Arc<std::sync::Mutex<Vec<String>>>;
+
     /// `playground-serve` (this package's development binary) on a free port; its first line names it.
-    pub fn serve(site: &std::path::Path) -> Result<(Process, String), String> {
+    pub fn serve(site: &std::path::Path) -> Result<(Process, String, Missing), String> {
         let mut child = Command::new(env!("CARGO_BIN_EXE_playground-serve"))
             .arg(site)
             .arg("127.0.0.1:0")
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(Stdio::piped())
             .spawn()
             .map_err(|e| format!("cannot start playground-serve: {e}"))?;
+        let missing = Missing::default();
+        let stderr = child.stderr.take().expect("piped stderr");
+        let said = missing.clone();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stderr)
+                .lines()
+                .map_while(Result::ok)
+            {
+                eprintln!("{line}");
+                said.lock().unwrap().push(line);
+            }
+        });
         let mut line = String::new();
         std::io::BufReader::new(child.stdout.take().expect("piped stdout"))
             .read_line(&mut line)
@@ -87,7 +102,7 @@ mod browser {
             .find(|w| w.starts_with("http://"))
             .ok_or_else(|| format!("playground-serve: {line:?}"))?
             .to_owned();
-        Ok((Process(child), url))
+        Ok((Process(child), url, missing))
     }
 
     /// chromedriver and a headless Chromium session in it (flags as this machine's browser needs them:
@@ -220,17 +235,22 @@ fn page_in_headless_chromium() -> Result<Completion, Failed> {
             ));
         }
     }
-    let (_server, base) = browser::serve(&site).expect("serve the page");
+    let (_server, base, missing) = browser::serve(&site).expect("serve the page");
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .expect("a runtime");
-    rt.block_on(drive(&chromedriver, &chromium, &base))
+    rt.block_on(drive(&chromedriver, &chromium, &base, &missing))
 }
 
 /// The page driven through WebDriver (fantoccini).
 #[cfg(not(target_arch = "wasm32"))]
-async fn drive(chromedriver: &str, chromium: &str, base: &str) -> Result<Completion, Failed> {
+async fn drive(
+    chromedriver: &str,
+    chromium: &str,
+    base: &str,
+    missing: &browser::Missing,
+) -> Result<Completion, Failed> {
     let b = Page::start(chromedriver, chromium)
         .await
         .expect("start headless Chromium");
@@ -242,6 +262,16 @@ async fn drive(chromedriver: &str, chromium: &str, base: &str) -> Result<Complet
         .await
         .as_f64()
         .unwrap_or(f64::NAN);
+    // Nothing the page asked for was missing (a favicon included), and no script error on load.
+    assert!(
+        missing.lock().unwrap().is_empty(),
+        "{:?}",
+        missing.lock().unwrap()
+    );
+    assert_eq!(
+        b.script("return window.tandemPlayground.errors").await,
+        serde_json::json!([])
+    );
 
     // The default query: the README's adults, three dialects, three rows from SQLite in WebAssembly.
     let pg = b.text(r#"[data-dialect="PostgreSQL"] pre.sql"#).await;
@@ -317,7 +347,87 @@ async fn drive(chromedriver: &str, chromium: &str, base: &str) -> Result<Complet
             .contains("NOT EXISTS")
     );
 
+    // Back and forward walk the examples chosen; a link to an unknown example says so.
+    b.script("const s = document.querySelector('#examples'); s.value = 'adults'; s.dispatchEvent(new Event('change')); return true;").await;
+    b.wait_for("return document.querySelector('#summary').textContent === '3 rows'")
+        .await;
+    b.script("history.back(); return true;").await;
+    b.wait_for(
+        "return document.querySelector('#query').value.includes('not_exists') \
+         && document.querySelector('#summary').textContent === '2 rows'",
+    )
+    .await;
+    b.script("history.forward(); return true;").await;
+    b.wait_for("return document.querySelector('#summary').textContent === '3 rows'")
+        .await;
+    b.script("location.hash = 'example=no_such_example'; return true;")
+        .await;
+    b.wait_for("return document.querySelector('#status').textContent.includes('no example named')")
+        .await;
+    b.script("history.back(); return true;").await;
+    b.wait_for("return document.querySelector('#summary').textContent === '3 rows'")
+        .await;
+    b.script("history.back(); return true;").await;
+    b.wait_for("return document.querySelector('#summary').textContent === '2 rows'")
+        .await;
+
+    // MySQL has no RETURNING: its pane says what tandem does instead.
+    b.type_into(
+        "#query",
+        r#"users::table.insert().columns((users::name, users::age)).values(("zoe", 30)).returning(users::id)"#,
+    )
+    .await;
+    b.click("#run").await;
+    b.wait_for("return document.querySelector('#summary').textContent.startsWith('inserted')")
+        .await;
+    let note = b.text(r#"[data-dialect="MySQL"] .dialect-note"#).await;
+    assert!(note.contains("LAST_INSERT_ID()"), "{note}");
+    std::fs::write(
+        workspace().join("target/playground-e2e/mysql-note.png"),
+        b.screenshot().await,
+    )
+    .unwrap();
+    assert!(
+        !b.text(r#"[data-dialect="MySQL"] pre.sql"#)
+            .await
+            .contains("RETURNING")
+    );
+
+    // A 200 KB paste is refused, and its error shows a window of the line: the page keeps its width.
+    b.script(
+        "const q = document.querySelector('#query'); q.value = 'x'.repeat(200 * 1024); \
+         q.dispatchEvent(new Event('input')); document.querySelector('#run').click(); return true;",
+    )
+    .await;
+    b.wait_for("return !document.querySelector('#error').hidden")
+        .await;
+    let err = b.text("#error-text").await;
+    assert!(
+        err.contains("the playground reads at most"),
+        "{}",
+        &err[..err.len().min(300)]
+    );
+    assert!(
+        err.len() < 1_000,
+        "the error box shows {} characters",
+        err.len()
+    );
+    assert_eq!(
+        b.script("return document.documentElement.scrollWidth <= window.innerWidth")
+            .await,
+        serde_json::Value::Bool(true),
+        "the page grew wider than the window"
+    );
+    std::fs::write(
+        workspace().join("target/playground-e2e/long-paste.png"),
+        b.screenshot().await,
+    )
+    .unwrap();
+
     // The address carries the state: a fresh load reproduces it.
+    b.script("const s = document.querySelector('#examples'); s.value = 'no_orders'; s.dispatchEvent(new Event('change')); return true;").await;
+    b.wait_for("return document.querySelector('#summary').textContent === '2 rows'")
+        .await;
     let url = b
         .script("return location.href")
         .await
@@ -339,6 +449,28 @@ async fn drive(chromedriver: &str, chromium: &str, base: &str) -> Result<Complet
     let png = b.screenshot().await;
     assert!(png.starts_with(b"\x89PNG"), "a PNG screenshot");
     std::fs::write(workspace().join("target/playground-e2e/page.png"), png).unwrap();
+    // The layout at a laptop's size and at a phone's: screenshots to look at, and no sideways scrolling.
+    for (w, h) in [(1280, 720), (420, 900)] {
+        b.client.set_window_size(w, h).await.expect("resize");
+        let fits = b
+            .script("return document.documentElement.scrollWidth <= window.innerWidth")
+            .await;
+        assert_eq!(
+            fits,
+            serde_json::Value::Bool(true),
+            "wider than a {w}×{h} window"
+        );
+        std::fs::write(
+            workspace().join(format!("target/playground-e2e/page-{w}x{h}.png")),
+            b.screenshot().await,
+        )
+        .unwrap();
+    }
+    assert!(
+        missing.lock().unwrap().is_empty(),
+        "{:?}",
+        missing.lock().unwrap()
+    );
     let wasm =
         std::fs::metadata(workspace().join("target/playground/pkg/tandem_playground_bg.wasm"))
             .map_or(0, |m| m.len());

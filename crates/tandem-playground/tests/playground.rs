@@ -224,3 +224,77 @@ fn no_input_breaks_it() {
     let huge = "users::table.select_all()".repeat(5_000);
     assert!(run(&huge).error.unwrap().message.contains("at most"));
 }
+
+/// A computed column is headed by the DSL that computes it; a column by its name; an alias by the alias.
+#[test]
+fn result_headers_are_readable() {
+    let r = run(
+        "users::table.select((users::name, count_star(), avg(users::age), \
+         max(users::age).alias(\"oldest\")))",
+    );
+    assert!(r.error.is_none(), "{:?}", r.error);
+    let exec = r.execution.unwrap().unwrap();
+    assert_eq!(
+        exec.grids[0].columns,
+        ["name", "count_star()", "avg(users::age)", "oldest"]
+    );
+    // Long expressions are cut, on one line.
+    let r = run(
+        "users::table.select(sum(users::age\n    + users::age + users::age + users::age + users::age))",
+    );
+    let exec = r.execution.unwrap().unwrap();
+    let header = &exec.grids[0].columns[0];
+    assert!(
+        header.starts_with("sum(users::age + users::age") && header.ends_with('…'),
+        "{header}"
+    );
+}
+
+/// An unclosed bracket is reported where it stands, not at the end of the input.
+#[test]
+fn unclosed_bracket_points_at_itself() {
+    let (msg, at) = error_at("users::table.filter(users::age.gt(18).limit(3)");
+    assert_eq!(
+        (msg.as_str(), at.as_str()),
+        ("this `(` is never closed: add `)`", "(")
+    );
+    let r = run("users::table.filter(users::age.gt(18).limit(3)");
+    assert_eq!(r.error.unwrap().column, 20);
+}
+
+/// Where a dialect cannot say what the query says, its pane says what tandem does instead.
+#[test]
+fn dialect_notes_say_what_a_dialect_does_instead() {
+    let notes = |query: &str, dialect: tandem_sql::Dialect| -> Vec<String> {
+        let r = run(query);
+        assert!(r.error.is_none(), "{query}: {:?}", r.error);
+        r.sql
+            .into_iter()
+            .find(|d| d.dialect == dialect)
+            .unwrap()
+            .notes
+    };
+    let insert = r#"users::table.insert().columns((users::name, users::age)).values(("ada", 3)).returning(users::id)"#;
+    let my = notes(insert, tandem_sql::Dialect::MySql);
+    assert!(
+        my.iter()
+            .any(|n| n.contains("no RETURNING") && n.contains("LAST_INSERT_ID()")),
+        "{my:?}"
+    );
+    let r = run(insert);
+    let mysql_sql = &r
+        .sql
+        .iter()
+        .find(|d| d.dialect == tandem_sql::Dialect::MySql)
+        .unwrap();
+    assert!(
+        !mysql_sql.rendered.as_ref().unwrap()[0]
+            .sql
+            .contains("RETURNING")
+    );
+    assert!(notes(insert, tandem_sql::Dialect::Postgres).is_empty());
+    let like = r#"users::table.filter(users::name.like("a%"))"#;
+    assert!(notes(like, tandem_sql::Dialect::MySql)[0].contains("collation"));
+    assert!(notes(like, tandem_sql::Dialect::Sqlite)[0].contains("case_sensitive_like"));
+    assert!(notes("users::table.select_all()", tandem_sql::Dialect::MySql).is_empty());
+}

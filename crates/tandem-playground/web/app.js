@@ -6,7 +6,10 @@ const $ = (id) => document.getElementById(id);
 const query = $('query');
 const schema = $('schema');
 // For tests and the curious: `usableMs` counts from the start of navigation, `loadMs` from this script.
-const state = (window.tandemPlayground = { ready: false, runs: 0, lastRunMs: null, loadMs: null, usableMs: null, lastReport: null });
+const state = (window.tandemPlayground = { ready: false, runs: 0, lastRunMs: null, loadMs: null, usableMs: null, lastReport: null, errors: [] });
+// Script errors, kept for the browser test (which expects none).
+window.addEventListener('error', (e) => state.errors.push(String(e.message)));
+window.addEventListener('unhandledrejection', (e) => state.errors.push(String(e.reason)));
 
 const CHAPTERS = {
   1: 'Chapter 1 — tables and typed columns',
@@ -36,17 +39,56 @@ function setStatus(text, bad = false) {
 }
 
 // `#q=…&s=…` is a shared state; `#example=<id>` opens one of the book's examples (the chapters link so).
+// `unknown` names an example the page does not have.
 function readHash() {
   const p = new URLSearchParams(location.hash.slice(1));
-  const example = examples.find((e) => e.id === p.get('example'));
-  return { q: p.get('q') ?? (example ? example.query : null), s: p.get('s') };
+  const name = p.get('example');
+  const example = examples.find((e) => e.id === name);
+  return {
+    q: p.get('q') ?? (example ? example.query : null),
+    s: p.get('s'),
+    example: example ? example.id : null,
+    unknown: name !== null && !example ? name : null,
+  };
 }
 
-function writeHash() {
+// The address follows the boxes: typing replaces the current entry; choosing an example adds one, so the
+// browser's back button returns to what was there before.
+let lastHash = null;
+function writeHash(push = false) {
   const p = new URLSearchParams();
   p.set('q', query.value);
   if (schema.value !== defaultSchema) p.set('s', schema.value);
-  history.replaceState(null, '', `#${p.toString()}`);
+  const hash = `#${p.toString()}`;
+  lastHash = hash;
+  if (hash === location.hash) return;
+  if (push) history.pushState(null, '', hash);
+  else history.replaceState(null, '', hash);
+}
+
+// Back, forward, or a link to another example on this page: load what the address says.
+function followHash() {
+  if (location.hash === lastHash) return;
+  const { q, s, example, unknown } = readHash();
+  schema.value = s ?? defaultSchema;
+  query.value = q ?? defaultQuery();
+  $('examples').value = example ?? exampleShown();
+  runNow();
+  if (unknown !== null) unknownExample(unknown);
+}
+
+function unknownExample(name) {
+  setStatus(`there is no example named “${name}”; showing ${query.value === defaultQuery() ? 'the default query' : 'the query in the link'}`, true);
+}
+
+// The example whose query is in the box, if it is one of them unchanged.
+function exampleShown() {
+  const ex = examples.find((e) => e.query === query.value);
+  return ex ? ex.id : '';
+}
+
+function defaultQuery() {
+  return (examples.find((e) => e.id === 'adults') || examples[0]).query;
 }
 
 function el(tag, props = {}, children = []) {
@@ -56,22 +98,37 @@ function el(tag, props = {}, children = []) {
   return e;
 }
 
-// The error as rustc prints one: message, location, the line, carets under the span.
+// The error as rustc prints one: message, location, the line, carets under the span. A long line is cut to
+// a window around the span (an input may be one 32 KB line), so the box never grows past the page.
+const WINDOW = 80;
+function errorLine(text, start, end) {
+  const lineStart = text.lastIndexOf('\n', start - 1) + 1;
+  let lineEnd = text.indexOf('\n', start);
+  if (lineEnd < 0) lineEnd = text.length;
+  const spanEnd = Math.max(start + 1, Math.min(end, lineEnd));
+  let from = Math.max(lineStart, start - WINDOW / 2);
+  let to = Math.min(lineEnd, Math.max(spanEnd, from + WINDOW));
+  if (to - from > WINDOW) to = from + WINDOW;
+  const head = from > lineStart ? '…' : '';
+  const tail = to < lineEnd ? '…' : '';
+  const width = Math.max(1, Math.min(spanEnd, to) - start);
+  return {
+    line: head + text.slice(from, to) + tail,
+    carets: ' '.repeat(head.length + start - from) + '^'.repeat(width) + (spanEnd > to ? '…' : ''),
+  };
+}
+
 function showError(err) {
   const box = err.input === 'query' ? query : schema;
   box.classList.add('has-error');
   const text = box.value;
   const start = Math.min(err.start, text.length);
   const end = Math.max(start, Math.min(err.end, text.length));
-  const lineStart = text.lastIndexOf('\n', start - 1) + 1;
-  let lineEnd = text.indexOf('\n', start);
-  if (lineEnd < 0) lineEnd = text.length;
-  const line = text.slice(lineStart, lineEnd);
-  const width = Math.max(1, Math.min(end, lineEnd) - start);
+  const { line, carets } = errorLine(text, start, end);
   const gutter = ' '.repeat(String(err.line).length);
   $('error-text').textContent =
     `error: ${err.message}\n${gutter}--> ${err.input}:${err.line}:${err.column}\n${gutter} |\n` +
-    `${err.line} | ${line}\n${gutter} | ${' '.repeat(start - lineStart)}${'^'.repeat(width)}`;
+    `${err.line} | ${line}\n${gutter} | ${carets}`;
   $('error').hidden = false;
   $('error-jump').onclick = () => {
     box.focus();
@@ -95,6 +152,9 @@ function showSql(sql) {
           el('ol', { className: 'params' }, s.params.map((p) => el('li', { textContent: `${p.value}  (${p.type})` }))),
         );
       }
+    }
+    for (const n of d.notes || []) {
+      card.append(el('p', { className: 'dialect-note', textContent: n }));
     }
     panes.append(card);
   }
@@ -155,7 +215,7 @@ async function internalError(e) {
   }
 }
 
-function runNow() {
+function runNow({ push = false } = {}) {
   clearTimeout(pending);
   if (!engine) return;
   const t0 = performance.now();
@@ -168,7 +228,8 @@ function runNow() {
   }
   const ms = performance.now() - t0;
   show(report);
-  writeHash();
+  $('examples').value = exampleShown();
+  writeHash(push);
   state.runs += 1;
   state.lastRunMs = ms;
   state.lastReport = report;
@@ -195,16 +256,16 @@ function fillExamples() {
     const ex = examples.find((e) => e.id === select.value);
     if (ex) {
       query.value = ex.query;
-      runNow();
+      runNow({ push: true });
     }
   };
 }
 
 function reset() {
   schema.value = defaultSchema;
-  query.value = (examples.find((e) => e.id === 'adults') || examples[0]).query;
-  $('examples').value = '';
-  runNow();
+  query.value = defaultQuery();
+  $('examples').value = exampleShown();
+  runNow({ push: true });
 }
 
 async function main() {
@@ -218,9 +279,12 @@ async function main() {
   defaultSchema = engine.default_schema();
   examples = JSON.parse(engine.examples());
   fillExamples();
-  const { q, s } = readHash();
+  const { q, s, example, unknown } = readHash();
   schema.value = s ?? defaultSchema;
-  query.value = q ?? (examples.find((e) => e.id === 'adults') || examples[0]).query;
+  query.value = q ?? defaultQuery();
+  $('examples').value = example ?? exampleShown();
+  window.addEventListener('hashchange', followHash);
+  window.addEventListener('popstate', followHash);
   query.addEventListener('input', runSoon);
   schema.addEventListener('input', runSoon);
   for (const box of [query, schema]) {
@@ -248,7 +312,8 @@ async function main() {
   state.ready = true;
   const wasm = performance.getEntriesByType('resource').find((r) => r.name.includes('.wasm'));
   const size = wasm && wasm.decodedBodySize ? `, ${(wasm.decodedBodySize / 1024).toFixed(0)} KiB of WebAssembly` : '';
-  setStatus(`ready in ${state.loadMs.toFixed(0)} ms${size}; ${$('status').textContent}`);
+  if (unknown !== null) unknownExample(unknown);
+  else setStatus(`ready in ${state.loadMs.toFixed(0)} ms${size}; ${$('status').textContent}`);
 }
 
 main();

@@ -65,6 +65,9 @@ fn answer(root: &Path, stream: TcpStream) -> std::io::Result<()> {
             }
         }
         _ => {
+            // Said on stderr, so a page asking for a file it does not have is seen (the browser test
+            // fails on any).
+            eprintln!("playground-serve: 404 {method} {target}");
             let body = b"not found";
             write!(
                 out,

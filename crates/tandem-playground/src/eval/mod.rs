@@ -213,9 +213,23 @@ pub(crate) struct Ctx<'s> {
 
 /// Builds the statement a query expression stands for.
 pub fn build(schema: &Schema, e: &Expr) -> std::result::Result<Statement, Diagnostic> {
+    build_with_headers(schema, e).map(|(s, _)| s)
+}
+
+/// [`build`], with where each computed item of a SELECT's list is written in the query (see
+/// `SelectB::headers`): one entry per item, `None` for a column or an aliased item; empty for other
+/// statements and for `select_all`.
+pub fn build_with_headers(
+    schema: &Schema,
+    e: &Expr,
+) -> std::result::Result<(Statement, Vec<Option<Span>>), Diagnostic> {
     let ctx = Ctx { schema };
     let v = ctx.eval(e)?;
-    ctx.statement(v, e.span())
+    let headers = match &v {
+        Val::Select(s) => s.headers.clone(),
+        _ => Vec::new(),
+    };
+    Ok((ctx.statement(v, e.span())?, headers))
 }
 
 impl Ctx<'_> {

@@ -19,6 +19,10 @@ pub(crate) struct SelectB {
     pub outer: Vec<usize>,
     /// The kinds of the select list; `None` for `*`.
     pub out: Option<Vec<Kind>>,
+    /// Where each item of the select list is written, for items that are neither a column nor aliased:
+    /// their result column is headed by the DSL text rather than by SQLite's name for it (the whole SQL
+    /// expression).
+    pub headers: Vec<Option<Span>>,
 }
 
 impl SelectB {
@@ -66,6 +70,7 @@ impl Ctx<'_> {
             tables: vec![t],
             outer: Vec::new(),
             out: None,
+            headers: Vec::new(),
         }
     }
 
@@ -246,6 +251,7 @@ impl Ctx<'_> {
                 }
                 let mut list = Vec::new();
                 let mut kinds = Vec::new();
+                let mut headers = Vec::new();
                 for (v, at) in items {
                     let (t, alias) = match v {
                         Val::Aliased(t, a) => (t, Some(a)),
@@ -253,10 +259,13 @@ impl Ctx<'_> {
                     };
                     self.check_sources(&t.sources, &s.tables)?;
                     kinds.push(t.kind);
+                    let computed = alias.is_none() && !matches!(t.ast, ast::Expr::Column(_));
+                    headers.push(computed.then_some(at));
                     list.push(SelectItem::Expr { expr: t.ast, alias });
                 }
                 s.ast.items = list;
                 s.out = Some(kinds);
+                s.headers = headers;
             }
             "filter" | "having" => {
                 arity(m, args, 1, span)?;

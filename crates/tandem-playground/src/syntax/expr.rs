@@ -508,10 +508,15 @@ mod tests {
         );
         assert!(parse_query("users::table.select_all().await").is_err());
         assert!(
-            parse_query("users::table.select(")
+            parse_query("users::table.select_all().")
                 .unwrap_err()
                 .message
                 .contains("end of the input")
+        );
+        let open = parse_query("users::table.select(").unwrap_err();
+        assert_eq!(
+            (open.span, open.message.as_str()),
+            (Span::new(19, 20), "this `(` is never closed: add `)`")
         );
         assert!(
             parse_query("a; b")

@@ -290,11 +290,16 @@ pub struct User {
     fn broken_declarations() {
         let e = parse_items("struct A { id i64 }").unwrap_err();
         assert_eq!(e.span, Span::new(14, 17));
+        let open = parse_items("struct A { id: i64").unwrap_err();
+        assert_eq!(
+            (open.span, open.message.as_str()),
+            (Span::new(9, 10), "this `{` is never closed: add `}`")
+        );
         assert!(
-            parse_items("struct A { id: i64")
+            parse_items("struct A { id: }")
                 .unwrap_err()
                 .message
-                .contains("end of the input")
+                .contains("found `}`")
         );
         assert!(
             parse_items("fn main() {}")

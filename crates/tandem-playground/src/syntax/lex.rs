@@ -106,7 +106,50 @@ pub fn lex(src: &str) -> Result<Vec<Token>, Diagnostic> {
         });
         i = end;
     }
+    check_delimiters(&out)?;
     Ok(out)
+}
+
+/// Every `(`, `[` and `{` closed by its own partner, as rustc checks before it parses: an unclosed one is
+/// reported at the bracket itself, not at the end of the input where the parser would notice.
+fn check_delimiters(toks: &[Token]) -> Result<(), Diagnostic> {
+    let partner = |open: &str| match open {
+        "(" => ")",
+        "[" => "]",
+        _ => "}",
+    };
+    let mut open: Vec<(&'static str, Span)> = Vec::new();
+    for t in toks {
+        match t.tok {
+            Tok::Punct(p @ ("(" | "[" | "{")) => open.push((p, t.span)),
+            Tok::Punct(p @ (")" | "]" | "}")) => match open.pop() {
+                Some((o, _)) if partner(o) == p => {}
+                Some((o, _)) => {
+                    return Err(Diagnostic::new(
+                        format!(
+                            "mismatched closing delimiter `{p}`: the `{o}` still open here is closed by `{}`",
+                            partner(o)
+                        ),
+                        t.span,
+                    ));
+                }
+                None => {
+                    return Err(Diagnostic::new(
+                        format!("unexpected closing delimiter `{p}`: nothing is open here"),
+                        t.span,
+                    ));
+                }
+            },
+            _ => {}
+        }
+    }
+    match open.pop() {
+        Some((o, at)) => Err(Diagnostic::new(
+            format!("this `{o}` is never closed: add `{}`", partner(o)),
+            at,
+        )),
+        None => Ok(()),
+    }
 }
 
 fn ident_start(c: Option<&u8>) -> bool {
@@ -347,6 +390,22 @@ mod tests {
                 .message
                 .contains("too long")
         );
+        // Brackets: the unclosed one is named where it stands, not at the end of the input.
+        let e = lex("users::table.filter(users::age.ge(18).limit(3)").unwrap_err();
+        assert_eq!(
+            (e.span, e.message.as_str()),
+            (Span::new(19, 20), "this `(` is never closed: add `)`")
+        );
+        let e = lex("f(a]").unwrap_err();
+        assert_eq!(e.span, Span::new(3, 4));
+        assert!(
+            e.message.starts_with("mismatched closing delimiter `]`"),
+            "{}",
+            e.message
+        );
+        let e = lex("a)").unwrap_err();
+        assert_eq!(e.span, Span::new(1, 2));
+        assert!(lex("f([{}], (x))").is_ok());
         // Every prefix of a valid input lexes or fails cleanly.
         let src = r#"users::table.filter(users::name.like("a%")).limit(3)"#;
         for i in 0..src.len() {
