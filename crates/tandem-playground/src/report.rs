@@ -209,6 +209,83 @@ fn grid(g: &Grid) -> Json {
     ])
 }
 
+/// What running something did, as the page reads it: `{summary, grids, error}` (`null` for nothing run).
+pub fn execution_json(execution: Option<&Result<Execution, String>>) -> Json {
+    match execution {
+        None => Json::Null,
+        Some(Ok(x)) => Json::Obj(vec![
+            ("summary", Json::s(x.summary.clone())),
+            ("grids", Json::Arr(x.grids.iter().map(grid).collect())),
+            ("error", Json::Null),
+        ]),
+        Some(Err(e)) => Json::Obj(vec![("error", Json::s(e.clone()))]),
+    }
+}
+
+/// A fresh database from the Tables box, or why there is none.
+fn database(schema_src: &str) -> Result<(Schema, rusqlite::Connection), String> {
+    let schema = Schema::parse(schema_src).map_err(|d| {
+        let e = InputError::new(Input::Schema, schema_src, d);
+        format!(
+            "the Tables box has an error (line {}, column {}): {}",
+            e.line, e.column, e.message
+        )
+    })?;
+    let seeds = crate::samples::seeds(&schema);
+    let conn = crate::run::prepare(&schema, &seeds)?;
+    Ok((schema, conn))
+}
+
+/// Runs one raw SQL statement on the database the Tables box declares, with its sample rows: the same
+/// database every DSL run starts from.
+pub fn run_sql(schema_src: &str, sql: &str) -> Result<Execution, String> {
+    let (_, conn) = database(schema_src)?;
+    crate::run::run_sql(&conn, sql)
+}
+
+/// The tables the Tables box declares, with their sample rows.
+pub fn data(schema_src: &str) -> Result<Execution, String> {
+    let (schema, conn) = database(schema_src)?;
+    crate::run::data(&conn, &schema)
+}
+
+/// The SQLite statement with its parameters written in as literals, for running it by hand; `None` when
+/// a value has no literal here.
+pub fn inline_sqlite(r: &Rendered) -> Option<String> {
+    let mut out = String::with_capacity(r.sql.len());
+    let mut params = r.params.iter();
+    let mut quote: Option<char> = None;
+    for ch in r.sql.chars() {
+        match (quote, ch) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), _) => {}
+            (None, '\'' | '"') => quote = Some(ch),
+            (None, '?') => {
+                out.push_str(&literal(params.next()?)?);
+                continue;
+            }
+            _ => {}
+        }
+        out.push(ch);
+    }
+    params.next().is_none().then_some(out)
+}
+
+fn literal(v: &Value) -> Option<String> {
+    Some(match v {
+        Value::Null(_) => "NULL".to_owned(),
+        Value::Bool(b) => u8::from(*b).to_string(),
+        Value::I16(i) => i.to_string(),
+        Value::I32(i) => i.to_string(),
+        Value::I64(i) => i.to_string(),
+        Value::F32(f) if f.is_finite() => format!("{f:?}"),
+        Value::F64(f) if f.is_finite() => format!("{f:?}"),
+        Value::Text(s) => format!("'{}'", s.replace('\'', "''")),
+        Value::Bytes(b) => hex(b),
+        _ => return None,
+    })
+}
+
 impl Report {
     /// The report as the page reads it.
     pub fn to_json(&self) -> String {
@@ -237,8 +314,16 @@ impl Report {
                         Ok(rs) => (
                             rs.iter()
                                 .map(|r| {
+                                    let inline = match d.dialect {
+                                        // What the raw-SQL tab runs to check this statement by hand.
+                                        Dialect::Sqlite => {
+                                            inline_sqlite(r).map_or(Json::Null, Json::s)
+                                        }
+                                        _ => Json::Null,
+                                    };
                                     Json::Obj(vec![
                                         ("sql", Json::s(r.sql.clone())),
+                                        ("inline", inline),
                                         (
                                             "params",
                                             Json::Arr(
@@ -273,15 +358,7 @@ impl Report {
                 })
                 .collect(),
         );
-        let run = match &self.execution {
-            None => Json::Null,
-            Some(Ok(x)) => Json::Obj(vec![
-                ("summary", Json::s(x.summary.clone())),
-                ("grids", Json::Arr(x.grids.iter().map(grid).collect())),
-                ("error", Json::Null),
-            ]),
-            Some(Err(e)) => Json::Obj(vec![("error", Json::s(e.clone()))]),
-        };
+        let run = execution_json(self.execution.as_ref());
         Json::Obj(vec![("error", error), ("sql", sql), ("run", run)]).to_text()
     }
 }

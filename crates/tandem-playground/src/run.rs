@@ -79,13 +79,22 @@ fn execute(conn: &Connection, r: &Rendered) -> Result<usize, String> {
 fn query(conn: &Connection, r: &Rendered, title: String) -> Result<Grid, String> {
     let params = r.params.iter().map(bind).collect::<Result<Vec<_>, _>>()?;
     let mut stmt = conn.prepare(&r.sql).map_err(|e| e.to_string())?;
+    grid_of(&mut stmt, &params, title)
+}
+
+/// The rows of a prepared statement run with `params`, at most [`MAX_ROWS`].
+fn grid_of(
+    stmt: &mut rusqlite::Statement<'_>,
+    params: &[SqlValue],
+    title: String,
+) -> Result<Grid, String> {
     let columns: Vec<String> = stmt
         .column_names()
         .iter()
         .map(|c| (*c).to_owned())
         .collect();
     let mut rows = stmt
-        .query(rusqlite::params_from_iter(params))
+        .query(rusqlite::params_from_iter(params.iter()))
         .map_err(|e| e.to_string())?;
     let mut grid = Grid {
         title,
@@ -206,4 +215,84 @@ pub fn run(conn: &Connection, schema: &Schema, stmt: &Statement) -> Result<Execu
             })
         }
     }
+}
+
+/// SQLite virtual-machine steps a raw-SQL statement may take before it is stopped: about a second of work
+/// in the browser. A DSL query cannot loop; raw SQL can (`WITH RECURSIVE` without a bound).
+pub const MAX_STEPS: u64 = 20_000_000;
+
+/// How often, in steps, the progress handler looks at the budget.
+const STEP_CHECK: u64 = 100_000;
+
+/// Runs one statement of raw SQL, as written, on a database prepared by [`prepare`]: its rows (at most
+/// [`MAX_ROWS`]) or the rows it changed; stopped after [`MAX_STEPS`] steps.
+pub fn run_sql(conn: &Connection, sql: &str) -> Result<Execution, String> {
+    if sql.trim().is_empty() {
+        return Err("write one SQL statement, for example SELECT * FROM users".into());
+    }
+    use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+    let steps = std::sync::Arc::new(AtomicU64::new(0));
+    let counted = steps.clone();
+    conn.progress_handler(
+        STEP_CHECK as i32,
+        Some(move || counted.fetch_add(STEP_CHECK, Relaxed) + STEP_CHECK > MAX_STEPS),
+    )
+    .map_err(|e| e.to_string())?;
+    let result = run_sql_unguarded(conn, sql);
+    let _ = conn.progress_handler(0, None::<fn() -> bool>);
+    result.map_err(|e| {
+        if steps.load(Relaxed) > MAX_STEPS {
+            format!("stopped after {MAX_STEPS} steps of SQLite's engine: does this query ever end?")
+        } else {
+            e
+        }
+    })
+}
+
+fn run_sql_unguarded(conn: &Connection, sql: &str) -> Result<Execution, String> {
+    let plural = |n: usize| if n == 1 { "" } else { "s" };
+    let mut stmt = conn.prepare(sql).map_err(|e| match e {
+        rusqlite::Error::MultipleStatement => {
+            "one statement at a time: remove what follows the first `;`".to_owned()
+        }
+        e => e.to_string(),
+    })?;
+    if stmt.column_count() == 0 {
+        let n = stmt.execute([]).map_err(|e| e.to_string())?;
+        return Ok(Execution {
+            summary: format!("{n} row{} changed", plural(n)),
+            grids: Vec::new(),
+        });
+    }
+    let grid = grid_of(&mut stmt, &[], "result".into())?;
+    let n = grid.rows.len();
+    Ok(Execution {
+        summary: format!(
+            "{}{n} row{}",
+            if grid.truncated { "the first " } else { "" },
+            plural(n)
+        ),
+        grids: vec![grid],
+    })
+}
+
+/// Every declared table with its rows, as a run starts with them.
+pub fn data(conn: &Connection, schema: &Schema) -> Result<Execution, String> {
+    let grids = schema
+        .tables
+        .iter()
+        .map(|t| {
+            let mut g = table_contents(conn, schema, &t.schema.name)?;
+            g.title = t.schema.name.to_string();
+            Ok(g)
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    Ok(Execution {
+        summary: format!(
+            "{} table{} with the sample rows every run starts from",
+            grids.len(),
+            if grids.len() == 1 { "" } else { "s" }
+        ),
+        grids,
+    })
 }

@@ -10,6 +10,19 @@ pub fn run(schema: &str, query: &str) -> String {
     crate::run(schema, query).to_json()
 }
 
+/// Runs one raw SQL statement on the database the schema declares, with its sample rows; `{summary,
+/// grids, error}` as JSON.
+#[wasm_bindgen]
+pub fn run_sql(schema: &str, sql: &str) -> String {
+    crate::report::execution_json(Some(&crate::report::run_sql(schema, sql))).to_text()
+}
+
+/// The declared tables with their sample rows; `{summary, grids, error}` as JSON.
+#[wasm_bindgen]
+pub fn data(schema: &str) -> String {
+    crate::report::execution_json(Some(&crate::report::data(schema))).to_text()
+}
+
 /// The default table declarations.
 /// `just wasm-size` only: the schema and the query parsed by syn, as a syn-based playground would parse
 /// them (items and an expression), so that its parser is linked in and weighed.

@@ -251,6 +251,7 @@ async fn drive(
     base: &str,
     missing: &browser::Missing,
 ) -> Result<Completion, Failed> {
+    std::fs::create_dir_all(workspace().join("target/playground-e2e")).unwrap();
     let b = Page::start(chromedriver, chromium)
         .await
         .expect("start headless Chromium");
@@ -305,6 +306,49 @@ async fn drive(
         grid.find("bob").unwrap() < grid.find("ed").unwrap(),
         "{grid}"
     );
+    // The raw-SQL tab runs the query's SQLite statement, values written in, and gets the same rows.
+    b.click("#tab-raw").await;
+    b.click("#raw-from-query").await;
+    b.wait_for("return document.querySelector('#raw-summary').textContent === '2 rows'")
+        .await;
+    let raw = b
+        .script("return document.querySelector('#raw').value")
+        .await
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(raw.contains("< 18") && !raw.contains('?'), "{raw}");
+    assert_eq!(
+        b.script("return document.querySelector('#raw-grids tbody').textContent")
+            .await,
+        b.script("return document.querySelector('#grids tbody').textContent")
+            .await
+    );
+    b.type_into(
+        "#raw",
+        "SELECT name FROM users WHERE email IS NULL ORDER BY name",
+    )
+    .await;
+    b.click("#raw-run").await;
+    b.wait_for("return document.querySelector('#raw-summary').textContent === '2 rows'")
+        .await;
+    assert!(b.text("#raw-grids").await.contains("bob"));
+    // The data tab: each table with its sample rows.
+    b.click("#tab-data").await;
+    b.wait_for("return document.querySelectorAll('#data-grids table').length >= 2")
+        .await;
+    let data = b.text("#data-grids").await;
+    assert!(
+        data.contains("users") && data.contains("orders") && data.contains("ada@example.com"),
+        "{data}"
+    );
+    std::fs::write(
+        workspace().join("target/playground-e2e/data.png"),
+        b.screenshot().await,
+    )
+    .unwrap();
+    b.click("#tab-result").await;
+
     let run_ms = b
         .script("return window.tandemPlayground.lastRunMs")
         .await
@@ -325,7 +369,6 @@ async fn drive(
             .await
             == 0
     );
-    std::fs::create_dir_all(workspace().join("target/playground-e2e")).unwrap();
     std::fs::write(
         workspace().join("target/playground-e2e/error.png"),
         b.screenshot().await,

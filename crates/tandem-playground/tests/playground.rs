@@ -298,3 +298,86 @@ fn dialect_notes_say_what_a_dialect_does_instead() {
     assert!(notes(like, tandem_sql::Dialect::Sqlite)[0].contains("case_sensitive_like"));
     assert!(notes("users::table.select_all()", tandem_sql::Dialect::MySql).is_empty());
 }
+
+/// The raw-SQL tab: the SQLite statement with its values written in returns the rows the DSL query
+/// returned, on the same database; bad, runaway and multiple statements are errors, never a hang.
+#[test]
+fn raw_sql_runs_on_the_same_database() {
+    use tandem_playground::report::{data, inline_sqlite, run_sql};
+    let dsl = run(
+        r#"users::table.select((users::name, users::age)).filter(users::age.ge(18).and(users::name.ne("cy"))).order_by(users::age.desc())"#,
+    );
+    let sqlite = dsl
+        .sql
+        .iter()
+        .find(|d| d.dialect == tandem_sql::Dialect::Sqlite)
+        .unwrap();
+    let inline = inline_sqlite(&sqlite.rendered.as_ref().unwrap()[0]).unwrap();
+    assert!(
+        inline.contains(">= 18") && inline.contains("<> 'cy'"),
+        "{inline}"
+    );
+    let by_hand = run_sql(DEFAULT_SCHEMA, &inline).unwrap();
+    let from_dsl = dsl.execution.unwrap().unwrap();
+    assert_eq!(by_hand.grids[0].rows, from_dsl.grids[0].rows);
+    assert!(!by_hand.grids[0].rows.is_empty());
+
+    // Quotes inside values are doubled; `?` inside a value is not a placeholder.
+    let odd = run(r#"users::table.filter(users::name.eq("o'brien?"))"#);
+    let r = &odd
+        .sql
+        .iter()
+        .find(|d| d.dialect == tandem_sql::Dialect::Sqlite)
+        .unwrap()
+        .rendered;
+    assert!(
+        inline_sqlite(&r.as_ref().unwrap()[0])
+            .unwrap()
+            .ends_with("= 'o''brien?'")
+    );
+
+    let changed = run_sql(DEFAULT_SCHEMA, "DELETE FROM orders WHERE total > 0").unwrap();
+    assert!(
+        changed.summary.ends_with("rows changed"),
+        "{}",
+        changed.summary
+    );
+    let err = |sql: &str| run_sql(DEFAULT_SCHEMA, sql).unwrap_err();
+    assert!(
+        err("SELEC 1").contains("syntax error"),
+        "{}",
+        err("SELEC 1")
+    );
+    assert!(err("SELECT 1; SELECT 2").contains("one statement"));
+    assert!(err("  ").contains("write one SQL statement"));
+    let runaway =
+        "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c";
+    assert!(
+        err(runaway).contains("does this query ever end"),
+        "{}",
+        err(runaway)
+    );
+    // A long result is cut, not refused.
+    let long = run_sql(
+        DEFAULT_SCHEMA,
+        "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT x FROM c",
+    )
+    .unwrap();
+    assert!(long.grids[0].truncated);
+    assert!(
+        run_sql("struct", "SELECT 1")
+            .unwrap_err()
+            .contains("Tables box")
+    );
+
+    // The data tab: every table with the rows a run starts from.
+    let tables = data(DEFAULT_SCHEMA).unwrap();
+    let names: Vec<&str> = tables.grids.iter().map(|g| g.title.as_str()).collect();
+    assert!(
+        names.contains(&"users") && names.contains(&"orders"),
+        "{names:?}"
+    );
+    let users = tables.grids.iter().find(|g| g.title == "users").unwrap();
+    let all = run_sql(DEFAULT_SCHEMA, "SELECT * FROM users ORDER BY id").unwrap();
+    assert_eq!(users.rows, all.grids[0].rows);
+}

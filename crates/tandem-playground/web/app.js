@@ -160,9 +160,8 @@ function showSql(sql) {
   }
 }
 
-function showRun(run) {
-  const summary = $('summary');
-  const grids = $('grids');
+// A run's outcome into a summary line and its grids (the result, the data tab and the raw-SQL tab share it).
+function showRun(run, summary = $('summary'), grids = $('grids')) {
   grids.replaceChildren();
   summary.classList.toggle('bad', Boolean(run && run.error));
   if (!run) {
@@ -189,6 +188,48 @@ function showRun(run) {
     const caption = el('caption', { textContent: g.title + (g.truncated ? ' (first rows only)' : '') });
     grids.append(el('table', {}, [caption, el('thead', {}, [head]), el('tbody', {}, rows)]));
   }
+}
+
+// The tabs under the SQL: the query's result, the tables' rows, raw SQL.
+const TABS = ['result', 'data', 'raw'];
+function selectTab(name) {
+  for (const t of TABS) {
+    $(`tab-${t}`).setAttribute('aria-selected', String(t === name));
+    $(`panel-${t}`).hidden = t !== name;
+  }
+  if (name === 'data') showData();
+}
+
+function showData() {
+  if (!engine) return;
+  showRun(JSON.parse(engine.data(schema.value)), $('data-summary'), $('data-grids'));
+}
+
+function runRaw() {
+  if (!engine) return;
+  const t0 = performance.now();
+  let run;
+  try {
+    run = JSON.parse(engine.run_sql(schema.value, $('raw').value));
+  } catch (e) {
+    internalError(e);
+    return;
+  }
+  showRun(run, $('raw-summary'), $('raw-grids'));
+  state.lastRaw = run;
+  setStatus(run.error ? 'error in the raw SQL' : `raw SQL ran in ${(performance.now() - t0).toFixed(1)} ms`, Boolean(run.error));
+}
+
+// The query's SQLite statement with its values written in, into the raw-SQL box.
+function rawFromQuery() {
+  const sqlite = state.lastReport && (state.lastReport.sql || []).find((d) => d.dialect === 'SQLite');
+  const stmt = sqlite && sqlite.statements.find((s) => s.inline);
+  if (!stmt) {
+    setStatus('the query has no SQLite statement to copy', true);
+    return;
+  }
+  $('raw').value = stmt.inline;
+  runRaw();
 }
 
 function show(report) {
@@ -296,6 +337,18 @@ async function main() {
     });
   }
   $('run').onclick = runNow;
+  for (const t of TABS) $(`tab-${t}`).onclick = () => selectTab(t);
+  $('raw-run').onclick = runRaw;
+  $('raw-from-query').onclick = rawFromQuery;
+  $('raw').addEventListener('keydown', (e) => {
+    if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) {
+      e.preventDefault();
+      runRaw();
+    }
+  });
+  schema.addEventListener('input', () => {
+    if (!$('panel-data').hidden) showData();
+  });
   $('reset').onclick = reset;
   $('share').onclick = async () => {
     writeHash();
