@@ -222,6 +222,70 @@ pub fn execution_json(execution: Option<&Result<Execution, String>>) -> Json {
     }
 }
 
+/// The names the editor completes and the reference it shows (see `web::names`).
+pub fn names_json(schema_src: &str) -> Json {
+    use crate::reference::{ENTRIES, On};
+    let tables = Schema::parse(schema_src).map_or_else(
+        |_| Vec::new(),
+        |schema| {
+            schema
+                .tables
+                .iter()
+                .map(|t| {
+                    Json::Obj(vec![
+                        ("module", Json::s(t.module.clone())),
+                        (
+                            "columns",
+                            Json::Arr(
+                                t.columns
+                                    .iter()
+                                    .map(|c| {
+                                        let ty = if c.nullable {
+                                            format!("Option<{}>", c.kind.rust())
+                                        } else {
+                                            c.kind.rust().to_owned()
+                                        };
+                                        Json::Obj(vec![
+                                            ("field", Json::s(c.field.clone())),
+                                            ("type", Json::s(ty)),
+                                        ])
+                                    })
+                                    .collect(),
+                            ),
+                        ),
+                    ])
+                })
+                .collect()
+        },
+    );
+    let on_name = |on: On| match on {
+        On::Function => "function",
+        On::Table => "table",
+        On::Query => "query",
+        On::Expression => "expression",
+        On::Insert => "insert",
+        On::Update => "update",
+        On::Delete => "delete",
+    };
+    let reference = ENTRIES
+        .iter()
+        .map(|e| {
+            Json::Obj(vec![
+                ("on", Json::s(on_name(e.on))),
+                ("title", Json::s(e.on.title())),
+                ("name", Json::s(e.name)),
+                ("call", Json::s(e.call)),
+                ("doc", Json::s(e.doc)),
+                ("chapter", Json::s(e.chapter)),
+            ])
+        })
+        .collect();
+    Json::Obj(vec![
+        ("tables", Json::Arr(tables)),
+        ("reference", Json::Arr(reference)),
+    ])
+}
+
 /// A fresh database from the Tables box, or why there is none.
 fn database(schema_src: &str) -> Result<(Schema, rusqlite::Connection), String> {
     let schema = Schema::parse(schema_src).map_err(|d| {

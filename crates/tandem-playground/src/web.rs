@@ -23,6 +23,13 @@ pub fn data(schema: &str) -> String {
     crate::report::execution_json(Some(&crate::report::data(schema))).to_text()
 }
 
+/// What the editor completes, as JSON: `{tables: [{module, columns: [{field, type}]}], reference:
+/// [{on, title, name, call, doc, chapter}]}`; `tables` is empty while the schema has an error.
+#[wasm_bindgen]
+pub fn names(schema: &str) -> String {
+    crate::report::names_json(schema).to_text()
+}
+
 /// The default table declarations.
 /// `just wasm-size` only: the schema and the query parsed by syn, as a syn-based playground would parse
 /// them (items and an expression), so that its parser is linked in and weighed.

@@ -170,7 +170,12 @@ mod browser {
         pub async fn wait_for(&self, js: &str) {
             let deadline = Instant::now() + Duration::from_secs(30);
             while self.script(js).await != Value::Bool(true) {
-                assert!(Instant::now() < deadline, "timed out waiting for: {js}");
+                if Instant::now() > deadline {
+                    let errors = self
+                        .script("return window.tandemPlayground && window.tandemPlayground.errors")
+                        .await;
+                    panic!("timed out waiting for: {js} (script errors: {errors})");
+                }
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
         }
@@ -287,6 +292,51 @@ async fn drive(
     );
     assert_eq!(b.text("#summary").await, "3 rows");
     assert!(b.text("#grids").await.contains("ada"));
+
+    // The editor: highlighted, numbered, brackets matched; completion offers a table's columns.
+    assert!(
+        b.script("return document.querySelectorAll('#query-pane .t-method').length > 0 && document.querySelector('#query-pane .gutter').textContent.startsWith('1')")
+            .await
+            == serde_json::Value::Bool(true)
+    );
+    b.type_into("#query", "users::table.select(users::na").await;
+    b.wait_for("const l = document.querySelector('#query-pane .completions'); return !l.hidden && l.textContent.includes('name')")
+        .await;
+    std::fs::write(
+        workspace().join("target/playground-e2e/completion.png"),
+        b.screenshot().await,
+    )
+    .unwrap();
+    let field = b
+        .client
+        .find(fantoccini::Locator::Css("#query"))
+        .await
+        .unwrap();
+    field.send_keys("\u{E007}").await.unwrap();
+    field.send_keys(")").await.unwrap();
+    assert_eq!(
+        b.script("return document.querySelector('#query').value")
+            .await,
+        serde_json::json!("users::table.select(users::name)")
+    );
+    b.wait_for("return document.querySelector('#summary').textContent === '5 rows'")
+        .await;
+    // The caret after the `)` lights it and the `(` it closes.
+    assert_eq!(
+        b.script("return document.querySelectorAll('#query-pane .t-bracket.matched').length")
+            .await,
+        serde_json::json!(2)
+    );
+    std::fs::write(
+        workspace().join("target/playground-e2e/editor.png"),
+        b.screenshot().await,
+    )
+    .unwrap();
+    // An unclosed bracket is marked where it stands.
+    b.type_into("#query", "users::table.filter(users::age.gt(18)")
+        .await;
+    b.wait_for("return document.querySelectorAll('#query-pane .t-bracket.unmatched').length === 1")
+        .await;
 
     // A query typed key by key.
     b.type_into(

@@ -381,3 +381,43 @@ fn raw_sql_runs_on_the_same_database() {
     let all = run_sql(DEFAULT_SCHEMA, "SELECT * FROM users ORDER BY id").unwrap();
     assert_eq!(users.rows, all.grids[0].rows);
 }
+
+/// The reference lists what the evaluator reads: every name in it is known where it is listed, and an
+/// unknown name's error lists the reference's names for that receiver.
+#[test]
+fn reference_matches_the_evaluator() {
+    use tandem_playground::reference::{ENTRIES, On, names};
+    let probe = |on: On, name: &str| -> String {
+        match on {
+            On::Function => format!("users::table.select({name}())"),
+            On::Table => format!("users::table.{name}()"),
+            On::Query => format!("users::table.select_all().{name}()"),
+            On::Expression => format!("users::table.filter(users::age.{name}())"),
+            On::Insert => format!("users::table.insert().{name}()"),
+            On::Update => format!("users::table.update().{name}()"),
+            On::Delete => format!("users::table.delete().{name}()"),
+        }
+    };
+    for e in ENTRIES {
+        let r = run(&probe(e.on, e.name));
+        if let Some(err) = r.error {
+            assert!(
+                !err.message.contains(&format!("method `{}`", e.name))
+                    && !err.message.contains(&format!("function `{}`", e.name)),
+                "{:?} {}: {}",
+                e.on,
+                e.name,
+                err.message
+            );
+        }
+        assert!(!e.call.is_empty() && !e.doc.is_empty() && e.chapter.ends_with(".html"));
+    }
+    for on in On::ALL {
+        let err = run(&probe(on, "no_such_thing")).error.unwrap();
+        assert!(
+            err.message.ends_with(&format!("({})", names(on))),
+            "{on:?}: {}",
+            err.message
+        );
+    }
+}

@@ -2,6 +2,8 @@
 // module (crates/tandem-playground); this file only moves text between it and the page, and keeps the
 // state in the address so a link reproduces it.
 
+import { editor } from './editor.js';
+
 const $ = (id) => document.getElementById(id);
 const query = $('query');
 const schema = $('schema');
@@ -18,6 +20,9 @@ const CHAPTERS = {
 };
 
 let engine = null;
+let editors = [];
+// Table and column names of the Tables box, and the DSL reference, for completion (see `names` in web.rs).
+let names = { tables: [], reference: [] };
 let generation = 0;
 let defaultSchema = '';
 let examples = [];
@@ -232,6 +237,71 @@ function rawFromQuery() {
   runRaw();
 }
 
+// What completes the text before the caret: a table's columns after `users::`, methods after `.`,
+// tables and functions at the start of a word (or anything, when asked with Ctrl+Space).
+function completions(before, force) {
+  const starts = (prefix) => (o) => o.label.startsWith(prefix) && o.label !== prefix;
+  let m = before.match(/([A-Za-z_][A-Za-z0-9_]*)::([A-Za-z0-9_]*)$/);
+  if (m) {
+    const t = names.tables.find((t) => t.module === m[1]);
+    if (!t) return null;
+    const opts = [{ label: 'table', detail: `the ${t.module} table` }, ...t.columns.map((c) => ({ label: c.field, detail: c.type }))];
+    return { from: before.length - m[2].length, items: opts.filter(starts(m[2])) };
+  }
+  m = before.match(/\.([A-Za-z_][A-Za-z0-9_]*)?$/);
+  if (m && !/\d\.\d*$/.test(before)) {
+    const prefix = m[1] || '';
+    const seen = new Set();
+    const opts = [];
+    for (const r of names.reference) {
+      if (r.on === 'function' || seen.has(r.name)) continue;
+      seen.add(r.name);
+      opts.push({ label: r.name, detail: r.doc });
+    }
+    return { from: before.length - prefix.length, items: opts.filter(starts(prefix)) };
+  }
+  m = before.match(/(?:^|[^A-Za-z0-9_:.])([A-Za-z_][A-Za-z0-9_]*)?$/);
+  const prefix = (m && m[1]) || '';
+  if (!prefix && !force) return null;
+  const opts = [
+    ...names.tables.map((t) => ({ label: t.module, detail: 'table' })),
+    ...names.reference.filter((r) => r.on === 'function').map((r) => ({ label: r.name, detail: r.doc })),
+  ];
+  return { from: before.length - prefix.length, items: opts.filter(starts(prefix)) };
+}
+
+function refreshNames() {
+  if (!engine) return;
+  const next = JSON.parse(engine.names(schema.value));
+  // While the Tables box has an error, keep completing the tables it had.
+  names = { tables: next.tables.length ? next.tables : names.tables, reference: next.reference };
+}
+
+// The reference panel, from the same table the evaluator reads (reference.rs), with links into the book
+// when the page is inside it.
+function fillReference() {
+  const inBook = location.pathname.includes('/playground/');
+  const groups = new Map();
+  for (const r of names.reference) {
+    if (!groups.has(r.title)) groups.set(r.title, []);
+    groups.get(r.title).push(r);
+  }
+  const list = $('reference-list');
+  list.replaceChildren();
+  for (const [title, entries] of groups) {
+    list.append(el('h4', { textContent: title }));
+    const dl = el('dl');
+    for (const r of entries) {
+      const dd = el('dd', { textContent: r.doc });
+      if (inBook) {
+        dd.append(' · ', el('a', { href: `../${r.chapter}`, target: '_top', textContent: 'chapter' }));
+      }
+      dl.append(el('dt', {}, [el('code', { textContent: r.call })]), dd);
+    }
+    list.append(dl);
+  }
+}
+
 function show(report) {
   for (const box of [query, schema]) box.classList.remove('has-error');
   $('error').hidden = true;
@@ -269,6 +339,7 @@ function runNow({ push = false } = {}) {
   }
   const ms = performance.now() - t0;
   show(report);
+  for (const ed of editors) ed.refresh();
   $('examples').value = exampleShown();
   writeHash(push);
   state.runs += 1;
@@ -320,6 +391,7 @@ async function main() {
   defaultSchema = engine.default_schema();
   examples = JSON.parse(engine.examples());
   fillExamples();
+  editors = [editor(query, { completions }), editor(schema)];
   const { q, s, example, unknown } = readHash();
   schema.value = s ?? defaultSchema;
   query.value = q ?? defaultQuery();
@@ -347,8 +419,11 @@ async function main() {
     }
   });
   schema.addEventListener('input', () => {
+    refreshNames();
     if (!$('panel-data').hidden) showData();
   });
+  refreshNames();
+  fillReference();
   $('reset').onclick = reset;
   $('share').onclick = async () => {
     writeHash();

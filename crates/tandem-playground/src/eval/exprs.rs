@@ -228,7 +228,8 @@ impl Ctx<'_> {
             other => {
                 return Err(Diagnostic::new(
                     format!(
-                        "unknown function `{other}` (count_star, count, count_distinct, sum, avg, min, max, upper, lower, length, coalesce, exists, not_exists, insert_into, update, delete_from)"
+                        "unknown function `{other}` ({})",
+                        crate::reference::names(crate::reference::On::Function)
                     ),
                     name.span,
                 ));
@@ -444,7 +445,8 @@ impl Ctx<'_> {
             }
             other => Err(Diagnostic::new(
                 format!(
-                    "expressions have no method `{other}` (eq, ne, lt, le, gt, ge, is_null, is_not_null, in_list, in_subquery, between, like, and, or, not, asc, desc, alias)"
+                    "expressions have no method `{other}` ({})",
+                    crate::reference::names(crate::reference::On::Expression)
                 ),
                 m.span,
             )),

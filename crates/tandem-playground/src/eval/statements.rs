@@ -228,7 +228,8 @@ impl Ctx<'_> {
             }
             other => Err(Diagnostic::new(
                 format!(
-                    "table markers have no method `{other}` (select_all, select, filter, inner_join, left_join, insert, update, delete, create_table, drop_table)"
+                    "table markers have no method `{other}` ({})",
+                    crate::reference::names(crate::reference::On::Table)
                 ),
                 m.span,
             )),
@@ -354,7 +355,8 @@ impl Ctx<'_> {
             other => {
                 return Err(Diagnostic::new(
                     format!(
-                        "queries have no method `{other}` (select, filter, inner_join, left_join, correlated_with, order_by, group_by, having, distinct, limit, offset)"
+                        "queries have no method `{other}` ({})",
+                        crate::reference::names(crate::reference::On::Query)
                     ),
                     m.span,
                 ));
@@ -472,7 +474,8 @@ impl Ctx<'_> {
             other => {
                 return Err(Diagnostic::new(
                     format!(
-                        "inserts have no method `{other}` (columns, values, rows, on_conflict_do_nothing, on_conflict_update, returning)"
+                        "inserts have no method `{other}` ({})",
+                        crate::reference::names(crate::reference::On::Insert)
                     ),
                     m.span,
                 ));
@@ -502,7 +505,10 @@ impl Ctx<'_> {
             "into_ast" => arity(m, args, 0, span)?,
             other => {
                 return Err(Diagnostic::new(
-                    format!("updates have no method `{other}` (set, filter)"),
+                    format!(
+                        "updates have no method `{other}` ({})",
+                        crate::reference::names(crate::reference::On::Update)
+                    ),
                     m.span,
                 ));
             }
@@ -523,7 +529,10 @@ impl Ctx<'_> {
             "into_ast" => arity(m, args, 0, span)?,
             other => {
                 return Err(Diagnostic::new(
-                    format!("deletes have no method `{other}` (filter)"),
+                    format!(
+                        "deletes have no method `{other}` ({})",
+                        crate::reference::names(crate::reference::On::Delete)
+                    ),
                     m.span,
                 ));
             }
