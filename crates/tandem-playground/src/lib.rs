@@ -14,7 +14,7 @@
 //!   panel and completion.
 //! - [`notes`]: what a dialect's SQL cannot say of the query, and what tandem does instead.
 //! - `report` and `json`: one run's outcome as the JSON the page reads; `web` (wasm32 only): the exports.
-//! - `web/`: the page itself (HTML, one JS module, CSS).
+//! - `web/`: the page itself (HTML, CSS, `app.js` and `editor.js`).
 //!
 //! Nothing here panics on user input: every problem is a [`report::Report`] with a message and a span.
 #![forbid(unsafe_code)]
