@@ -10,7 +10,7 @@
 //! - `eval`: expressions to the untyped AST, with the typed DSL's kind and table checks.
 //! - [`run`](mod@run): a fresh in-memory SQLite per run: tables, sample rows, the statement.
 //! - [`samples`]: the default schema, sample rows and the examples menu (shared with the book).
-//! - [`reference`]: every function and method the playground reads, for errors, the page's reference
+//! - [`reference`](mod@reference): every function and method the playground reads, for errors, the page's reference
 //!   panel and completion.
 //! - [`notes`]: what a dialect's SQL cannot say of the query, and what tandem does instead.
 //! - `report` and `json`: one run's outcome as the JSON the page reads; `web` (wasm32 only): the exports.
