@@ -60,7 +60,10 @@ function readHash() {
 // The address follows the boxes: typing replaces the current entry; choosing an example adds one, so the
 // browser's back button returns to what was there before.
 let lastHash = null;
+// Longer boxes are not put in the address (the playground refuses them anyway).
+const MAX_LINK = 64 * 1024;
 function writeHash(push = false) {
+  if (query.value.length + schema.value.length > MAX_LINK) return;
   const p = new URLSearchParams();
   p.set('q', query.value);
   if (schema.value !== defaultSchema) p.set('s', schema.value);
