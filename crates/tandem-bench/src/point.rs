@@ -2,6 +2,11 @@
 //! threads (blocking) or tasks (async) — the essay's companion figure (platform threads vs virtual threads
 //! vs R2DBC). Every answer is checked against the id asked for; each select's latency goes into an HDR
 //! histogram (p50, p99, max in the results' details).
+//!
+//! In the same run, the raw drivers do the same selects with no tandem layer, as their users would write
+//! them: the blocking driver with one connection per thread and a prepared statement it keeps (rusqlite,
+//! `postgres`, `mysql`), and sqlx with a pool of `workers` connections and `query_as(..).fetch_optional`.
+//! tandem's figures are printed as a share of them.
 
 use std::time::{Duration, Instant};
 use tandem_async::Executor as _;
@@ -22,6 +27,204 @@ fn pick(state: &mut u64) -> i64 {
     *state ^= *state >> 7;
     *state ^= *state << 17;
     (*state % ROWS as u64) as i64 + 1
+}
+
+/// The select the raw drivers run (`?` or `$1`).
+fn select_sql(dialect: Dialect) -> &'static str {
+    match dialect {
+        Dialect::Postgres => "SELECT id, name, value FROM benchmark_source WHERE id = $1",
+        _ => "SELECT id, name, value FROM benchmark_source WHERE id = ?",
+    }
+}
+
+fn source((id, name, value): (i64, String, i32)) -> Source {
+    Source { id, name, value }
+}
+
+/// `workers` threads, each with its own `conn`, selecting for `window`; the latencies of all.
+fn on_threads<C: Send>(
+    conns: Vec<C>,
+    window: Duration,
+    select: impl Fn(&mut C, i64) -> anyhow::Result<Option<Source>> + Sync,
+) -> anyhow::Result<(Duration, Latencies)> {
+    let started = Instant::now();
+    let mut all = Latencies::new();
+    std::thread::scope(|s| -> anyhow::Result<()> {
+        let select = &select;
+        let handles: Vec<_> = conns
+            .into_iter()
+            .enumerate()
+            .map(|(w, mut conn)| {
+                s.spawn(move || -> anyhow::Result<Latencies> {
+                    let mut state = 0x9e37_79b9_7f4a_7c15 ^ (w as u64 + 1);
+                    let mut seen = Latencies::new();
+                    while started.elapsed() < window {
+                        let id = pick(&mut state);
+                        let op = Instant::now();
+                        check(id, select(&mut conn, id)?)?;
+                        seen.record(op.elapsed());
+                    }
+                    Ok(seen)
+                })
+            })
+            .collect();
+        for h in handles {
+            all.add(
+                &h.join()
+                    .map_err(|_| anyhow::anyhow!("a point worker panicked"))??,
+            );
+        }
+        Ok(())
+    })?;
+    Ok((started.elapsed(), all))
+}
+
+/// The raw blocking driver: one connection per thread, its statement prepared once.
+fn raw_threads(
+    dialect: Dialect,
+    url: &str,
+    workers: usize,
+    window: Duration,
+) -> anyhow::Result<(&'static str, Duration, Latencies)> {
+    let opts = tandem_core::ConnectOptions::parse(url)?;
+    let sql = select_sql(dialect);
+    Ok(match dialect {
+        Dialect::Sqlite => {
+            let conns = (0..workers)
+                .map(|_| crate::seed::sqlite_conn(&opts))
+                .collect::<anyhow::Result<Vec<_>>>()?;
+            let (took, l) = on_threads(conns, window, |c, id| {
+                use rusqlite::OptionalExtension;
+                let mut stmt = c.prepare_cached(sql)?;
+                Ok(stmt
+                    .query_row([id], |r| Ok(source((r.get(0)?, r.get(1)?, r.get(2)?))))
+                    .optional()?)
+            })?;
+            ("raw rusqlite threads", took, l)
+        }
+        Dialect::Postgres => {
+            let conns = (0..workers)
+                .map(|_| {
+                    let mut c = crate::seed::pg_client(&opts)?;
+                    let stmt = c.prepare(sql)?;
+                    Ok((c, stmt))
+                })
+                .collect::<anyhow::Result<Vec<_>>>()?;
+            let (took, l) = on_threads(conns, window, |(c, stmt), id| {
+                Ok(c.query_opt(&*stmt, &[&id])?
+                    .map(|r| source((r.get(0), r.get(1), r.get(2)))))
+            })?;
+            ("raw postgres threads", took, l)
+        }
+        Dialect::MySql => {
+            let conns = (0..workers)
+                .map(|_| crate::seed::mysql_conn(&opts))
+                .collect::<anyhow::Result<Vec<_>>>()?;
+            let (took, l) = on_threads(conns, window, |c, id| {
+                use mysql::prelude::Queryable;
+                Ok(c.exec_first::<(i64, String, i32), _, _>(sql, (id,))?
+                    .map(source))
+            })?;
+            ("raw mysql threads", took, l)
+        }
+    })
+}
+
+/// sqlx with a pool of `workers` connections: `query_as(..).fetch_optional(&pool)` in `workers` tasks.
+macro_rules! sqlx_tasks {
+    ($pool:expr, $sql:expr, $workers:expr, $window:expr) => {{
+        let pool = $pool;
+        let started = Instant::now();
+        let tasks: Vec<_> = (0..$workers)
+            .map(|w| {
+                let pool = pool.clone();
+                tokio::spawn(async move {
+                    let mut state = 0x9e37_79b9_7f4a_7c15 ^ (w as u64 + 1);
+                    let mut seen = Latencies::new();
+                    while started.elapsed() < $window {
+                        let id = pick(&mut state);
+                        let op = Instant::now();
+                        let row = sqlx::query_as::<_, (i64, String, i32)>($sql)
+                            .bind(id)
+                            .fetch_optional(&pool)
+                            .await?;
+                        check(id, row.map(source))?;
+                        seen.record(op.elapsed());
+                    }
+                    Ok::<_, anyhow::Error>(seen)
+                })
+            })
+            .collect();
+        let mut all = Latencies::new();
+        for t in tasks {
+            all.add(&t.await??);
+        }
+        Ok::<_, anyhow::Error>((started.elapsed(), all))
+    }};
+}
+
+/// Raw sqlx on `dialect`.
+fn raw_sqlx(
+    rt: &tokio::runtime::Runtime,
+    dialect: Dialect,
+    url: &str,
+    workers: usize,
+    window: Duration,
+) -> anyhow::Result<(Duration, Latencies)> {
+    let opts = tandem_core::ConnectOptions::parse(url)?;
+    crate::plain_only(&opts)?;
+    let n = workers as u32;
+    let sql = select_sql(dialect);
+    rt.block_on(async {
+        match dialect {
+            Dialect::Sqlite => {
+                let o = sqlx::sqlite::SqliteConnectOptions::new()
+                    .filename(opts.path.as_deref().unwrap_or(":memory:"))
+                    .journal_mode(sqlx::sqlite::SqliteJournalMode::Wal)
+                    .synchronous(sqlx::sqlite::SqliteSynchronous::Normal);
+                let pool = sqlx::sqlite::SqlitePoolOptions::new()
+                    .max_connections(n)
+                    .min_connections(n)
+                    .connect_with(o)
+                    .await?;
+                sqlx_tasks!(pool, sql, workers, window)
+            }
+            Dialect::Postgres => {
+                let mut o = sqlx::postgres::PgConnectOptions::new()
+                    .host(&opts.host)
+                    .port(opts.port)
+                    .username(&opts.user)
+                    .database(&opts.database)
+                    .ssl_mode(sqlx::postgres::PgSslMode::Disable);
+                if let Some(p) = &opts.password {
+                    o = o.password(p);
+                }
+                let pool = sqlx::postgres::PgPoolOptions::new()
+                    .max_connections(n)
+                    .min_connections(n)
+                    .connect_with(o)
+                    .await?;
+                sqlx_tasks!(pool, sql, workers, window)
+            }
+            Dialect::MySql => {
+                let mut o = sqlx::mysql::MySqlConnectOptions::new()
+                    .host(&opts.host)
+                    .port(opts.port)
+                    .username(&opts.user)
+                    .database(&opts.database)
+                    .ssl_mode(sqlx::mysql::MySqlSslMode::Disabled);
+                if let Some(p) = &opts.password {
+                    o = o.password(p);
+                }
+                let pool = sqlx::mysql::MySqlPoolOptions::new()
+                    .max_connections(n)
+                    .min_connections(n)
+                    .connect_with(o)
+                    .await?;
+                sqlx_tasks!(pool, sql, workers, window)
+            }
+        }
+    })
 }
 
 fn check(id: i64, got: Option<Source>) -> anyhow::Result<()> {
@@ -74,35 +277,11 @@ pub fn run(ctx: &mut Ctx, dbs: &[Dialect], seconds: u64, workers: usize) -> anyh
             )
         };
         if ctx.runs(Executor::Blocking) {
-            let started = Instant::now();
-            let mut all = Latencies::new();
-            std::thread::scope(|s| -> anyhow::Result<()> {
-                let handles: Vec<_> = (0..workers)
-                    .map(|w| {
-                        let db = &db;
-                        s.spawn(move || -> anyhow::Result<Latencies> {
-                            let repo = db.repository::<Source>();
-                            let mut state = 0x9e37_79b9_7f4a_7c15 ^ (w as u64 + 1);
-                            let mut seen = Latencies::new();
-                            while started.elapsed() < window {
-                                let id = pick(&mut state);
-                                let op = Instant::now();
-                                check(id, repo.find_by_id(id)?)?;
-                                seen.record(op.elapsed());
-                            }
-                            Ok(seen)
-                        })
-                    })
-                    .collect();
-                for h in handles {
-                    all.add(
-                        &h.join()
-                            .map_err(|_| anyhow::anyhow!("a point worker panicked"))??,
-                    );
-                }
-                Ok(())
-            })?;
-            push(ctx, "tandem-blocking threads", started.elapsed(), &all);
+            let repos = (0..workers).map(|_| db.repository::<Source>()).collect();
+            let (took, all) = on_threads(repos, window, |repo, id| Ok(repo.find_by_id(id)?))?;
+            push(ctx, "tandem-blocking threads", took, &all);
+            let (variant, took, all) = raw_threads(dialect, &url, workers, window)?;
+            push(ctx, variant, took, &all);
         }
         if ctx.runs(Executor::Async) {
             let adb = ctx
@@ -134,6 +313,8 @@ pub fn run(ctx: &mut Ctx, dbs: &[Dialect], seconds: u64, workers: usize) -> anyh
                 Ok::<_, anyhow::Error>(all)
             })?;
             push(ctx, "tandem-async tasks", started.elapsed(), &all);
+            let (took, all) = raw_sqlx(&ctx.rt, dialect, &url, workers, window)?;
+            push(ctx, "raw sqlx tasks", took, &all);
         }
         db.execute(&tandem_sql::prelude::TableMethods::drop_table(
             benchmark_source::table,

@@ -351,13 +351,35 @@ impl Results {
             );
         }
         crate::pool::print(self);
-        for r in self.records.iter().filter(|r| r.scenario == "point") {
+        let points: Vec<&Record> = self
+            .records
+            .iter()
+            .filter(|r| r.scenario == "point")
+            .collect();
+        let per_s = |r: &Record| r.extra.unwrap_or(0.0) / r.time.secs();
+        for r in &points {
+            // tandem's variants as a share of the raw driver of the same kind, in the same run.
+            let raw = points.iter().find(|b| {
+                b.db == r.db
+                    && b.variant.starts_with("raw ")
+                    && b.variant.ends_with(if r.variant.ends_with("tasks") {
+                        "tasks"
+                    } else {
+                        "threads"
+                    })
+            });
+            let share = match raw {
+                Some(b) if !r.variant.starts_with("raw ") && per_s(b) > 0.0 => {
+                    format!("  {:>5.1} % of {}", 100.0 * per_s(r) / per_s(b), b.variant)
+                }
+                _ => String::new(),
+            };
             println!(
-                "point     {:<9} {:<22} {:>3} workers {:>10.0} selects/s",
+                "point     {:<9} {:<22} {:>3} workers {:>10.0} selects/s{share}",
                 r.db,
                 r.variant,
                 r.parallelism,
-                r.extra.unwrap_or(0.0) / r.time.secs()
+                per_s(r)
             );
         }
     }

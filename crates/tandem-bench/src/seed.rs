@@ -168,7 +168,7 @@ fn check_inserted(inserted: u64, n: usize) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn pg_client(opts: &tandem_core::ConnectOptions) -> anyhow::Result<postgres::Client> {
+pub(crate) fn pg_client(opts: &tandem_core::ConnectOptions) -> anyhow::Result<postgres::Client> {
     crate::plain_only(opts)?;
     let mut c = postgres::Config::new();
     c.host(&opts.host)
@@ -181,7 +181,7 @@ fn pg_client(opts: &tandem_core::ConnectOptions) -> anyhow::Result<postgres::Cli
     c.connect(postgres::NoTls).map_err(anyhow::Error::from)
 }
 
-fn mysql_conn(opts: &tandem_core::ConnectOptions) -> anyhow::Result<mysql::Conn> {
+pub(crate) fn mysql_conn(opts: &tandem_core::ConnectOptions) -> anyhow::Result<mysql::Conn> {
     crate::plain_only(opts)?;
     let builder = mysql::OptsBuilder::new()
         .ip_or_hostname(Some(opts.host.clone()))
