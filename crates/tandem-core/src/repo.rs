@@ -238,11 +238,33 @@ pub fn find_all<E: Entity>(dialect: Dialect, find: Find<E::Table>) -> Result<Ren
     Ok(s.render(dialect)?)
 }
 
+thread_local! {
+    /// The SQL of `find_by_id` per entity type and dialect, rendered once per thread: the statement's text
+    /// does not depend on the key (values are always bound), and rendering it — building the select list
+    /// from the table's schema, quoting every name — cost a tenth of a SQLite point read.
+    static FIND_BY_ID_SQL: std::cell::RefCell<std::collections::HashMap<(std::any::TypeId, Dialect), String>> =
+        Default::default();
+}
+
 /// `find_by_id`: the row with this key, if any.
 pub fn find_by_id<E: Entity>(dialect: Dialect, key: E::Key) -> Result<Plan<Option<E>>> {
-    let mut s = entity_select::<E>();
-    s.and_where(key_eq::<E>(key));
-    Ok(Plan::one(s.render(dialect)?, |o| {
+    let shape = (std::any::TypeId::of::<E>(), dialect);
+    let cached = FIND_BY_ID_SQL.with(|c| c.borrow().get(&shape).cloned());
+    let rendered = match cached {
+        Some(sql) => Rendered {
+            sql,
+            params: vec![key.into_value()],
+            generated_key: GeneratedKey::None,
+        },
+        None => {
+            let mut s = entity_select::<E>();
+            s.and_where(key_eq::<E>(key));
+            let r = s.render(dialect)?;
+            FIND_BY_ID_SQL.with(|c| c.borrow_mut().insert(shape, r.sql.clone()));
+            r
+        }
+    };
+    Ok(Plan::one(rendered, |o| {
         Ok(decode_all::<E>(o.rows)?.into_iter().next())
     }))
 }
@@ -786,6 +808,28 @@ mod borrowed_tests {
         borrowed_batch_insert(dialect, rows, opts)
             .unwrap()
             .map(|b| b.collect::<Result<Vec<_>>>().unwrap())
+    }
+
+    /// `find_by_id`'s cached SQL is what rendering the select gives, on every dialect, and each call binds
+    /// its own key.
+    #[test]
+    fn find_by_id_sql_is_rendered_once_and_right() {
+        for dialect in [Dialect::Sqlite, Dialect::Postgres, Dialect::MySql] {
+            let mut fresh = entity_select::<Note>();
+            fresh.and_where(key_eq::<Note>(7));
+            let fresh = fresh.render(dialect).unwrap();
+            for key in [7_i64, 8, 9] {
+                let plan = find_by_id::<Note>(dialect, key).unwrap();
+                match &plan.steps[..] {
+                    [Step::Sql(r)] => {
+                        assert_eq!(r.sql, fresh.sql, "{dialect}");
+                        assert_eq!(r.params, vec![Value::I64(key)]);
+                        assert_eq!(r.generated_key, fresh.generated_key);
+                    }
+                    other => panic!("{other:?}"),
+                }
+            }
+        }
     }
 
     /// Statement by statement, the borrowed path binds what the plan binds, in the same SQL, and its text
