@@ -178,48 +178,26 @@ fn raw_sqlx(
     rt.block_on(async {
         match dialect {
             Dialect::Sqlite => {
-                let o = sqlx::sqlite::SqliteConnectOptions::new()
-                    .filename(opts.path.as_deref().unwrap_or(":memory:"))
-                    .journal_mode(sqlx::sqlite::SqliteJournalMode::Wal)
-                    .synchronous(sqlx::sqlite::SqliteSynchronous::Normal);
                 let pool = sqlx::sqlite::SqlitePoolOptions::new()
                     .max_connections(n)
                     .min_connections(n)
-                    .connect_with(o)
+                    .connect_with(crate::seed::sqlx_sqlite_options(&opts))
                     .await?;
                 sqlx_tasks!(pool, sql, workers, window)
             }
             Dialect::Postgres => {
-                let mut o = sqlx::postgres::PgConnectOptions::new()
-                    .host(&opts.host)
-                    .port(opts.port)
-                    .username(&opts.user)
-                    .database(&opts.database)
-                    .ssl_mode(sqlx::postgres::PgSslMode::Disable);
-                if let Some(p) = &opts.password {
-                    o = o.password(p);
-                }
                 let pool = sqlx::postgres::PgPoolOptions::new()
                     .max_connections(n)
                     .min_connections(n)
-                    .connect_with(o)
+                    .connect_with(crate::seed::sqlx_pg_options(&opts))
                     .await?;
                 sqlx_tasks!(pool, sql, workers, window)
             }
             Dialect::MySql => {
-                let mut o = sqlx::mysql::MySqlConnectOptions::new()
-                    .host(&opts.host)
-                    .port(opts.port)
-                    .username(&opts.user)
-                    .database(&opts.database)
-                    .ssl_mode(sqlx::mysql::MySqlSslMode::Disabled);
-                if let Some(p) = &opts.password {
-                    o = o.password(p);
-                }
                 let pool = sqlx::mysql::MySqlPoolOptions::new()
                     .max_connections(n)
                     .min_connections(n)
-                    .connect_with(o)
+                    .connect_with(crate::seed::sqlx_mysql_options(&opts))
                     .await?;
                 sqlx_tasks!(pool, sql, workers, window)
             }

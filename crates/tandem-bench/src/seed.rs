@@ -220,6 +220,49 @@ fn raw_driver(dialect: Dialect, url: &str, rows: &[Source]) -> anyhow::Result<()
     }
 }
 
+/// sqlx's options for the file or server `opts` names, as the raw sqlx baselines connect: plain TCP,
+/// SQLite in WAL mode with `synchronous = NORMAL` (as tandem's connections run it).
+pub(crate) fn sqlx_sqlite_options(
+    opts: &tandem_core::ConnectOptions,
+) -> sqlx::sqlite::SqliteConnectOptions {
+    sqlx::sqlite::SqliteConnectOptions::new()
+        .filename(opts.path.as_deref().unwrap_or(":memory:"))
+        .journal_mode(sqlx::sqlite::SqliteJournalMode::Wal)
+        .synchronous(sqlx::sqlite::SqliteSynchronous::Normal)
+}
+
+/// See [`sqlx_sqlite_options`].
+pub(crate) fn sqlx_pg_options(
+    opts: &tandem_core::ConnectOptions,
+) -> sqlx::postgres::PgConnectOptions {
+    let mut o = sqlx::postgres::PgConnectOptions::new()
+        .host(&opts.host)
+        .port(opts.port)
+        .username(&opts.user)
+        .database(&opts.database)
+        .ssl_mode(sqlx::postgres::PgSslMode::Disable);
+    if let Some(p) = &opts.password {
+        o = o.password(p);
+    }
+    o
+}
+
+/// See [`sqlx_sqlite_options`].
+pub(crate) fn sqlx_mysql_options(
+    opts: &tandem_core::ConnectOptions,
+) -> sqlx::mysql::MySqlConnectOptions {
+    let mut o = sqlx::mysql::MySqlConnectOptions::new()
+        .host(&opts.host)
+        .port(opts.port)
+        .username(&opts.user)
+        .database(&opts.database)
+        .ssl_mode(sqlx::mysql::MySqlSslMode::Disabled);
+    if let Some(p) = &opts.password {
+        o = o.password(p);
+    }
+    o
+}
+
 fn raw_sqlx(
     rt: &tokio::runtime::Runtime,
     dialect: Dialect,
@@ -232,13 +275,9 @@ fn raw_sqlx(
     rt.block_on(async {
         match dialect {
             Dialect::Sqlite => {
-                let o = sqlx::sqlite::SqliteConnectOptions::new()
-                    .filename(opts.path.as_deref().unwrap_or(":memory:"))
-                    .journal_mode(sqlx::sqlite::SqliteJournalMode::Wal)
-                    .synchronous(sqlx::sqlite::SqliteSynchronous::Normal);
                 let pool = sqlx::sqlite::SqlitePoolOptions::new()
                     .max_connections(1)
-                    .connect_with(o)
+                    .connect_with(sqlx_sqlite_options(&opts))
                     .await
                     .map_err(e)?;
                 rawdrv::sqlx_seed(&pool, rows, CHUNK, false)
@@ -246,32 +285,17 @@ fn raw_sqlx(
                     .map_err(e)
             }
             Dialect::Postgres => {
-                let o = sqlx::postgres::PgConnectOptions::new()
-                    .host(&opts.host)
-                    .port(opts.port)
-                    .username(&opts.user)
-                    .database(&opts.database)
-                    .ssl_mode(sqlx::postgres::PgSslMode::Disable);
                 let pool = sqlx::postgres::PgPoolOptions::new()
                     .max_connections(1)
-                    .connect_with(o)
+                    .connect_with(sqlx_pg_options(&opts))
                     .await
                     .map_err(e)?;
                 rawdrv::sqlx_seed(&pool, rows, CHUNK, true).await.map_err(e)
             }
             Dialect::MySql => {
-                let mut o = sqlx::mysql::MySqlConnectOptions::new()
-                    .host(&opts.host)
-                    .port(opts.port)
-                    .username(&opts.user)
-                    .database(&opts.database)
-                    .ssl_mode(sqlx::mysql::MySqlSslMode::Disabled);
-                if let Some(p) = &opts.password {
-                    o = o.password(p);
-                }
                 let pool = sqlx::mysql::MySqlPoolOptions::new()
                     .max_connections(1)
-                    .connect_with(o)
+                    .connect_with(sqlx_mysql_options(&opts))
                     .await
                     .map_err(e)?;
                 rawdrv::sqlx_seed(&pool, rows, CHUNK, false)

@@ -34,6 +34,19 @@ impl On {
         On::Delete,
     ];
 
+    /// Its one-word name, as the page's completion reads it.
+    pub fn key(self) -> &'static str {
+        match self {
+            On::Function => "function",
+            On::Table => "table",
+            On::Query => "query",
+            On::Expression => "expression",
+            On::Insert => "insert",
+            On::Update => "update",
+            On::Delete => "delete",
+        }
+    }
+
     /// The heading the reference shows.
     pub fn title(self) -> &'static str {
         match self {

@@ -224,7 +224,7 @@ pub fn execution_json(execution: Option<&Result<Execution, String>>) -> Json {
 
 /// The names the editor completes and the reference it shows (see `web::names`).
 pub fn names_json(schema_src: &str) -> Json {
-    use crate::reference::{ENTRIES, On};
+    use crate::reference::ENTRIES;
     let tables = Schema::parse(schema_src).map_or_else(
         |_| Vec::new(),
         |schema| {
@@ -258,20 +258,11 @@ pub fn names_json(schema_src: &str) -> Json {
                 .collect()
         },
     );
-    let on_name = |on: On| match on {
-        On::Function => "function",
-        On::Table => "table",
-        On::Query => "query",
-        On::Expression => "expression",
-        On::Insert => "insert",
-        On::Update => "update",
-        On::Delete => "delete",
-    };
     let reference = ENTRIES
         .iter()
         .map(|e| {
             Json::Obj(vec![
-                ("on", Json::s(on_name(e.on))),
+                ("on", Json::s(e.on.key())),
                 ("title", Json::s(e.on.title())),
                 ("name", Json::s(e.name)),
                 ("call", Json::s(e.call)),

@@ -160,9 +160,19 @@ pub fn prepare(schema: &Schema, seeds: &[Statement]) -> Result<Connection, Strin
     Ok(conn)
 }
 
+fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
+
+/// "3 rows", or "the first 200 rows" of a cut result.
+fn rows_summary(grid: &Grid) -> String {
+    let n = grid.rows.len();
+    let first = if grid.truncated { "the first " } else { "" };
+    format!("{first}{n} row{}", plural(n))
+}
+
 /// Runs `stmt` on a database prepared by [`prepare`].
 pub fn run(conn: &Connection, schema: &Schema, stmt: &Statement) -> Result<Execution, String> {
-    let plural = |n: usize| if n == 1 { "" } else { "s" };
     match stmt {
         Statement::CreateTable(c) => {
             for r in c.render_all(Dialect::Sqlite).map_err(|e| e.to_string())? {
@@ -183,13 +193,8 @@ pub fn run(conn: &Connection, schema: &Schema, stmt: &Statement) -> Result<Execu
         }) => {
             let r = stmt.render(Dialect::Sqlite).map_err(|e| e.to_string())?;
             let grid = query(conn, &r, "result".into())?;
+            let mut summary = rows_summary(&grid);
             let mut grids = vec![grid];
-            let n = grids[0].rows.len();
-            let mut summary = format!(
-                "{}{n} row{}",
-                if grids[0].truncated { "the first " } else { "" },
-                plural(n)
-            );
             if let Statement::Insert(i) = stmt {
                 summary = format!("inserted, returning {summary}");
                 grids.push(table_contents(conn, schema, &i.table)?);
@@ -250,7 +255,6 @@ pub fn run_sql(conn: &Connection, sql: &str) -> Result<Execution, String> {
 }
 
 fn run_sql_unguarded(conn: &Connection, sql: &str) -> Result<Execution, String> {
-    let plural = |n: usize| if n == 1 { "" } else { "s" };
     let mut stmt = conn.prepare(sql).map_err(|e| match e {
         rusqlite::Error::MultipleStatement => {
             "one statement at a time: remove what follows the first `;`".to_owned()
@@ -265,13 +269,8 @@ fn run_sql_unguarded(conn: &Connection, sql: &str) -> Result<Execution, String> 
         });
     }
     let grid = grid_of(&mut stmt, &[], "result".into())?;
-    let n = grid.rows.len();
     Ok(Execution {
-        summary: format!(
-            "{}{n} row{}",
-            if grid.truncated { "the first " } else { "" },
-            plural(n)
-        ),
+        summary: rows_summary(&grid),
         grids: vec![grid],
     })
 }
@@ -291,7 +290,7 @@ pub fn data(conn: &Connection, schema: &Schema) -> Result<Execution, String> {
         summary: format!(
             "{} table{} with the sample rows every run starts from",
             grids.len(),
-            if grids.len() == 1 { "" } else { "s" }
+            plural(grids.len())
         ),
         grids,
     })

@@ -248,6 +248,26 @@ fn page_in_headless_chromium() -> Result<Completion, Failed> {
     rt.block_on(drive(&chromedriver, &chromium, &base, &missing))
 }
 
+/// A screenshot of the page as it is, into `target/playground-e2e/<name>.png`, to look at.
+#[cfg(not(target_arch = "wasm32"))]
+async fn shot(b: &Page, name: &str) {
+    std::fs::write(
+        workspace().join(format!("target/playground-e2e/{name}.png")),
+        b.screenshot().await,
+    )
+    .unwrap();
+}
+
+/// Picks an example from the menu, as a learner does.
+#[cfg(not(target_arch = "wasm32"))]
+async fn choose_example(b: &Page, id: &str) {
+    b.script(&format!(
+        "const s = document.querySelector('#examples'); s.value = '{id}'; \
+         s.dispatchEvent(new Event('change')); return true;"
+    ))
+    .await;
+}
+
 /// The page driven through WebDriver (fantoccini).
 #[cfg(not(target_arch = "wasm32"))]
 async fn drive(
@@ -302,11 +322,7 @@ async fn drive(
     b.type_into("#query", "users::table.select(users::na").await;
     b.wait_for("const l = document.querySelector('#query-pane .completions'); return !l.hidden && l.textContent.includes('name')")
         .await;
-    std::fs::write(
-        workspace().join("target/playground-e2e/completion.png"),
-        b.screenshot().await,
-    )
-    .unwrap();
+    shot(&b, "completion").await;
     let field = b
         .client
         .find(fantoccini::Locator::Css("#query"))
@@ -327,11 +343,7 @@ async fn drive(
             .await,
         serde_json::json!(2)
     );
-    std::fs::write(
-        workspace().join("target/playground-e2e/editor.png"),
-        b.screenshot().await,
-    )
-    .unwrap();
+    shot(&b, "editor").await;
     // An unclosed bracket is marked where it stands.
     b.type_into("#query", "users::table.filter(users::age.gt(18)")
         .await;
@@ -392,11 +404,7 @@ async fn drive(
         data.contains("users") && data.contains("orders") && data.contains("ada@example.com"),
         "{data}"
     );
-    std::fs::write(
-        workspace().join("target/playground-e2e/data.png"),
-        b.screenshot().await,
-    )
-    .unwrap();
+    shot(&b, "data").await;
     b.click("#tab-result").await;
 
     let run_ms = b
@@ -419,11 +427,7 @@ async fn drive(
             .await
             == 0
     );
-    std::fs::write(
-        workspace().join("target/playground-e2e/error.png"),
-        b.screenshot().await,
-    )
-    .unwrap();
+    shot(&b, "error").await;
     b.type_into("#query", "users::table.select(count_star())")
         .await;
     b.click("#run").await;
@@ -431,7 +435,7 @@ async fn drive(
     assert!(b.text("#grids").await.contains('5'));
 
     // An example from the menu, and a schema the learner changed.
-    b.script("const s = document.querySelector('#examples'); s.value = 'no_orders'; s.dispatchEvent(new Event('change')); return true;").await;
+    choose_example(&b, "no_orders").await;
     b.wait_for("return document.querySelector('#summary').textContent === '2 rows'")
         .await;
     assert!(
@@ -441,7 +445,7 @@ async fn drive(
     );
 
     // Back and forward walk the examples chosen; a link to an unknown example says so.
-    b.script("const s = document.querySelector('#examples'); s.value = 'adults'; s.dispatchEvent(new Event('change')); return true;").await;
+    choose_example(&b, "adults").await;
     b.wait_for("return document.querySelector('#summary').textContent === '3 rows'")
         .await;
     b.script("history.back(); return true;").await;
@@ -475,11 +479,7 @@ async fn drive(
         .await;
     let note = b.text(r#"[data-dialect="MySQL"] .dialect-note"#).await;
     assert!(note.contains("LAST_INSERT_ID()"), "{note}");
-    std::fs::write(
-        workspace().join("target/playground-e2e/mysql-note.png"),
-        b.screenshot().await,
-    )
-    .unwrap();
+    shot(&b, "mysql-note").await;
     assert!(
         !b.text(r#"[data-dialect="MySQL"] pre.sql"#)
             .await
@@ -511,14 +511,10 @@ async fn drive(
         serde_json::Value::Bool(true),
         "the page grew wider than the window"
     );
-    std::fs::write(
-        workspace().join("target/playground-e2e/long-paste.png"),
-        b.screenshot().await,
-    )
-    .unwrap();
+    shot(&b, "long-paste").await;
 
     // The address carries the state: a fresh load reproduces it.
-    b.script("const s = document.querySelector('#examples'); s.value = 'no_orders'; s.dispatchEvent(new Event('change')); return true;").await;
+    choose_example(&b, "no_orders").await;
     b.wait_for("return document.querySelector('#summary').textContent === '2 rows'")
         .await;
     let url = b
@@ -553,11 +549,7 @@ async fn drive(
             serde_json::Value::Bool(true),
             "wider than a {w}×{h} window"
         );
-        std::fs::write(
-            workspace().join(format!("target/playground-e2e/page-{w}x{h}.png")),
-            b.screenshot().await,
-        )
-        .unwrap();
+        shot(&b, &format!("page-{w}x{h}")).await;
     }
     assert!(
         missing.lock().unwrap().is_empty(),

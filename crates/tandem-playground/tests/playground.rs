@@ -10,6 +10,17 @@ fn run(query: &str) -> tandem_playground::Report {
     tandem_playground::run(DEFAULT_SCHEMA, query)
 }
 
+/// The first statement `r` rendered for `dialect`.
+fn first_sql(r: &tandem_playground::Report, dialect: tandem_sql::Dialect) -> &tandem_sql::Rendered {
+    &r.sql
+        .iter()
+        .find(|d| d.dialect == dialect)
+        .unwrap()
+        .rendered
+        .as_ref()
+        .unwrap()[0]
+}
+
 /// The error of `query`, with the text it points at.
 fn error_at(query: &str) -> (String, String) {
     let r = run(query);
@@ -282,13 +293,8 @@ fn dialect_notes_say_what_a_dialect_does_instead() {
         "{my:?}"
     );
     let r = run(insert);
-    let mysql_sql = &r
-        .sql
-        .iter()
-        .find(|d| d.dialect == tandem_sql::Dialect::MySql)
-        .unwrap();
     assert!(
-        !mysql_sql.rendered.as_ref().unwrap()[0]
+        !first_sql(&r, tandem_sql::Dialect::MySql)
             .sql
             .contains("RETURNING")
     );
@@ -307,12 +313,7 @@ fn raw_sql_runs_on_the_same_database() {
     let dsl = run(
         r#"users::table.select((users::name, users::age)).filter(users::age.ge(18).and(users::name.ne("cy"))).order_by(users::age.desc())"#,
     );
-    let sqlite = dsl
-        .sql
-        .iter()
-        .find(|d| d.dialect == tandem_sql::Dialect::Sqlite)
-        .unwrap();
-    let inline = inline_sqlite(&sqlite.rendered.as_ref().unwrap()[0]).unwrap();
+    let inline = inline_sqlite(first_sql(&dsl, tandem_sql::Dialect::Sqlite)).unwrap();
     assert!(
         inline.contains(">= 18") && inline.contains("<> 'cy'"),
         "{inline}"
@@ -324,14 +325,8 @@ fn raw_sql_runs_on_the_same_database() {
 
     // Quotes inside values are doubled; `?` inside a value is not a placeholder.
     let odd = run(r#"users::table.filter(users::name.eq("o'brien?"))"#);
-    let r = &odd
-        .sql
-        .iter()
-        .find(|d| d.dialect == tandem_sql::Dialect::Sqlite)
-        .unwrap()
-        .rendered;
     assert!(
-        inline_sqlite(&r.as_ref().unwrap()[0])
+        inline_sqlite(first_sql(&odd, tandem_sql::Dialect::Sqlite))
             .unwrap()
             .ends_with("= 'o''brien?'")
     );

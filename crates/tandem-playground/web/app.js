@@ -52,7 +52,6 @@ function readHash() {
   return {
     q: p.get('q') ?? (example ? example.query : null),
     s: p.get('s'),
-    example: example ? example.id : null,
     unknown: name !== null && !example ? name : null,
   };
 }
@@ -77,10 +76,9 @@ function writeHash(push = false) {
 // Back, forward, or a link to another example on this page: load what the address says.
 function followHash() {
   if (location.hash === lastHash) return;
-  const { q, s, example, unknown } = readHash();
+  const { q, s, unknown } = readHash();
   schema.value = s ?? defaultSchema;
   query.value = q ?? defaultQuery();
-  $('examples').value = example ?? exampleShown();
   runNow();
   if (unknown !== null) unknownExample(unknown);
 }
@@ -379,7 +377,6 @@ function fillExamples() {
 function reset() {
   schema.value = defaultSchema;
   query.value = defaultQuery();
-  $('examples').value = exampleShown();
   runNow({ push: true });
 }
 
@@ -395,10 +392,9 @@ async function main() {
   examples = JSON.parse(engine.examples());
   fillExamples();
   editors = [editor(query, { completions }), editor(schema)];
-  const { q, s, example, unknown } = readHash();
+  const { q, s, unknown } = readHash();
   schema.value = s ?? defaultSchema;
   query.value = q ?? defaultQuery();
-  $('examples').value = example ?? exampleShown();
   window.addEventListener('hashchange', followHash);
   window.addEventListener('popstate', followHash);
   query.addEventListener('input', runSoon);
