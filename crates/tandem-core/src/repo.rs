@@ -264,8 +264,13 @@ pub fn find_by_id<E: Entity>(dialect: Dialect, key: E::Key) -> Result<Plan<Optio
             r
         }
     };
+    // The key is unique: at most one row, decoded without a list around it.
     Ok(Plan::one(rendered, |o| {
-        Ok(decode_all::<E>(o.rows)?.into_iter().next())
+        o.rows
+            .into_iter()
+            .next()
+            .map(|r| E::from_row(r).map_err(Error::from))
+            .transpose()
     }))
 }
 

@@ -16,11 +16,48 @@ use tandem_sql::batch::BorrowedStatement;
 use tandem_sql::{Dialect, Rendered, Row, SqlType, Value};
 
 /// One SQLite connection.
-pub struct Connection(rusqlite::Connection);
+pub struct Connection(rusqlite::Connection, Columns);
 
 impl std::fmt::Debug for Connection {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_tuple("Connection").field(&self.0.path()).finish()
+    }
+}
+
+/// Column-name lists this connection's results used lately, shared by their rows. A point read's row
+/// carries the names of its columns; building them anew (a `String` per column, the list, its `Arc`) was
+/// a third of the allocations of a `find_by_id`. A list is reused only when the statement's names are the
+/// same, compared one by one without allocating — so a schema change that renames a column is never
+/// hidden — and the least recently added goes when the lists are full.
+#[derive(Default)]
+struct Columns(std::collections::VecDeque<std::sync::Arc<[String]>>);
+
+/// Column-name lists kept per connection.
+const KEPT_COLUMN_LISTS: usize = 16;
+
+impl Columns {
+    fn of(&mut self, stmt: &rusqlite::Statement<'_>, width: usize) -> std::sync::Arc<[String]> {
+        let same = |names: &[String]| {
+            names.len() == width
+                && names
+                    .iter()
+                    .enumerate()
+                    .all(|(i, n)| stmt.column_name(i).is_ok_and(|m| m == n))
+        };
+        if let Some(found) = self.0.iter().find(|names| same(names)) {
+            return found.clone();
+        }
+        let names: std::sync::Arc<[String]> = stmt
+            .column_names()
+            .into_iter()
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+            .into();
+        if self.0.len() == KEPT_COLUMN_LISTS {
+            self.0.pop_front();
+        }
+        self.0.push_back(names.clone());
+        names
     }
 }
 
@@ -44,7 +81,7 @@ impl Connection {
         };
         conn.execute_batch(&pragmas).map_err(error)?;
         conn.set_prepared_statement_cache_capacity(64);
-        Ok(Connection(conn))
+        Ok(Connection(conn, Columns::default()))
     }
 
     /// Runs statements without parameters or rows (BEGIN, COMMIT, SAVEPOINT, pragmas).
@@ -113,7 +150,7 @@ impl Connection {
         bind: impl FnOnce(&mut rusqlite::Statement<'_>) -> rusqlite::Result<()>,
         sink: &mut Sink<'_>,
     ) -> Result<Done> {
-        let conn = &self.0;
+        let Connection(conn, kept) = self;
         let mut stmt = conn.prepare_cached(sql).map_err(error)?;
         bind(&mut stmt).map_err(error)?;
         let width = stmt.column_count();
@@ -126,16 +163,17 @@ impl Connection {
                 key_step: None,
             });
         }
-        let columns: std::sync::Arc<[String]> = stmt
-            .column_names()
-            .into_iter()
-            .map(str::to_owned)
-            .collect::<Vec<_>>()
-            .into();
         let mut rows = stmt.raw_query();
+        // The names are read once the first step has run: a cached statement whose table changed since
+        // (a renamed or added column under `SELECT *`) is prepared again by that step, not before.
+        let mut columns = None;
         while let Some(row) = rows.next().map_err(error)? {
-            let mut values = Vec::with_capacity(width);
-            for i in 0..width {
+            let columns = columns.get_or_insert_with(|| {
+                let stmt: &rusqlite::Statement<'_> = row.as_ref();
+                kept.of(stmt, stmt.column_count())
+            });
+            let mut values = Vec::with_capacity(columns.len());
+            for i in 0..columns.len() {
                 values.push(decode(row.get_ref(i).map_err(error)?)?);
             }
             if !sink(Row::new(columns.clone(), values))? {
@@ -249,4 +287,44 @@ pub fn error(e: rusqlite::Error) -> Error {
         source: None,
     };
     Error::Database(classified.with_source(e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tandem_sql::Render as _;
+
+    /// The first row's column names, and where that list lives.
+    fn names_of(conn: &mut Connection, sql: &str) -> (*const String, Vec<String>) {
+        let mut names = None;
+        let r = tandem_sql::raw(sql, vec![])
+            .render(Dialect::Sqlite)
+            .unwrap();
+        conn.run(&r, &mut |row| {
+            names = Some((row.columns().as_ptr(), row.columns().to_vec()));
+            Ok(true)
+        })
+        .unwrap();
+        names.expect("a row")
+    }
+
+    /// Rows of statements with the same column names share one list; a renamed column is seen at once.
+    #[test]
+    fn column_lists_are_reused_only_while_the_names_match() {
+        let mut conn =
+            Connection::open(&ConnectOptions::parse("sqlite::memory:").unwrap()).unwrap();
+        conn.simple("CREATE TABLE t (a INTEGER, b TEXT); INSERT INTO t VALUES (1, 'x')")
+            .unwrap();
+        let first = names_of(&mut conn, "SELECT * FROM t");
+        let again = names_of(&mut conn, "SELECT * FROM t");
+        assert_eq!(first, again, "the same list");
+        let other_sql = names_of(&mut conn, "SELECT a, b FROM t WHERE a = 1");
+        assert_eq!(first.0, other_sql.0, "the same names, the same list");
+        conn.simple("ALTER TABLE t RENAME COLUMN b TO c").unwrap();
+        let renamed = names_of(&mut conn, "SELECT * FROM t");
+        assert_eq!(renamed.1, ["a", "c"]);
+        assert_ne!(renamed.0, first.0);
+        let aliased = names_of(&mut conn, "SELECT a AS z FROM t");
+        assert_eq!(aliased.1, ["z"]);
+    }
 }

@@ -21,7 +21,7 @@ pub(crate) use tandem_core::plan::{Done, Sink};
 /// One open connection of any engine.
 pub(crate) enum Driver {
     #[cfg(feature = "sqlite")]
-    Sqlite(tandem_sqlite::Connection),
+    Sqlite(Box<tandem_sqlite::Connection>),
     #[cfg(feature = "postgres")]
     Postgres(Box<postgres::PgConn>),
     #[cfg(feature = "mysql")]
@@ -134,7 +134,7 @@ impl Conn {
     fn open_one(opts: &ConnectOptions, timeout: Duration) -> Result<Conn> {
         let driver = match opts.dialect {
             #[cfg(feature = "sqlite")]
-            Dialect::Sqlite => Driver::Sqlite(tandem_sqlite::Connection::open(opts)?),
+            Dialect::Sqlite => Driver::Sqlite(Box::new(tandem_sqlite::Connection::open(opts)?)),
             #[cfg(feature = "postgres")]
             Dialect::Postgres => {
                 let o = opts.clone();
@@ -176,7 +176,7 @@ impl Conn {
         let _enter = span.enter();
         let result = match &mut self.driver {
             #[cfg(feature = "sqlite")]
-            Driver::Sqlite(c) => tandem_core::Runner::run(c, r, sink),
+            Driver::Sqlite(c) => tandem_core::Runner::run(&mut **c, r, sink),
             #[cfg(feature = "postgres")]
             Driver::Postgres(c) => postgres::run(c, r, sink),
             #[cfg(feature = "mysql")]
@@ -198,7 +198,7 @@ impl Conn {
             let _enter = span.enter();
             let result = match &mut self.driver {
                 #[cfg(feature = "sqlite")]
-                Driver::Sqlite(c) => tandem_core::Runner::run_borrowed(c, &statement),
+                Driver::Sqlite(c) => tandem_core::Runner::run_borrowed(&mut **c, &statement),
                 #[cfg(feature = "postgres")]
                 Driver::Postgres(c) => {
                     postgres::run(c, &statement.to_rendered(), &mut |_| Ok(true))
