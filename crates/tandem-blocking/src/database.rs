@@ -247,13 +247,22 @@ impl Database {
     }
 
     pub(crate) fn acquire(&self) -> Result<Pooled> {
-        let started = Instant::now();
-        let permit = self.inner.admission.acquire_blocking()?;
-        self.acquire_admitted(permit, started)
+        let (permit, waited) = self.inner.admission.acquire_blocking_waited()?;
+        // The path a healthy pool takes all day — admitted at once, a connection idle — reads no clock: the
+        // acquire deadline only matters to an acquire that is going to wait.
+        let permit = if waited.is_zero() && !self.inner.admission.losses().unreachable() {
+            match self.try_take(permit) {
+                Ok(conn) => return Ok(conn),
+                Err(permit) => permit,
+            }
+        } else {
+            permit
+        };
+        let now = Instant::now();
+        self.acquire_admitted(permit, now.checked_sub(waited).unwrap_or(now))
     }
 
     /// Takes an idle connection without waiting, for callers that hold a permit already.
-    #[cfg(feature = "tokio")]
     pub(crate) fn try_take(
         &self,
         permit: Option<Permit>,

@@ -98,6 +98,15 @@ impl Admission {
         self.gate.as_ref().map(Gate::acquire_blocking).transpose()
     }
 
+    /// [`Admission::acquire_blocking`], with how long the acquire waited for admission: zero when it was
+    /// admitted at once (or admission control is off), and then no clock was read.
+    pub fn acquire_blocking_waited(&self) -> Result<(Option<Permit>, Duration), AdmissionError> {
+        match &self.gate {
+            Some(g) => g.acquire_blocking_waited().map(|(p, w)| (Some(p), w)),
+            None => Ok((None, Duration::ZERO)),
+        }
+    }
+
     /// Waits (asynchronously) for admission; `None` when admission control is off. Dropping the future
     /// gives its place in the queue up.
     pub async fn acquire(&self) -> Result<Option<Permit>, AdmissionError> {

@@ -365,30 +365,33 @@ impl Gate {
 
     /// Waits (blocking this thread) for a permit.
     pub fn acquire_blocking(&self) -> Result<Permit, AdmissionError> {
+        self.acquire_blocking_waited().map(|(p, _)| p)
+    }
+
+    /// [`Gate::acquire_blocking`], with how long the acquire waited in the queue: zero when a permit was
+    /// free, and then no clock was read (the free path stays as cheap as it can be).
+    pub fn acquire_blocking_waited(&self) -> Result<(Permit, Duration), AdmissionError> {
         let (id, rx) = match self.enter(|| {
             let (tx, rx) = std::sync::mpsc::sync_channel(1);
             (Waiter::Thread(tx), rx)
         })? {
-            Entry::Now(p) => return Ok(p),
+            Entry::Now(p) => return Ok((p, Duration::ZERO)),
             Entry::Wait(id, rx) => (id, rx),
         };
-        // Only a queued acquire reads the clock (the free path stays as cheap as it can be).
         let started = Instant::now();
-        match rx.recv_timeout(self.inner.config.timeout) {
-            Ok(p) => {
-                self.record(started.elapsed());
-                Ok(p)
-            }
+        let p = match rx.recv_timeout(self.inner.config.timeout) {
+            Ok(p) => p,
             Err(_) => {
                 if self.leave(id) {
                     return Err(self.timeout(started.elapsed()));
                 }
                 // A permit was sent between the timeout and leaving the queue: take it.
-                let p = rx.recv().map_err(|_| self.timeout(started.elapsed()))?;
-                self.record(started.elapsed());
-                Ok(p)
+                rx.recv().map_err(|_| self.timeout(started.elapsed()))?
             }
-        }
+        };
+        let waited = started.elapsed();
+        self.record(waited);
+        Ok((p, waited))
     }
 
     /// Waits (asynchronously) for a permit. Dropping the future gives its place up; a permit already sent
