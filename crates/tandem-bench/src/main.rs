@@ -49,12 +49,15 @@ enum Scenario {
     },
     /// Select one row by id out of 10,000 for `seconds`, with `workers` threads / tasks.
     Point {
-        /// How long each variant runs.
-        #[arg(long, default_value_t = 3)]
+        /// How long each variant runs in a round.
+        #[arg(long, default_value_t = 2)]
         seconds: u64,
         /// Concurrent workers.
         #[arg(long, default_value_t = 8)]
         workers: usize,
+        /// Rounds: tandem and the raw drivers take turns in each, the median round is kept.
+        #[arg(long, default_value_t = 3)]
+        rounds: usize,
     },
     /// Pool acquire/release throughput (hold 0, 1, 5 ms; bare pool vs the presets) and 64 workers
     /// contending for max 4, 8 and 16 connections (hold 10, 50 ms; default vs high_throughput).
@@ -292,7 +295,11 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             e2e::run(&mut ctx, &dbs, &s.data_size, &s.pool_size, &s.parallelism)?
         }
         Some(Scenario::Stream { rows }) => stream::run(&mut ctx, &dbs, rows)?,
-        Some(Scenario::Point { seconds, workers }) => point::run(&mut ctx, &dbs, seconds, workers)?,
+        Some(Scenario::Point {
+            seconds,
+            workers,
+            rounds,
+        }) => point::run(&mut ctx, &dbs, seconds, workers, rounds)?,
         Some(Scenario::Pool { cell_ms }) => pool::run(
             &mut ctx,
             &dbs,
@@ -303,7 +310,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             seed::run(&mut ctx, &dbs, &s.data_size, &s.pool_size)?;
             e2e::run(&mut ctx, &dbs, &s.data_size, &s.pool_size, &s.parallelism)?;
             stream::run(&mut ctx, &dbs, 1_000_000)?;
-            point::run(&mut ctx, &dbs, 3, 8)?;
+            point::run(&mut ctx, &dbs, 2, 8, 3)?;
             pool::run(
                 &mut ctx,
                 &dbs,
@@ -319,7 +326,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             seed::run(&mut ctx, &dbs, &[1_000, 10_000, 100_000], &[10])?;
             e2e::run(&mut ctx, &dbs, &[10_000], &[10], &[1, 4])?;
             stream::run(&mut ctx, &dbs, 200_000)?;
-            point::run(&mut ctx, &dbs, 1, 4)?;
+            point::run(&mut ctx, &dbs, 1, 4, 1)?;
             pool::run(&mut ctx, &dbs, &pool::Plan::short())?;
         }
     }

@@ -214,8 +214,61 @@ fn check(id: i64, got: Option<Source>) -> anyhow::Result<()> {
     }
 }
 
-/// Runs the scenario for every engine.
-pub fn run(ctx: &mut Ctx, dbs: &[Dialect], seconds: u64, workers: usize) -> anyhow::Result<()> {
+/// One variant's rounds: how long each ran and the latencies of its selects.
+#[derive(Default)]
+struct Rounds(Vec<(Duration, Latencies)>);
+
+impl Rounds {
+    fn push(&mut self, took: Duration, latencies: Latencies) {
+        self.0.push((took, latencies));
+    }
+
+    /// The record: the median round's rate (as its ops over its time), the slowest and fastest rounds'
+    /// rates and the latencies of every round in the details.
+    fn record(&self, dialect: Dialect, variant: &str, workers: usize) -> Option<Record> {
+        let rate = |(took, l): &(Duration, Latencies)| l.len() as f64 / took.as_secs_f64();
+        let mut by_rate: Vec<&(Duration, Latencies)> = self.0.iter().collect();
+        by_rate.sort_by(|a, b| rate(a).total_cmp(&rate(b)));
+        let median = *by_rate.get(by_rate.len() / 2)?;
+        let mut all = Latencies::new();
+        for (_, l) in &self.0 {
+            all.add(l);
+        }
+        Some(Record {
+            scenario: "point",
+            db: dialect.name().into(),
+            variant: variant.into(),
+            rows: 1,
+            pool: workers as u32,
+            parallelism: workers as u32,
+            time: Measured {
+                median: median.0,
+                min: median.0,
+                max: median.0,
+            },
+            extra: Some(median.1.len() as f64),
+            details: vec![
+                ("rounds", self.0.len() as f64),
+                ("selects_per_s_min", rate(by_rate[0])),
+                ("selects_per_s_max", rate(by_rate[by_rate.len() - 1])),
+                ("latency_p50_ms", all.quantile_ms(0.5)),
+                ("latency_p99_ms", all.quantile_ms(0.99)),
+                ("latency_max_ms", all.quantile_ms(1.0)),
+            ],
+        })
+    }
+}
+
+/// Runs the scenario for every engine: `rounds` rounds of `seconds` per variant, tandem and the raw
+/// driver taking turns within each round (so a slow spell of the machine falls on both), the median
+/// round kept.
+pub fn run(
+    ctx: &mut Ctx,
+    dbs: &[Dialect],
+    seconds: u64,
+    workers: usize,
+    rounds: usize,
+) -> anyhow::Result<()> {
     let window = Duration::from_secs(seconds.max(1));
     for &dialect in dbs {
         let url = url(dialect, &ctx.out);
@@ -228,75 +281,85 @@ pub fn run(ctx: &mut Ctx, dbs: &[Dialect], seconds: u64, workers: usize) -> anyh
         seed::reset(&db)?;
         db.repository::<Source>()
             .batch_insert(&seed_rows(ROWS as usize), &BatchOptions::default())?;
-        let push = |ctx: &mut Ctx, variant: &str, took: Duration, latencies: &Latencies| {
-            let ops = latencies.len();
-            crate::record(
-                &ctx.progress,
-                &mut ctx.results,
-                Record {
-                    scenario: "point",
-                    db: dialect.name().into(),
-                    variant: variant.into(),
-                    rows: 1,
-                    pool: workers as u32,
-                    parallelism: workers as u32,
-                    time: Measured {
-                        median: took,
-                        min: took,
-                        max: took,
-                    },
-                    extra: Some(ops as f64),
-                    details: vec![
-                        ("latency_p50_ms", latencies.quantile_ms(0.5)),
-                        ("latency_p99_ms", latencies.quantile_ms(0.99)),
-                        ("latency_max_ms", latencies.quantile_ms(1.0)),
-                    ],
-                },
+        let adb = if ctx.runs(Executor::Async) {
+            Some(
+                ctx.rt
+                    .block_on(tandem_async::Database::connect_with(&url, config))?,
             )
+        } else {
+            None
         };
-        if ctx.runs(Executor::Blocking) {
-            let repos = (0..workers).map(|_| db.repository::<Source>()).collect();
-            let (took, all) = on_threads(repos, window, |repo, id| Ok(repo.find_by_id(id)?))?;
-            push(ctx, "tandem-blocking threads", took, &all);
-            let (variant, took, all) = raw_threads(dialect, &url, workers, window)?;
-            push(ctx, variant, took, &all);
+        let (mut tandem_threads, mut raw_threads_seen, mut tandem_tasks, mut sqlx_seen) = (
+            Rounds::default(),
+            Rounds::default(),
+            Rounds::default(),
+            Rounds::default(),
+        );
+        let mut raw_variant = "raw threads";
+        for _ in 0..rounds.max(1) {
+            if ctx.runs(Executor::Blocking) {
+                let repos = (0..workers).map(|_| db.repository::<Source>()).collect();
+                let (took, all) = on_threads(repos, window, |repo, id| Ok(repo.find_by_id(id)?))?;
+                tandem_threads.push(took, all);
+                let (variant, took, all) = raw_threads(dialect, &url, workers, window)?;
+                raw_variant = variant;
+                raw_threads_seen.push(took, all);
+            }
+            if let Some(adb) = &adb {
+                let (took, all) = tandem_tasks_round(&ctx.rt, adb, workers, window)?;
+                tandem_tasks.push(took, all);
+                let (took, all) = raw_sqlx(&ctx.rt, dialect, &url, workers, window)?;
+                sqlx_seen.push(took, all);
+            }
         }
-        if ctx.runs(Executor::Async) {
-            let adb = ctx
-                .rt
-                .block_on(tandem_async::Database::connect_with(&url, config))?;
-            let started = Instant::now();
-            let all = ctx.rt.block_on(async {
-                let tasks: Vec<_> = (0..workers)
-                    .map(|w| {
-                        let db = adb.clone();
-                        tokio::spawn(async move {
-                            let repo = db.repository::<Source>();
-                            let mut state = 0x9e37_79b9_7f4a_7c15 ^ (w as u64 + 1);
-                            let mut seen = Latencies::new();
-                            while started.elapsed() < window {
-                                let id = pick(&mut state);
-                                let op = Instant::now();
-                                check(id, repo.find_by_id(id).await?)?;
-                                seen.record(op.elapsed());
-                            }
-                            Ok::<_, anyhow::Error>(seen)
-                        })
-                    })
-                    .collect();
-                let mut all = Latencies::new();
-                for t in tasks {
-                    all.add(&t.await??);
-                }
-                Ok::<_, anyhow::Error>(all)
-            })?;
-            push(ctx, "tandem-async tasks", started.elapsed(), &all);
-            let (took, all) = raw_sqlx(&ctx.rt, dialect, &url, workers, window)?;
-            push(ctx, "raw sqlx tasks", took, &all);
+        for (rounds, variant) in [
+            (&tandem_threads, "tandem-blocking threads"),
+            (&raw_threads_seen, raw_variant),
+            (&tandem_tasks, "tandem-async tasks"),
+            (&sqlx_seen, "raw sqlx tasks"),
+        ] {
+            if let Some(r) = rounds.record(dialect, variant, workers) {
+                crate::record(&ctx.progress, &mut ctx.results, r);
+            }
         }
         db.execute(&tandem_sql::prelude::TableMethods::drop_table(
             benchmark_source::table,
         ))?;
     }
     Ok(())
+}
+
+/// tandem-async's round: `workers` tasks, each with its repository.
+fn tandem_tasks_round(
+    rt: &tokio::runtime::Runtime,
+    adb: &tandem_async::Database,
+    workers: usize,
+    window: Duration,
+) -> anyhow::Result<(Duration, Latencies)> {
+    let started = Instant::now();
+    let all = rt.block_on(async {
+        let tasks: Vec<_> = (0..workers)
+            .map(|w| {
+                let db = adb.clone();
+                tokio::spawn(async move {
+                    let repo = db.repository::<Source>();
+                    let mut state = 0x9e37_79b9_7f4a_7c15 ^ (w as u64 + 1);
+                    let mut seen = Latencies::new();
+                    while started.elapsed() < window {
+                        let id = pick(&mut state);
+                        let op = Instant::now();
+                        check(id, repo.find_by_id(id).await?)?;
+                        seen.record(op.elapsed());
+                    }
+                    Ok::<_, anyhow::Error>(seen)
+                })
+            })
+            .collect();
+        let mut all = Latencies::new();
+        for t in tasks {
+            all.add(&t.await??);
+        }
+        Ok::<_, anyhow::Error>(all)
+    })?;
+    Ok((started.elapsed(), all))
 }

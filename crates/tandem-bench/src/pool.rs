@@ -10,6 +10,13 @@
 //!
 //! Every cell is checked: each `SELECT 1` must return 1, and the pool's own counters must agree with what
 //! the workers saw (rejections and timeouts exactly, acquires at least).
+//!
+//! The hold models work the caller does elsewhere while it keeps the connection — waiting for another
+//! service's answer — that answers after exactly `hold`. It is timed the same way on both sides: a thread
+//! sleeps `hold` (a blocking worker in its own thread, an async worker in one of tokio's blocking threads,
+//! which then wakes the task as an I/O answer would). tokio's timer is not used for it: it rounds every
+//! sleep up to its next millisecond tick, so a 1 ms hold would last 1–2 ms on the async side only and
+//! measure the timer, not the executor. Each cell records the holds it measured (`hold_p50_ms`).
 
 use std::time::{Duration, Instant};
 use tandem_async::Executor as _;
@@ -109,6 +116,8 @@ struct Seen {
     waits: Latencies,
     /// How long each rejection took.
     rejections: Latencies,
+    /// How long each hold lasted, as the worker saw it.
+    holds: Latencies,
 }
 
 impl Default for Seen {
@@ -119,6 +128,7 @@ impl Default for Seen {
             timed_out: 0,
             waits: Latencies::new(),
             rejections: Latencies::new(),
+            holds: Latencies::new(),
         }
     }
 }
@@ -130,6 +140,7 @@ impl Seen {
         self.timed_out += other.timed_out;
         self.waits.add(&other.waits);
         self.rejections.add(&other.rejections);
+        self.holds.add(&other.holds);
     }
 
     /// Counts one op: a connection (with how long its acquire waited, the hold excluded), a rejection or a
@@ -180,7 +191,9 @@ fn blocking_cell(
                             let waited = started.elapsed();
                             check_one(c.fetch_one(&select)?)?;
                             if !hold.is_zero() {
+                                let held = Instant::now();
                                 std::thread::sleep(hold);
+                                seen.holds.record(held.elapsed());
                             }
                             Ok(waited)
                         });
@@ -229,7 +242,11 @@ fn async_cell(
                             let waited = started.elapsed();
                             check_one(c.fetch_one(&select).await?)?;
                             if !hold.is_zero() {
-                                tokio::time::sleep(hold).await;
+                                let held = Instant::now();
+                                tokio::task::spawn_blocking(move || std::thread::sleep(hold))
+                                    .await
+                                    .map_err(|e| Error::Usage(format!("the hold failed: {e}")))?;
+                                seen.holds.record(held.elapsed());
                             }
                             Ok(waited)
                         }
@@ -357,6 +374,8 @@ fn record(
         ("wait_p99_ms", seen.waits.quantile_ms(0.99)),
         ("wait_max_ms", seen.waits.quantile_ms(1.0)),
         ("reject_p99_ms", seen.rejections.quantile_ms(0.99)),
+        ("hold_p50_ms", seen.holds.quantile_ms(0.5)),
+        ("hold_p99_ms", seen.holds.quantile_ms(0.99)),
     ];
     crate::record(
         &ctx.progress,
@@ -500,8 +519,8 @@ pub fn print(results: &Results) {
             "\npool throughput: {WORKERS} workers, max {THROUGHPUT_POOL}; one op = check out, SELECT 1, hold, give back (ops/s)"
         );
         println!(
-            "{:<9} {:<9} {:>5} {:>11} {:>11} {:>16} {:>10}",
-            "db", "executor", "hold", "bare", "default", "high-throughput", "gate cost"
+            "{:<9} {:<9} {:>5} {:>9} {:>11} {:>11} {:>16} {:>10}",
+            "db", "executor", "hold", "held p50", "bare", "default", "high-throughput", "gate cost"
         );
         for r in thr {
             let executor = if r.variant.starts_with("async") {
@@ -521,10 +540,11 @@ pub fn print(results: &Results) {
             };
             let f = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.0}"));
             println!(
-                "{:<9} {:<9} {:>3}ms {:>11} {:>11} {:>16} {:>10}",
+                "{:<9} {:<9} {:>3}ms {:>7.2}ms {:>11} {:>11} {:>16} {:>10}",
                 r.db,
                 executor,
                 hold,
+                r.detail("hold_p50_ms").unwrap_or(0.0),
                 f(bare),
                 f(default),
                 f(ht),
