@@ -542,7 +542,7 @@ pub fn print(results: &Results) {
             println!(
                 "{:<9} {:<9} {:>3}ms {:>7.2}ms {:>11} {:>11} {:>16} {:>10}",
                 r.db,
-                executor,
+                executor.to_string(),
                 hold,
                 r.detail("hold_p50_ms").unwrap_or(0.0),
                 f(bare),
