@@ -23,7 +23,7 @@ struct ADb {
     target: db::TestTarget,
 }
 
-async fn adb(dialect: Dialect, name: &str, config: PoolConfig) -> Option<ADb> {
+async fn adb(dialect: Dialect, name: &str, config: PoolConfig) -> ADb {
     adb_with(dialect, tandem_core::SqliteDriver::default(), name, config).await
 }
 
@@ -32,17 +32,17 @@ async fn adb_with(
     driver: tandem_core::SqliteDriver,
     name: &str,
     config: PoolConfig,
-) -> Option<ADb> {
+) -> ADb {
     let name = name.to_owned();
     // The blocking admin client cannot run on the runtime's threads.
     let mut target = tokio::task::spawn_blocking(move || db::target(dialect, &name))
         .await
-        .unwrap()?;
+        .unwrap();
     target.options.sqlite_driver = driver;
     let db = Database::open(target.options.clone(), config)
         .await
         .expect("open the test database");
-    Some(ADb { db, target })
+    ADb { db, target }
 }
 
 macro_rules! async_engine_test {
@@ -51,9 +51,8 @@ macro_rules! async_engine_test {
         mod $name {
             use super::*;
             async fn run_with(dialect: Dialect, driver: tandem_core::SqliteDriver) {
-                if let Some(t) = adb_with(dialect, driver, stringify!($name), PoolConfig::default()).await {
-                    super::$name(&t).await;
-                }
+                let t = adb_with(dialect, driver, stringify!($name), PoolConfig::default()).await;
+                super::$name(&t).await;
             }
             /// The engine's cases: SQLite through rusqlite (the default) and through sqlx's driver,
             /// PostgreSQL, MariaDB.
@@ -63,6 +62,7 @@ macro_rules! async_engine_test {
                     crate::harness::Case::new(format!("{name}::{engine}"), move || {
                         crate::harness::block_on(run_with(dialect, driver))
                     })
+                    .on(dialect)
                 };
                 let default = tandem_core::SqliteDriver::default();
                 vec![
@@ -1097,9 +1097,8 @@ async fn killed_mid_transaction(t: &ADb) {
 
 /// `pg_terminate_backend` mid-transaction.
 async fn killed_mid_transaction_postgres() {
-    if let Some(t) = adb(Dialect::Postgres, "akilled", PoolConfig::default()).await {
-        killed_mid_transaction(&t).await;
-    }
+    let t = adb(Dialect::Postgres, "akilled", PoolConfig::default()).await;
+    killed_mid_transaction(&t).await;
 }
 
 /// The async side of the blocking test: on a session whose keys are 3 apart, the keys a multi-row insert
@@ -1109,9 +1108,7 @@ async fn keys_follow_auto_increment_increment_mysql() {
         max_size: 1,
         ..PoolConfig::default()
     };
-    let Some(t) = adb(Dialect::MySql, "aincrement", config).await else {
-        return;
-    };
+    let t = adb(Dialect::MySql, "aincrement", config).await;
     let db = &t.db;
     setup(db).await;
     db.execute(&raw("SET SESSION auto_increment_increment = 3", vec![]))
@@ -1141,16 +1138,13 @@ async fn keys_follow_auto_increment_increment_mysql() {
 
 /// MariaDB `KILL` mid-transaction.
 async fn killed_mid_transaction_mysql() {
-    if let Some(t) = adb(Dialect::MySql, "akilled", PoolConfig::default()).await {
-        killed_mid_transaction(&t).await;
-    }
+    let t = adb(Dialect::MySql, "akilled", PoolConfig::default()).await;
+    killed_mid_transaction(&t).await;
 }
 
 /// On PostgreSQL a one-transaction batch goes through binary COPY and stores exactly the rows given.
 async fn copy_path_postgres() {
-    let Some(t) = adb(Dialect::Postgres, "acopy", PoolConfig::default()).await else {
-        return;
-    };
+    let t = adb(Dialect::Postgres, "acopy", PoolConfig::default()).await;
     setup(&t.db).await;
     let repo = t.db.repository::<Order>();
     let rows: Vec<Order> = (0..5_000)
@@ -1207,9 +1201,7 @@ async fn unreachable_server() {
 
 /// Repository calls and transaction futures can be spawned on tokio (they are `Send`), as web handlers need.
 async fn futures_are_send() {
-    let t = adb(Dialect::Sqlite, "send", PoolConfig::default())
-        .await
-        .unwrap();
+    let t = adb(Dialect::Sqlite, "send", PoolConfig::default()).await;
     setup(&t.db).await;
     let db = t.db.clone();
     let id = tokio::spawn(async move { db.repository::<User>().insert(&user("spawned", 1)).await })
@@ -1359,30 +1351,26 @@ async fn spawned_conflict_is_retried(t: &ADb) {
 
 /// PostgreSQL: spawned, hand-begun transactions in conflict are retried.
 async fn spawned_conflict_is_retried_postgres() {
-    if let Some(t) = adb(Dialect::Postgres, "sconflict", PoolConfig::default()).await {
-        spawned_conflict_is_retried(&t).await;
-    }
+    let t = adb(Dialect::Postgres, "sconflict", PoolConfig::default()).await;
+    spawned_conflict_is_retried(&t).await;
 }
 
 /// MariaDB: the same.
 async fn spawned_conflict_is_retried_mysql() {
-    if let Some(t) = adb(Dialect::MySql, "sconflict", PoolConfig::default()).await {
-        spawned_conflict_is_retried(&t).await;
-    }
+    let t = adb(Dialect::MySql, "sconflict", PoolConfig::default()).await;
+    spawned_conflict_is_retried(&t).await;
 }
 
 /// PostgreSQL: a real conflict is retried.
 async fn real_conflict_is_retried_postgres() {
-    if let Some(t) = adb(Dialect::Postgres, "aconflict", PoolConfig::default()).await {
-        real_conflict_is_retried(&t).await;
-    }
+    let t = adb(Dialect::Postgres, "aconflict", PoolConfig::default()).await;
+    real_conflict_is_retried(&t).await;
 }
 
 /// MariaDB: a real deadlock is retried.
 async fn real_conflict_is_retried_mysql() {
-    if let Some(t) = adb(Dialect::MySql, "aconflict", PoolConfig::default()).await {
-        real_conflict_is_retried(&t).await;
-    }
+    let t = adb(Dialect::MySql, "aconflict", PoolConfig::default()).await;
+    real_conflict_is_retried(&t).await;
 }
 
 fn main() {
@@ -1404,43 +1392,60 @@ fn main() {
             cancelled_transactions::cases(),
             text_semantics::cases(),
             streams_in_transactions::cases(),
-            vec![harness::Case::new(
-                "killed_mid_transaction_postgres",
-                move || harness::block_on(killed_mid_transaction_postgres()),
-            )],
-            vec![harness::Case::new(
-                "killed_mid_transaction_mysql",
-                move || harness::block_on(killed_mid_transaction_mysql()),
-            )],
-            vec![harness::Case::new(
-                "keys_follow_auto_increment_increment_mysql",
-                move || harness::block_on(keys_follow_auto_increment_increment_mysql()),
-            )],
-            vec![harness::Case::new("copy_path_postgres", move || {
-                harness::block_on(copy_path_postgres())
-            })],
+            vec![
+                harness::Case::new("killed_mid_transaction_postgres", move || {
+                    harness::block_on(killed_mid_transaction_postgres())
+                })
+                .needs(&[Dialect::Postgres]),
+            ],
+            vec![
+                harness::Case::new("killed_mid_transaction_mysql", move || {
+                    harness::block_on(killed_mid_transaction_mysql())
+                })
+                .needs(&[Dialect::MySql]),
+            ],
+            vec![
+                harness::Case::new("keys_follow_auto_increment_increment_mysql", move || {
+                    harness::block_on(keys_follow_auto_increment_increment_mysql())
+                })
+                .needs(&[Dialect::MySql]),
+            ],
+            vec![
+                harness::Case::new("copy_path_postgres", move || {
+                    harness::block_on(copy_path_postgres())
+                })
+                .needs(&[Dialect::Postgres]),
+            ],
             vec![harness::Case::new("unreachable_server", move || {
                 harness::block_on(unreachable_server())
             })],
             vec![harness::Case::new("futures_are_send", move || {
                 harness::block_on(futures_are_send())
             })],
-            vec![harness::Case::new(
-                "real_conflict_is_retried_postgres",
-                move || harness::block_on(real_conflict_is_retried_postgres()),
-            )],
-            vec![harness::Case::new(
-                "real_conflict_is_retried_mysql",
-                move || harness::block_on(real_conflict_is_retried_mysql()),
-            )],
-            vec![harness::Case::new(
-                "spawned_conflict_is_retried_postgres",
-                move || harness::block_on(spawned_conflict_is_retried_postgres()),
-            )],
-            vec![harness::Case::new(
-                "spawned_conflict_is_retried_mysql",
-                move || harness::block_on(spawned_conflict_is_retried_mysql()),
-            )],
+            vec![
+                harness::Case::new("real_conflict_is_retried_postgres", move || {
+                    harness::block_on(real_conflict_is_retried_postgres())
+                })
+                .needs(&[Dialect::Postgres]),
+            ],
+            vec![
+                harness::Case::new("real_conflict_is_retried_mysql", move || {
+                    harness::block_on(real_conflict_is_retried_mysql())
+                })
+                .needs(&[Dialect::MySql]),
+            ],
+            vec![
+                harness::Case::new("spawned_conflict_is_retried_postgres", move || {
+                    harness::block_on(spawned_conflict_is_retried_postgres())
+                })
+                .needs(&[Dialect::Postgres]),
+            ],
+            vec![
+                harness::Case::new("spawned_conflict_is_retried_mysql", move || {
+                    harness::block_on(spawned_conflict_is_retried_mysql())
+                })
+                .needs(&[Dialect::MySql]),
+            ],
         ]
         .into_iter()
         .flatten()

@@ -88,16 +88,14 @@ fn executions(db: &Database) -> Vec<RunStatus> {
 }
 
 fn runners(dialect: Dialect) {
-    let Some(t) = db::open(
+    let t = db::open(
         dialect,
         "job",
         PoolConfig {
             max_size: 12,
             ..PoolConfig::default()
         },
-    ) else {
-        return;
-    };
+    );
     let (rt, adb) = async_twin(
         &t,
         PoolConfig {
@@ -184,9 +182,7 @@ fn nth_key(db: &Database, n: i64) -> i64 {
 }
 
 fn restart_after_failure(dialect: Dialect) {
-    let Some(t) = db::open(dialect, "restart", PoolConfig::default()) else {
-        return;
-    };
+    let t = db::open(dialect, "restart", PoolConfig::default());
     // Blocking runner.
     reset(&t.db, ROWS);
     let armed = Arc::new(AtomicBool::new(true));
@@ -279,13 +275,11 @@ fn restart_after_failure_mysql() {
 
 /// Kills every connection of the test database while the job runs (in its chunks' transactions), then reruns.
 fn killed_connections(dialect: Dialect, use_async: bool) {
-    let Some(t) = db::open(
+    let t = db::open(
         dialect,
         if use_async { "akill" } else { "kill" },
         PoolConfig::default(),
-    ) else {
-        return;
-    };
+    );
     reset(&t.db, ROWS);
     let admin = t.admin().unwrap().clone();
     let mut job = essay::job(4).sizes(250, 250);
@@ -396,7 +390,7 @@ fn killed_connections_mysql_async() {
 /// repository shows the abandoned run as failed and the rerun as completed.
 fn killed_process_resumes() {
     for use_async in [false, true] {
-        let t = db::open(Dialect::Sqlite, "process", PoolConfig::default()).unwrap();
+        let t = db::open(Dialect::Sqlite, "process", PoolConfig::default());
         reset(&t.db, ROWS);
         let url = format!("sqlite://{}", t.target.options.path.as_deref().unwrap());
         let mut args = vec![url.clone(), "4".into(), "20".into()];
@@ -445,9 +439,7 @@ fn killed_process_resumes() {
 /// refused with "already running" before it writes anything; every row is written once. The lock is a file
 /// beside a SQLite database, an advisory lock on PostgreSQL, a named lock on MariaDB.
 fn concurrent_processes(dialect: Dialect) {
-    let Some(t) = db::open(dialect, "twoproc", PoolConfig::default()) else {
-        return;
-    };
+    let t = db::open(dialect, "twoproc", PoolConfig::default());
     reset(&t.db, ROWS);
     let url = t.target.url();
     // 4 partitions × 5 chunks × 200 ms: the winner holds the job for a second or more, far longer than the
@@ -494,7 +486,7 @@ fn concurrent_processes(dialect: Dialect) {
 /// runs once the first is done (then finding it completed). Also in memory.
 fn concurrent_runs_in_process() {
     for url in ["sqlite::memory:".to_owned(), String::new()] {
-        let target = db::target(Dialect::Sqlite, "inproc").unwrap();
+        let target = db::target(Dialect::Sqlite, "inproc");
         let db = if url.is_empty() {
             Database::open(target.options.clone(), PoolConfig::default()).unwrap()
         } else {
@@ -534,7 +526,7 @@ fn concurrent_runs_in_process() {
 /// A processor that panics fails its job with the partition and the message (not a count mismatch), on
 /// both runners; the run is recorded as failed and a rerun resumes after the committed chunks.
 fn panicking_processor() {
-    let t = db::open(Dialect::Sqlite, "panics", PoolConfig::default()).unwrap();
+    let t = db::open(Dialect::Sqlite, "panics", PoolConfig::default());
     let (rt, adb) = async_twin(&t, PoolConfig::default());
     for use_async in [false, true] {
         reset(&t.db, 2_000);
@@ -570,7 +562,7 @@ fn panicking_processor() {
 
 /// An empty source completes with nothing to do; keys with gaps are all read once.
 fn empty_source_and_gaps() {
-    let t = db::open(Dialect::Sqlite, "gaps", PoolConfig::default()).unwrap();
+    let t = db::open(Dialect::Sqlite, "gaps", PoolConfig::default());
     reset(&t.db, 0);
     let r = tandem_batch::blocking::run(&t.db, &essay::job(4)).unwrap();
     assert_eq!((r.read, r.written, r.partitions.len()), (0, 0, 0));
@@ -597,7 +589,7 @@ fn empty_source_and_gaps() {
 
 /// A processor error fails the job naming the row's key; with a skip policy the row is skipped and counted.
 fn processor_errors_and_skips() {
-    let t = db::open(Dialect::Sqlite, "skips", PoolConfig::default()).unwrap();
+    let t = db::open(Dialect::Sqlite, "skips", PoolConfig::default());
     let bad = |s: Source| -> Result<Processed<Target>, ProcessError> {
         if s.id == 777 {
             Err(ProcessError::from("cannot transform"))
@@ -660,9 +652,7 @@ fn processor_errors_and_skips() {
 /// certification failure at COMMIT) runs that transaction again, on both runners: here a trigger on
 /// PostgreSQL fails the first insert of each run's execution row with SQLSTATE 40001, once per run.
 fn start_transaction_is_retried_postgres() {
-    let Some(t) = db::open(Dialect::Postgres, "startretry", PoolConfig::default()) else {
-        return;
-    };
+    let t = db::open(Dialect::Postgres, "startretry", PoolConfig::default());
     let (rt, adb) = async_twin(&t, PoolConfig::default());
     for use_async in [false, true] {
         let db = &t.db;
@@ -727,9 +717,7 @@ fn leases(db: &Database) -> Vec<(String, String)> {
 /// run here, on both runners, though this node's GET_LOCK is free; once expired, it is taken over. A lease
 /// left on this node belongs to a dead session and is taken over at once. A run gives its lease back.
 fn lease_across_nodes_mysql() {
-    let Some(t) = db::open(Dialect::MySql, "lease", PoolConfig::default()) else {
-        return;
-    };
+    let t = db::open(Dialect::MySql, "lease", PoolConfig::default());
     let (rt, adb) = async_twin(&t, PoolConfig::default());
     let db = &t.db;
     let (this_node,): (String,) = db
@@ -773,9 +761,7 @@ fn lease_across_nodes_mysql() {
 /// the lease expired) stops before its next chunk with `LockLost`, on both runners; what it committed stays,
 /// and a rerun completes with every row once.
 fn lease_lost_mysql() {
-    let Some(t) = db::open(Dialect::MySql, "leaselost", PoolConfig::default()) else {
-        return;
-    };
+    let t = db::open(Dialect::MySql, "leaselost", PoolConfig::default());
     let (rt, adb) = async_twin(&t, PoolConfig::default());
     let db = &t.db;
     for use_async in [false, true] {
@@ -828,9 +814,7 @@ fn lease_lost_mysql() {
 /// A completed run is found whatever came after it: a failed run of the same job recorded later (a twin
 /// run on another node, before leases) does not make the job runnable again.
 fn completed_is_not_hidden_by_a_later_failure() {
-    let Some(t) = db::open(Dialect::Sqlite, "completed", PoolConfig::default()) else {
-        return;
-    };
+    let t = db::open(Dialect::Sqlite, "completed", PoolConfig::default());
     let db = &t.db;
     reset(db, 100);
     let job = essay::job(2);
@@ -863,47 +847,63 @@ fn main() {
         [
             vec![harness::Case::new("essay_job_sqlite", essay_job_sqlite)],
             vec![
-                harness::Case::new("lease_across_nodes_mysql", lease_across_nodes_mysql),
-                harness::Case::new("lease_lost_mysql", lease_lost_mysql),
+                harness::Case::new("lease_across_nodes_mysql", lease_across_nodes_mysql)
+                    .needs(&[Dialect::MySql]),
+                harness::Case::new("lease_lost_mysql", lease_lost_mysql).needs(&[Dialect::MySql]),
                 harness::Case::new(
                     "completed_is_not_hidden_by_a_later_failure",
                     completed_is_not_hidden_by_a_later_failure,
                 ),
             ],
-            vec![harness::Case::new(
-                "start_transaction_is_retried_postgres",
-                start_transaction_is_retried_postgres,
-            )],
-            vec![harness::Case::new("essay_job_postgres", essay_job_postgres)],
-            vec![harness::Case::new("essay_job_mysql", essay_job_mysql)],
+            vec![
+                harness::Case::new(
+                    "start_transaction_is_retried_postgres",
+                    start_transaction_is_retried_postgres,
+                )
+                .needs(&[Dialect::Postgres]),
+            ],
+            vec![
+                harness::Case::new("essay_job_postgres", essay_job_postgres)
+                    .needs(&[Dialect::Postgres]),
+            ],
+            vec![harness::Case::new("essay_job_mysql", essay_job_mysql).needs(&[Dialect::MySql])],
             vec![harness::Case::new(
                 "restart_after_failure_sqlite",
                 restart_after_failure_sqlite,
             )],
-            vec![harness::Case::new(
-                "restart_after_failure_postgres",
-                restart_after_failure_postgres,
-            )],
-            vec![harness::Case::new(
-                "restart_after_failure_mysql",
-                restart_after_failure_mysql,
-            )],
-            vec![harness::Case::new(
-                "killed_connections_postgres",
-                killed_connections_postgres,
-            )],
-            vec![harness::Case::new(
-                "killed_connections_postgres_async",
-                killed_connections_postgres_async,
-            )],
-            vec![harness::Case::new(
-                "killed_connections_mysql",
-                killed_connections_mysql,
-            )],
-            vec![harness::Case::new(
-                "killed_connections_mysql_async",
-                killed_connections_mysql_async,
-            )],
+            vec![
+                harness::Case::new(
+                    "restart_after_failure_postgres",
+                    restart_after_failure_postgres,
+                )
+                .needs(&[Dialect::Postgres]),
+            ],
+            vec![
+                harness::Case::new("restart_after_failure_mysql", restart_after_failure_mysql)
+                    .needs(&[Dialect::MySql]),
+            ],
+            vec![
+                harness::Case::new("killed_connections_postgres", killed_connections_postgres)
+                    .needs(&[Dialect::Postgres]),
+            ],
+            vec![
+                harness::Case::new(
+                    "killed_connections_postgres_async",
+                    killed_connections_postgres_async,
+                )
+                .needs(&[Dialect::Postgres]),
+            ],
+            vec![
+                harness::Case::new("killed_connections_mysql", killed_connections_mysql)
+                    .needs(&[Dialect::MySql]),
+            ],
+            vec![
+                harness::Case::new(
+                    "killed_connections_mysql_async",
+                    killed_connections_mysql_async,
+                )
+                .needs(&[Dialect::MySql]),
+            ],
             vec![harness::Case::new(
                 "killed_process_resumes",
                 killed_process_resumes,

@@ -579,16 +579,14 @@ fn killed_mid_transaction(t: &TestDb) {
 
 /// `pg_terminate_backend` mid-transaction.
 fn killed_mid_transaction_postgres() {
-    if let Some(t) = db::open(Dialect::Postgres, "killed", PoolConfig::default()) {
-        killed_mid_transaction(&t);
-    }
+    let t = db::open(Dialect::Postgres, "killed", PoolConfig::default());
+    killed_mid_transaction(&t);
 }
 
 /// MariaDB `KILL` mid-transaction.
 fn killed_mid_transaction_mysql() {
-    if let Some(t) = db::open(Dialect::MySql, "killed", PoolConfig::default()) {
-        killed_mid_transaction(&t);
-    }
+    let t = db::open(Dialect::MySql, "killed", PoolConfig::default());
+    killed_mid_transaction(&t);
 }
 
 /// On a server whose keys are `auto_increment_increment` apart (a Galera node sets it to the cluster's
@@ -599,9 +597,7 @@ fn keys_follow_auto_increment_increment_mysql() {
         max_size: 1,
         ..PoolConfig::default()
     };
-    let Some(t) = db::open(Dialect::MySql, "increment", config) else {
-        return;
-    };
+    let t = db::open(Dialect::MySql, "increment", config);
     let db = &t.db;
     setup(db);
     db.execute(&raw("SET SESSION auto_increment_increment = 3", vec![]))
@@ -641,7 +637,7 @@ fn keys_follow_auto_increment_increment_mysql() {
 
 /// An async service runs a blocking transaction on tokio's blocking pool and gets its result back.
 async fn bridge_from_async() {
-    let t = db::open(Dialect::Sqlite, "bridge", PoolConfig::default()).unwrap();
+    let t = db::open(Dialect::Sqlite, "bridge", PoolConfig::default());
     setup(&t.db);
     let id =
         t.db.transaction_blocking(|tx| tx.repository::<User>().insert(&user("from-async", 1)))
@@ -679,7 +675,7 @@ fn unreachable_server() {
 
 /// Creating and dropping declared tables, twice over (IF [NOT] EXISTS).
 fn schema_helpers() {
-    let t = db::open(Dialect::Sqlite, "schema", PoolConfig::default()).unwrap();
+    let t = db::open(Dialect::Sqlite, "schema", PoolConfig::default());
     setup(&t.db);
     setup(&t.db);
     let tables = |db: &Database| -> Vec<String> {
@@ -702,9 +698,7 @@ fn schema_helpers() {
 
 /// On PostgreSQL a batch in one transaction goes through binary COPY, and stores exactly the rows given.
 fn copy_path_postgres() {
-    let Some(t) = db::open(Dialect::Postgres, "copy", PoolConfig::default()) else {
-        return;
-    };
+    let t = db::open(Dialect::Postgres, "copy", PoolConfig::default());
     setup(&t.db);
     let repo = t.db.repository::<Order>();
     let rows: Vec<Order> = (0..5_000)
@@ -796,16 +790,14 @@ fn real_conflict_is_retried(t: &TestDb) {
 
 /// PostgreSQL: a serialization failure or deadlock is retried.
 fn real_conflict_is_retried_postgres() {
-    if let Some(t) = db::open(Dialect::Postgres, "conflict", PoolConfig::default()) {
-        real_conflict_is_retried(&t);
-    }
+    let t = db::open(Dialect::Postgres, "conflict", PoolConfig::default());
+    real_conflict_is_retried(&t);
 }
 
 /// MariaDB: a deadlock is retried.
 fn real_conflict_is_retried_mysql() {
-    if let Some(t) = db::open(Dialect::MySql, "conflict", PoolConfig::default()) {
-        real_conflict_is_retried(&t);
-    }
+    let t = db::open(Dialect::MySql, "conflict", PoolConfig::default());
+    real_conflict_is_retried(&t);
 }
 
 /// The names of the users matching `filter`, sorted.
@@ -907,32 +899,47 @@ fn main() {
             harness::engines("temporal_and_uuid_values", temporal_and_uuid_values::run),
             harness::engines("bad_input", bad_input::run),
             harness::engines("streams", streams::run),
-            vec![harness::Case::new(
-                "killed_mid_transaction_postgres",
-                killed_mid_transaction_postgres,
-            )],
-            vec![harness::Case::new(
-                "killed_mid_transaction_mysql",
-                killed_mid_transaction_mysql,
-            )],
-            vec![harness::Case::new(
-                "keys_follow_auto_increment_increment_mysql",
-                keys_follow_auto_increment_increment_mysql,
-            )],
+            vec![
+                harness::Case::new(
+                    "killed_mid_transaction_postgres",
+                    killed_mid_transaction_postgres,
+                )
+                .needs(&[Dialect::Postgres]),
+            ],
+            vec![
+                harness::Case::new("killed_mid_transaction_mysql", killed_mid_transaction_mysql)
+                    .needs(&[Dialect::MySql]),
+            ],
+            vec![
+                harness::Case::new(
+                    "keys_follow_auto_increment_increment_mysql",
+                    keys_follow_auto_increment_increment_mysql,
+                )
+                .needs(&[Dialect::MySql]),
+            ],
             vec![harness::Case::new("bridge_from_async", move || {
                 harness::block_on(bridge_from_async())
             })],
             vec![harness::Case::new("unreachable_server", unreachable_server)],
             vec![harness::Case::new("schema_helpers", schema_helpers)],
-            vec![harness::Case::new("copy_path_postgres", copy_path_postgres)],
-            vec![harness::Case::new(
-                "real_conflict_is_retried_postgres",
-                real_conflict_is_retried_postgres,
-            )],
-            vec![harness::Case::new(
-                "real_conflict_is_retried_mysql",
-                real_conflict_is_retried_mysql,
-            )],
+            vec![
+                harness::Case::new("copy_path_postgres", copy_path_postgres)
+                    .needs(&[Dialect::Postgres]),
+            ],
+            vec![
+                harness::Case::new(
+                    "real_conflict_is_retried_postgres",
+                    real_conflict_is_retried_postgres,
+                )
+                .needs(&[Dialect::Postgres]),
+            ],
+            vec![
+                harness::Case::new(
+                    "real_conflict_is_retried_mysql",
+                    real_conflict_is_retried_mysql,
+                )
+                .needs(&[Dialect::MySql]),
+            ],
             harness::engines("text_and_float_semantics", text_and_float_semantics::run),
         ]
         .into_iter()

@@ -427,21 +427,27 @@ fn standby_routing_mysql() {
 
 fn main() {
     harness::main(vec![
-        harness::Case::new("dead_first_postgres", dead_first_postgres),
-        harness::Case::new("dead_first_mysql", dead_first_mysql),
+        harness::Case::new("dead_first_postgres", dead_first_postgres).needs(&[Dialect::Postgres]),
+        harness::Case::new("dead_first_mysql", dead_first_mysql).needs(&[Dialect::MySql]),
         harness::Case::new("none_answers", none_answers),
-        harness::Case::new("session_attrs_postgres", session_attrs_postgres),
+        harness::Case::new("session_attrs_postgres", session_attrs_postgres)
+            .needs(&[Dialect::Postgres]),
         harness::Case::new(
             "pool_follows_failover_postgres",
             pool_follows_failover_postgres,
-        ),
-        harness::Case::new("pool_follows_failover_mysql", pool_follows_failover_mysql),
-        harness::Case::new("standby_routing_postgres", standby_routing_postgres),
+        )
+        .needs(&[Dialect::Postgres]),
+        harness::Case::new("pool_follows_failover_mysql", pool_follows_failover_mysql)
+            .needs(&[Dialect::MySql]),
+        harness::Case::new("standby_routing_postgres", standby_routing_postgres)
+            .needs(&[Dialect::Postgres]),
         harness::Case::new(
             "dead_server_surfaces_postgres",
             dead_server_surfaces_postgres,
-        ),
-        harness::Case::new("dead_server_surfaces_mysql", dead_server_surfaces_mysql),
-        harness::Case::new("standby_routing_mysql", standby_routing_mysql),
+        )
+        .needs(&[Dialect::Postgres]),
+        harness::Case::new("dead_server_surfaces_mysql", dead_server_surfaces_mysql)
+            .needs(&[Dialect::MySql]),
+        harness::Case::new("standby_routing_mysql", standby_routing_mysql).needs(&[Dialect::MySql]),
     ]);
 }

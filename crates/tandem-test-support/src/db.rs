@@ -2,8 +2,10 @@
 //!
 //! Each test gets its own database: a temporary SQLite file, a fresh PostgreSQL schema (through
 //! `search_path`), a fresh MariaDB database; all dropped when the test ends. URLs come from
-//! `TANDEM_POSTGRES_URL` and `TANDEM_MYSQL_URL`. An unreachable server is reported and the test skipped —
-//! except under `CI=true`, where it fails.
+//! `TANDEM_POSTGRES_URL` and `TANDEM_MYSQL_URL`. Whether a server is there is the harness's question: a case
+//! declares the servers it needs ([`crate::harness::Case::needs`]) and is reported ignored, with the reason,
+//! when one is missing (failed under `CI=true`). A test that gets here without its server fails: it never
+//! passes without having run.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use tandem_blocking::Executor as _;
@@ -83,9 +85,9 @@ impl TestDb {
     }
 }
 
-/// A fresh schema (PostgreSQL), database (MariaDB) or file (SQLite) for test `name`; `None` (after saying
-/// why) when the server is unreachable outside CI.
-pub fn target(dialect: Dialect, name: &str) -> Option<TestTarget> {
+/// A fresh schema (PostgreSQL), database (MariaDB) or file (SQLite) for test `name`. Panics, saying which
+/// URL and which variable sets it, when the server is unreachable.
+pub fn target(dialect: Dialect, name: &str) -> TestTarget {
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
     let unique = format!("t_{}_{}_{}", name, std::process::id(), n);
     match dialect {
@@ -93,12 +95,12 @@ pub fn target(dialect: Dialect, name: &str) -> Option<TestTarget> {
             let file = std::env::temp_dir().join(format!("tandem-{unique}.db"));
             let options =
                 ConnectOptions::parse(&format!("sqlite://{}", file.display())).expect("valid URL");
-            Some(TestTarget {
+            TestTarget {
                 options,
                 admin: None,
                 cleanup: None,
                 file: Some(file),
-            })
+            }
         }
         Dialect::Postgres | Dialect::MySql => {
             let (base, var) = server_url(dialect);
@@ -119,11 +121,10 @@ pub fn target(dialect: Dialect, name: &str) -> Option<TestTarget> {
                             .map(|o| o.display)
                             .unwrap_or(base.clone())
                     );
-                    if std::env::var("CI").is_ok_and(|v| v == "true") {
-                        panic!("{msg} (CI=true: a missing server is a failure)");
-                    }
-                    eprintln!("SKIPPED {name} on {dialect}: {msg}");
-                    return None;
+                    panic!(
+                        "{msg} (a case that needs {dialect} declares it with `Case::needs`, and is then \
+                         reported ignored when the server is missing)"
+                    );
                 }
             };
             let (create, drop_sql) = if dialect == Dialect::Postgres {
@@ -148,25 +149,43 @@ pub fn target(dialect: Dialect, name: &str) -> Option<TestTarget> {
             } else {
                 options.database = unique.clone();
             }
-            Some(TestTarget {
+            TestTarget {
                 options,
                 admin: Some(admin),
                 cleanup: Some(drop_sql),
                 file: None,
-            })
+            }
         }
     }
 }
 
-/// A blocking database on a fresh target.
-pub fn open(dialect: Dialect, name: &str, config: PoolConfig) -> Option<TestDb> {
-    let target = target(dialect, name)?;
-    let db = Database::open(target.options.clone(), config).expect("open the test database");
-    Some(TestDb { db, target })
+/// [`target`] for checks that run every engine that answers within one test — the workshop's, which a
+/// learner runs with or without the servers: `None`, after printing `SKIPPED` with the URL and the variable
+/// that sets it, when the server is unreachable; a failure under `CI=true`. tandem's own tests declare their
+/// servers per case instead ([`crate::harness::Case::needs`]).
+pub fn target_or_skip(dialect: Dialect, name: &str) -> Option<TestTarget> {
+    if dialect != Dialect::Sqlite
+        && let Err(why) = crate::harness::probe(dialect)
+    {
+        if std::env::var("CI").is_ok_and(|v| v == "true") {
+            panic!("{why} (CI=true: a missing server is a failure)");
+        }
+        eprintln!("SKIPPED {name} on {dialect}: {why}");
+        return None;
+    }
+    Some(target(dialect, name))
 }
 
-/// Declares one test per engine: `engine_test!(name, |t: &TestDb| { .. })` makes `name::sqlite`,
-/// `name::postgres` and `name::mysql`.
+/// A blocking database on a fresh target.
+pub fn open(dialect: Dialect, name: &str, config: PoolConfig) -> TestDb {
+    let target = target(dialect, name);
+    let db = Database::open(target.options.clone(), config).expect("open the test database");
+    TestDb { db, target }
+}
+
+/// Declares one test per engine: `engine_test!(name, |t: &TestDb| { .. })` makes `name::run(dialect)`,
+/// which the file's `main` lists with [`crate::harness::engines`] as `name::sqlite`, `name::postgres` and
+/// `name::mysql` (each declaring its server).
 #[macro_export]
 macro_rules! engine_test {
     ($(#[$doc:meta])* $name:ident, $body:expr) => {
@@ -174,22 +193,9 @@ macro_rules! engine_test {
         mod $name {
             use super::*;
             pub(crate) fn run(dialect: tandem_sql::Dialect) {
-                if let Some(t) = $crate::db::open(dialect, stringify!($name), $crate::tandem_core::PoolConfig::default()) {
-                    let body: fn(&$crate::db::TestDb) = $body;
-                    body(&t);
-                }
-            }
-            #[test]
-            fn sqlite() {
-                run(tandem_sql::Dialect::Sqlite)
-            }
-            #[test]
-            fn postgres() {
-                run(tandem_sql::Dialect::Postgres)
-            }
-            #[test]
-            fn mysql() {
-                run(tandem_sql::Dialect::MySql)
+                let t = $crate::db::open(dialect, stringify!($name), $crate::tandem_core::PoolConfig::default());
+                let body: fn(&$crate::db::TestDb) = $body;
+                body(&t);
             }
         }
     };

@@ -2,8 +2,10 @@
 //! on libtest-mimic so that a test whose server is unreachable is reported as *ignored*, with the reason,
 //! instead of passing without having run. Under `CI=true` the same test fails.
 //!
-//! Each file's `main` lists its tests as [`Case`]s. A case needs PostgreSQL and/or MariaDB when its name
-//! says so (`…postgres…`, `…mysql…`), or when [`Case::needs`] adds them; each server is probed once.
+//! Each file's `main` lists its tests as [`Case`]s. A case declares the servers it needs ([`Case::needs`],
+//! [`Case::on`]) and anything else it requires ([`Case::requires`]); each is probed once per test binary.
+//! A test that reaches for a server it did not declare fails when that server is missing
+//! ([`crate::db::target`] panics): no test passes without having run.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -24,19 +26,21 @@ pub struct Case {
 }
 
 impl Case {
-    /// A test called `name`; the servers its name mentions are needed.
+    /// A test called `name` that needs no server (add them with [`Case::needs`] or [`Case::on`]).
     pub fn new(name: impl Into<String>, run: impl FnOnce() + Send + 'static) -> Case {
-        let name = name.into();
-        let needs = [("postgres", Dialect::Postgres), ("mysql", Dialect::MySql)]
-            .into_iter()
-            .filter(|(word, _)| name.contains(word))
-            .map(|(_, d)| d)
-            .collect();
         Case {
-            name,
-            needs,
+            name: name.into(),
+            needs: Vec::new(),
             requires: Vec::new(),
             run: Box::new(run),
+        }
+    }
+
+    /// Also needs the server of `dialect` (nothing for SQLite, which is always there).
+    pub fn on(self, dialect: Dialect) -> Case {
+        match dialect {
+            Dialect::Sqlite => self,
+            server => self.needs(&[server]),
         }
     }
 
@@ -66,12 +70,12 @@ pub fn engines(name: &str, run: fn(Dialect)) -> Vec<Case> {
         ("mysql", Dialect::MySql),
     ]
     .into_iter()
-    .map(|(engine, d)| Case::new(format!("{name}::{engine}"), move || run(d)))
+    .map(|(engine, d)| Case::new(format!("{name}::{engine}"), move || run(d)).on(d))
     .collect()
 }
 
 /// Whether the server answers; the reason (which URL, which variable sets it) when it does not.
-fn probe(dialect: Dialect) -> Result<(), String> {
+pub(crate) fn probe(dialect: Dialect) -> Result<(), String> {
     let (url, var) = crate::db::server_url(dialect);
     let config = tandem_core::PoolConfig {
         max_size: 1,
