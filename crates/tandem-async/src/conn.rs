@@ -345,6 +345,58 @@ impl Conn {
         Ok(outcomes)
     }
 
+    /// Runs plan steps in one transaction with `opts`: BEGIN, the steps, then COMMIT — or ROLLBACK when a
+    /// step failed — by the rules of [`tandem_core::Ending`]. The caller holds the writer gate's turn. On a
+    /// rusqlite connection the whole transaction is one call on its worker thread: one wake-up each way
+    /// instead of one per statement. A connection whose transaction did not surely end is not pooled as
+    /// it is (see `in_transaction`).
+    pub(crate) async fn run_steps_atomically(
+        &mut self,
+        steps: &Arc<[Step]>,
+        opts: &tandem_core::TxOptions,
+    ) -> Result<Vec<Outcome>> {
+        use tandem_core::{Ending, tx};
+        let dialect = self.dialect();
+        self.in_transaction = true;
+        #[cfg(feature = "sqlite")]
+        if let Link::Rusqlite(worker) = &mut self.link {
+            let steps = steps.clone();
+            let begin = tx::begin(dialect, opts);
+            let (commit, rollback) = (tx::end(dialect, opts, true), tx::end(dialect, opts, false));
+            let call = worker.call(move |c| {
+                let work = begin
+                    .iter()
+                    .try_for_each(|sql| c.simple(sql))
+                    .and_then(|()| tandem_core::plan::run_steps(c, &steps));
+                let mut ending = Ending::new(work.is_ok());
+                for sql in if work.is_ok() { &commit } else { &rollback } {
+                    ending.record(c.simple(sql));
+                }
+                // A COMMIT that failed (the database busy) leaves the transaction open: end it here.
+                let over = ending.all_ok() || (work.is_ok() && c.end_abandoned_transaction());
+                Ok((ending.finish().and(work), over))
+            });
+            let (result, over) = call.await?;
+            if over {
+                self.in_transaction = false;
+            }
+            return self.note(result);
+        }
+        for sql in tx::begin(dialect, opts) {
+            self.simple(&sql).await?;
+        }
+        let outcomes = self.run_steps(steps).await;
+        let mut ending = Ending::new(outcomes.is_ok());
+        for sql in tx::end(dialect, opts, outcomes.is_ok()) {
+            ending.record(self.simple(&sql).await);
+        }
+        if ending.all_ok() {
+            self.in_transaction = false;
+        }
+        ending.finish()?;
+        outcomes
+    }
+
     /// A connection that broke is closed instead of going back to the pool; a retriable failure is
     /// remembered.
     fn note<T>(&mut self, result: Result<T>) -> Result<T> {
@@ -487,22 +539,8 @@ impl crate::Executor for PooledConnection {
         }
         let opts = tandem_core::TxOptions::default();
         let _turn = WriterGate::enter(self.writers.as_ref(), &opts).await?;
-        c.in_transaction = true;
-        for sql in tandem_core::tx::begin(self.dialect, &opts) {
-            c.simple(&sql).await?;
-        }
-        let outcomes = c.run_steps(&plan.steps).await;
-        let mut ending = tandem_core::Ending::new(outcomes.is_ok());
-        for sql in tandem_core::tx::end(self.dialect, &opts, outcomes.is_ok()) {
-            ending.record(c.simple(&sql).await);
-        }
-        // Still inside a transaction unless every end statement ran: the connection is then not reused
-        // as is (see `in_transaction`).
-        if ending.all_ok() {
-            c.in_transaction = false;
-        }
-        ending.finish()?;
-        plan.finish(outcomes?)
+        let outcomes = c.run_steps_atomically(&plan.steps, &opts).await?;
+        plan.finish(outcomes)
     }
 
     async fn stream_rendered<T: Send>(&self, r: Rendered) -> Result<crate::RowStream<T>> {

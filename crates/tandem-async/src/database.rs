@@ -768,21 +768,23 @@ impl Database {
     /// closures so that every repository future is `Send`.
     pub(crate) async fn run_plan<T>(&self, plan: Plan<T>) -> Result<T> {
         if plan.needs_transaction() {
-            let opts = TxOptions::default();
-            let outcomes = crate::transaction::retry(&opts, || async {
-                let tx = self.begin(opts.clone()).await?;
-                match tx.run_steps(&plan.steps).await {
-                    Ok(outcomes) => tx.end(&opts, true).await.map(|()| outcomes),
-                    Err(e) => {
-                        let _ = tx.end(&opts, false).await;
-                        Err(e)
-                    }
-                }
-            })
-            .await?;
-            return plan.finish(outcomes);
+            return self.run_atomically(&TxOptions::default(), plan).await;
         }
         let outcomes = self.acquire().await?.run_steps(&plan.steps).await?;
+        plan.finish(outcomes)
+    }
+
+    /// Runs a plan's steps in one transaction with these options, whatever the plan's own atomicity;
+    /// a retriable failure runs the whole transaction again (up to `opts.max_attempts`). On a SQLite file
+    /// the transaction — BEGIN, every step, COMMIT — is one call on the connection's worker thread.
+    pub async fn run_atomically<T>(&self, opts: &TxOptions, plan: Plan<T>) -> Result<T> {
+        let outcomes = crate::transaction::retry(opts, || async {
+            // A writer waits for its turn before it takes a connection, and keeps it to the end.
+            let _turn = WriterGate::enter(self.inner.writers.as_ref(), opts).await?;
+            let mut conn = self.acquire_for(opts).await?;
+            conn.run_steps_atomically(&plan.steps, opts).await
+        })
+        .await?;
         plan.finish(outcomes)
     }
 

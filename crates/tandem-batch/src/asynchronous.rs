@@ -12,7 +12,7 @@ use tandem_sql::prelude::*;
 
 use crate::job::{
     BatchJob, JobError, JobReport, PartitionReport, Start, abandon_statement, bounds_statement,
-    check_last_run, checkpoint_statement, completed_run_query, end_job_statement,
+    check_last_run, checkpoint_statement, chunk_plan, completed_run_query, end_job_statement,
     end_step_statement, new_execution, new_steps, page_statement, process_page, resume_query,
     set_step_ids, steps_query,
 };
@@ -346,25 +346,32 @@ where
             }
             for chunk in process_page(job, page, failed_rows)? {
                 lost.check(job)?;
-                // begin/commit rather than a closure, so the task's future is Send; a chunk that meets a
-                // deadlock or serialization failure is written again, as the blocking runner does.
-                let (written, duplicates) = tandem_async::retry(&job.write_options(), || async {
-                    let tx = db.begin(TxOptions::default()).await?;
-                    let written = if chunk.rows.is_empty() {
-                        0
-                    } else {
-                        tx.repository::<T>()
-                            .batch_insert(&chunk.rows, &opts)
-                            .await?
-                            .inserted
-                    };
-                    let duplicates = chunk.rows.len() as u64 - written;
-                    tx.execute(&checkpoint_statement(step.id, &chunk, written, duplicates))
-                        .await?;
-                    tx.commit().await?;
-                    Ok((written, duplicates))
-                })
-                .await?;
+                // Rows and checkpoint as one transaction sent at once, when the checkpoint is known before
+                // the INSERTs run; otherwise begin/commit rather than a closure, so the task's future is
+                // Send. Either way a chunk that meets a deadlock or serialization failure is written again,
+                // as the blocking runner does.
+                let plan = chunk_plan(db.dialect(), step.id, &chunk, &opts)?;
+                let (written, duplicates) = if let Some(plan) = plan {
+                    (db.run_atomically(&job.write_options(), plan).await?, 0)
+                } else {
+                    tandem_async::retry(&job.write_options(), || async {
+                        let tx = db.begin(TxOptions::default()).await?;
+                        let written = if chunk.rows.is_empty() {
+                            0
+                        } else {
+                            tx.repository::<T>()
+                                .batch_insert(&chunk.rows, &opts)
+                                .await?
+                                .inserted
+                        };
+                        let duplicates = chunk.rows.len() as u64 - written;
+                        tx.execute(&checkpoint_statement(step.id, &chunk, written, duplicates))
+                            .await?;
+                        tx.commit().await?;
+                        Ok((written, duplicates))
+                    })
+                    .await?
+                };
                 after = chunk.last_key;
                 report.read += chunk.read;
                 report.written += written;

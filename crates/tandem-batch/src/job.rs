@@ -433,6 +433,51 @@ pub(crate) fn checkpoint_statement(
         .filter(s::id.eq(step_id))
 }
 
+/// A chunk's write as one plan — its rows' INSERTs and the checkpoint that counts them written, in one
+/// transaction — for a job that fails on duplicates (then every row of a chunk that commits was inserted,
+/// so the checkpoint is known before the INSERTs run). `None` for a job that skips duplicates: its
+/// checkpoint needs the count the INSERTs report. An executor can then send the whole transaction at once
+/// (the async executor's SQLite worker: one call instead of four).
+pub(crate) fn chunk_plan<T: Entity>(
+    dialect: tandem_sql::Dialect,
+    step_id: i64,
+    chunk: &ProcessedChunk<T>,
+    opts: &tandem_core::BatchOptions,
+) -> Result<Option<tandem_core::Plan<u64>>, JobError> {
+    if opts.ignore_duplicates {
+        return Ok(None);
+    }
+    let rows = chunk.rows.len() as u64;
+    let mut steps = Vec::new();
+    let mut insert = None;
+    if !chunk.rows.is_empty() {
+        let plan = tandem_core::repo::batch_insert::<T>(dialect, &chunk.rows, opts)?;
+        steps.extend(plan.steps.iter().cloned());
+        insert = Some((plan, steps.len()));
+    }
+    let checkpoint = checkpoint_statement(step_id, chunk, rows, 0)
+        .render(dialect)
+        .map_err(tandem_core::Error::from)?;
+    steps.push(tandem_core::Step::Sql(checkpoint));
+    Ok(Some(tandem_core::Plan::new(
+        steps,
+        tandem_core::Atomicity::Together,
+        move |mut outcomes| {
+            let Some((plan, n)) = insert else {
+                return Ok(0);
+            };
+            outcomes.truncate(n);
+            let inserted = plan.finish(outcomes)?.inserted;
+            if inserted != rows {
+                return Err(tandem_core::Error::Internal(format!(
+                    "a chunk of {rows} rows inserted {inserted}"
+                )));
+            }
+            Ok(inserted)
+        },
+    )))
+}
+
 /// The UPDATE that ends a step.
 pub(crate) fn end_step_statement(
     step_id: i64,
