@@ -332,19 +332,29 @@ where
     let mut after = step
         .checkpoint
         .unwrap_or(step.partition_lo.saturating_sub(1));
+    // Pages are read one ahead: the next page's first key is known once a page is processed, so it is
+    // read (on another connection, in a task of its own) while this page's chunks are written. The
+    // source is only read, never written, by the job. A read left running when the step fails finishes
+    // on its own; it is never cut short mid-statement.
+    let read = |after: i64| {
+        let (db, page) = (
+            db.clone(),
+            page_statement::<S>(after, step.partition_hi, job.page_size),
+        );
+        tokio::spawn(async move { db.fetch_all::<S>(&page).await })
+    };
     let result: Result<(), JobError> = async {
+        let mut next = read(after);
         loop {
-            let page: Vec<S> = db
-                .fetch_all(&page_statement::<S>(
-                    after,
-                    step.partition_hi,
-                    job.page_size,
-                ))
-                .await?;
+            let page: Vec<S> = next.await.map_err(|e| tandem_core::Error::Panicked {
+                message: format!("a page read: {e}"),
+            })??;
             if page.is_empty() {
                 return Ok(());
             }
-            for chunk in process_page(job, page, failed_rows)? {
+            let chunks = process_page(job, page, failed_rows)?;
+            next = read(chunks.last().map_or(after, |c| c.last_key));
+            for chunk in chunks {
                 lost.check(job)?;
                 // Rows and checkpoint as one transaction sent at once, when the checkpoint is known before
                 // the INSERTs run; otherwise begin/commit rather than a closure, so the task's future is
