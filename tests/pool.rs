@@ -283,6 +283,14 @@ fn warm_up_failures_are_typed() {
             ),
             _ => panic!("{side:?}: {err}"),
         }
+        // The cause is the error's source too, for error reporters that walk the chain.
+        let source = std::error::Error::source(&err).expect("a source");
+        assert!(
+            source
+                .downcast_ref::<Box<Error>>()
+                .is_some_and(|e| matches!(**e, Error::ConnectTimeout { .. })),
+            "{side:?}: {source}"
+        );
     }
 }
 

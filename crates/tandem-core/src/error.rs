@@ -65,7 +65,8 @@ pub enum Error {
         wanted: u32,
         /// How long warm-up waited.
         waited: Duration,
-        /// The last connect failure, if one was seen.
+        /// The last connect failure, if one was seen; also the error's [`source`](std::error::Error::source).
+        #[source]
         last_error: Option<Box<Error>>,
     },
     /// `get` by key found no row.
