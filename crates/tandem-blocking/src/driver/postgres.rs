@@ -223,9 +223,9 @@ pub(crate) fn copy_in(c: &mut PgConn, step: &Step) -> Result<u64> {
     let payload = tandem_core::copy::encode_binary(schema, columns, rows)?;
     let sql = tandem_core::copy::copy_statement(schema, columns);
     let mut writer = c.client.copy_in(sql.as_str()).map_err(error)?;
-    writer
-        .write_all(&payload)
-        .map_err(|e| Error::Database(DbError::connection_lost(Dialect::Postgres, e.to_string())))?;
+    writer.write_all(&payload).map_err(|e| {
+        Error::Database(DbError::connection_lost(Dialect::Postgres, e.to_string()).with_source(e))
+    })?;
     writer.finish().map_err(error)
 }
 
