@@ -65,6 +65,38 @@ engine_test!(
 );
 
 engine_test!(
+    /// `run_atomically`: a plan's steps in one transaction with the caller's options, whatever the plan's
+    /// own atomicity — a step that fails after others succeeded rolls them back.
+    plans_run_atomically,
+    |t: &TestDb| {
+        let db = &t.db;
+        setup(db);
+        let repo = db.repository::<User>();
+        repo.insert(&user("a", 1)).unwrap();
+        let plan = |rows: &[User]| {
+            // One statement per row, each on its own as far as the plan is concerned.
+            let opts = BatchOptions {
+                chunk_rows: Some(1),
+                transaction: BatchTransaction::PerChunk,
+                ..BatchOptions::default()
+            };
+            tandem_core::repo::batch_insert::<User>(db.dialect(), rows, &opts).unwrap()
+        };
+        let rows = ["b", "c", "a"].map(|n| user(n, 2));
+        let err = db
+            .run_atomically(&TxOptions::default(), plan(&rows))
+            .unwrap_err();
+        assert_eq!(err.kind(), Some(DbErrorKind::UniqueViolation), "{err}");
+        assert_eq!(names(db), ["a"], "b and c were rolled back with the failing a");
+        let done = db
+            .run_atomically(&TxOptions::default(), plan(&rows[..2]))
+            .unwrap();
+        assert_eq!(done.inserted, 2);
+        assert_eq!(names(db), ["a", "b", "c"]);
+    }
+);
+
+engine_test!(
     /// find_all streams with filter, order, limit and offset; find_by, count_by, exists_by; pages and cursors.
     finders_and_pages,
     |t: &TestDb| {
@@ -878,6 +910,7 @@ fn main() {
     harness::main(
         [
             harness::engines("crud", crud::run),
+            harness::engines("plans_run_atomically", plans_run_atomically::run),
             harness::engines("finders_and_pages", finders_and_pages::run),
             harness::engines("batches_and_bulk_changes", batches_and_bulk_changes::run),
             harness::engines(

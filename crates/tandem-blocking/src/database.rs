@@ -393,6 +393,14 @@ impl Database {
     }
     // ANCHOR_END: transaction
 
+    /// Runs a plan's steps in one transaction with these options, whatever the plan's own atomicity; a
+    /// retriable failure runs the whole transaction again (up to `opts.max_attempts`). The async
+    /// executor's `Database::run_atomically`, on threads.
+    pub fn run_atomically<T>(&self, opts: &TxOptions, plan: Plan<T>) -> Result<T> {
+        let outcomes = self.transaction_with(opts.clone(), |tx| tx.run_steps(&plan.steps))?;
+        plan.finish(outcomes)
+    }
+
     /// Creates a declared table and its indexes (`IF NOT EXISTS`).
     pub fn create_table(&self, table: &CreateTable) -> Result<()> {
         let table = match self.dialect() {
@@ -470,8 +478,7 @@ impl crate::Executor for Database {
     /// otherwise each step on its own.
     fn run<T>(&self, plan: Plan<T>) -> Result<T> {
         if plan.needs_transaction() {
-            let outcomes = self.transaction(|tx| tx.run_steps(&plan.steps))?;
-            return plan.finish(outcomes);
+            return self.run_atomically(&TxOptions::default(), plan);
         }
         let mut conn = self.acquire()?;
         let outcomes = run_steps(&mut conn, &plan.steps)?;
