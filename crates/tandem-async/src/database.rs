@@ -331,15 +331,10 @@ fn connect_error(dialect: Dialect, options: &ConnectOptions, e: sqlx::Error) -> 
     }
     match error(dialect, e) {
         Error::Database(d) if d.code.is_none() => {
-            let lost = tandem_core::DbError::connection_lost(
+            Error::Database(tandem_core::DbError::connection_lost(
                 dialect,
                 format!("cannot connect to {}: {}", options.display, d.message),
-            );
-            // The driver's error stays reachable as the source.
-            Error::Database(tandem_core::DbError {
-                source: d.source.clone(),
-                ..lost
-            })
+            ))
         }
         other => other,
     }
