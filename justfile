@@ -33,7 +33,7 @@ cluster-down:
 cluster-status:
     .ci/cluster status
 
-# tests/cluster.rs: node deaths, one run across nodes, conflicts, standby reads, failover; then the MySQL
+# tests/cluster/: node deaths, one run across nodes, conflicts, standby reads, failover; then the MySQL
 # cases of the repository, async and batch suites on a Galera node.
 # The cluster's tests (just cluster-up first).
 cluster-test: && galera-suites

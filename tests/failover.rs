@@ -4,7 +4,7 @@
 //!
 //! A "server" that vanishes is a proxy in front of the real one, cut ([`Proxy::cut`]): its connections
 //! break and new ones are refused, as when a node dies. The cluster itself (Galera nodes, a PostgreSQL
-//! standby) is exercised by `tests/cluster.rs`.
+//! standby) is exercised by `tests/cluster/`.
 
 use std::net::TcpListener;
 use std::time::Duration;

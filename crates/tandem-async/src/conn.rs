@@ -360,21 +360,11 @@ impl Conn {
         self.in_transaction = true;
         #[cfg(feature = "sqlite")]
         if let Link::Rusqlite(worker) = &mut self.link {
-            let steps = steps.clone();
-            let begin = tx::begin(dialect, opts);
-            let (commit, rollback) = (tx::end(dialect, opts, true), tx::end(dialect, opts, false));
+            let (steps, opts) = (steps.clone(), opts.clone());
             let call = worker.call(move |c| {
-                let work = begin
-                    .iter()
-                    .try_for_each(|sql| c.simple(sql))
-                    .and_then(|()| tandem_core::plan::run_steps(c, &steps));
-                let mut ending = Ending::new(work.is_ok());
-                for sql in if work.is_ok() { &commit } else { &rollback } {
-                    ending.record(c.simple(sql));
-                }
-                // A COMMIT that failed (the database busy) leaves the transaction open: end it here.
-                let over = ending.all_ok() || (work.is_ok() && c.end_abandoned_transaction());
-                Ok((ending.finish().and(work), over))
+                Ok(tx::run_atomically(c, dialect, &opts, |c| {
+                    tandem_core::plan::run_steps(c, &steps)
+                }))
             });
             let (result, over) = call.await?;
             if over {
@@ -392,9 +382,23 @@ impl Conn {
         }
         if ending.all_ok() {
             self.in_transaction = false;
+            return outcomes;
         }
-        ending.finish()?;
-        outcomes
+        match ending.finish() {
+            Ok(()) => outcomes,
+            // COMMIT failed: the transaction is over on the servers (ROLLBACK answers with a warning at
+            // most); a ROLLBACK that fails too leaves the connection unfit to reuse.
+            Err(commit) => {
+                let mut rollback = Ok(());
+                for sql in tx::end(dialect, opts, false) {
+                    rollback = rollback.and(self.simple(&sql).await);
+                }
+                if rollback.is_ok() {
+                    self.in_transaction = false;
+                }
+                Err(Error::commit_failed(commit, rollback))
+            }
+        }
     }
 
     /// A connection that broke is closed instead of going back to the pool; a retriable failure is

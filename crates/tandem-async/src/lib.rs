@@ -47,7 +47,7 @@ pub use repository::Repository;
 pub use stream::{BATCH as STREAM_BATCH, BUFFERED as STREAM_BUFFERED, RowStream};
 pub use tandem_core::{
     BatchOptions, BatchResult, BatchTransaction, ConnectOptions, CursorPage, DbError, DbErrorKind,
-    Error, Find, Isolation, Page, PoolConfig, PoolMetrics, Result, TxOptions,
+    Error, Find, Holder, Isolation, Page, PoolConfig, PoolMetrics, Result, TxOptions,
 };
 pub use transaction::{Transaction, retry};
 

@@ -116,7 +116,10 @@ impl Worker {
                     job(&mut conn);
                 }
             })
-            .map_err(|e| Error::Internal(format!("cannot start a SQLite worker thread: {e}")))?;
+            .map_err(|source| Error::Thread {
+                what: "a SQLite worker thread",
+                source,
+            })?;
         let interrupt = answer.await.map_err(|_| Error::Panicked {
             message: "the SQLite worker thread panicked while opening".into(),
         })??;

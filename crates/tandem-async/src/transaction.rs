@@ -57,15 +57,15 @@ impl Transaction {
     }
 
     pub(crate) async fn end(&self, opts: &TxOptions, commit: bool) -> Result<()> {
-        let result = self.run_all(tx::end(self.dialect, opts, commit)).await;
+        let mut result = self.run_all(tx::end(self.dialect, opts, commit)).await;
+        let mut ended = result.is_ok();
         // A failed COMMIT can leave the transaction open (SQLite busy): end it before the connection is
-        // reused.
-        let ended = result.is_ok()
-            || (commit
-                && self
-                    .run_all(tx::end(self.dialect, opts, false))
-                    .await
-                    .is_ok());
+        // reused; if that fails too, the error keeps both.
+        if commit && let Err(e) = result {
+            let rollback = self.run_all(tx::end(self.dialect, opts, false)).await;
+            ended = rollback.is_ok();
+            result = Err(Error::commit_failed(e, rollback));
+        }
         if ended
             && let Ok(mut slot) = self.conn().await
             && let Slot::Here(c) = &mut *slot
@@ -117,8 +117,14 @@ impl Transaction {
     }
 
     /// A nested transaction: a savepoint, released on `Ok`, rolled back to on `Err`; the outer transaction
-    /// goes on either way.
-    pub async fn transaction<T, E: From<Error>>(
+    /// goes on either way. [`Transaction::try_transaction`] takes a closure with an error type of the
+    /// caller's own.
+    pub async fn transaction<T>(&self, f: impl AsyncFnMut(&Transaction) -> Result<T>) -> Result<T> {
+        self.try_transaction(f).await
+    }
+
+    /// [`Transaction::transaction`] for a closure that returns an error type of the caller's own.
+    pub async fn try_transaction<T, E: From<Error>>(
         &self,
         mut f: impl AsyncFnMut(&Transaction) -> Result<T, E>,
     ) -> Result<T, E> {
@@ -243,9 +249,7 @@ pub(crate) async fn lock_slot(slot: &Mutex<Slot>) -> Result<MutexGuard<'_, Slot>
             Ok(conn) => *slot = Slot::Here(Box::new(conn)),
             Err(_) => {
                 *slot = Slot::Gone;
-                return Err(Error::Usage(
-                    "the connection was lost by the stream that had it".into(),
-                ));
+                return Err(Error::NoConnection);
             }
         }
     }
@@ -264,7 +268,7 @@ pub(crate) async fn stream_from_slot<T>(slot: &Mutex<Slot>, r: Rendered) -> Resu
 }
 
 pub(crate) fn gone() -> Error {
-    Error::Usage("the transaction has no connection".into())
+    Error::NoConnection
 }
 
 impl Drop for Transaction {

@@ -166,7 +166,7 @@ impl Lease {
         let owner = new_owner();
         let held = db.transaction(|tx| {
             let row = tx.fetch_optional(&lease_read(key))?;
-            Ok::<_, tandem_core::Error>(match lease_step(row, &node) {
+            Ok(match lease_step(row, &node) {
                 LeaseStep::Insert => {
                     tx.execute(&lease_insert(key, &owner, &node, length))?;
                     None
@@ -208,8 +208,9 @@ impl Lease {
                     }
                 }
             })
-            .map_err(|e| {
-                tandem_core::Error::Internal(format!("cannot start the lease thread: {e}"))
+            .map_err(|source| tandem_core::Error::Thread {
+                what: "the job's lease keeper thread",
+                source,
             })?;
         Ok(Lease {
             key,
@@ -244,7 +245,7 @@ impl Drop for Lease {
 /// steps (fresh partitions, or the steps of the latest run that has any, carried over with their
 /// checkpoints). A run that stops at any point leaves either all of this or none of it.
 fn start<S: Entity, T>(db: &Database, job: &BatchJob<S, T>) -> Result<Start, JobError> {
-    db.transaction_with(job.write_options(), |tx| {
+    db.try_transaction_with(job.write_options(), |tx| {
         let jobs = tx.repository::<JobExecution>();
         let last: Option<JobExecution> = jobs
             .find_all(completed_run_query(job))?
@@ -327,7 +328,7 @@ where
                     };
                     let duplicates = chunk.rows.len() as u64 - written;
                     tx.execute(&checkpoint_statement(step.id, &chunk, written, duplicates))?;
-                    Ok::<_, tandem_core::Error>((written, duplicates))
+                    Ok((written, duplicates))
                 })?;
                 after = chunk.last_key;
                 report.read += chunk.read;

@@ -5,9 +5,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tandem_core::plan::{Done, Outcome, Plan, Step};
-use tandem_core::{
-    ConnectOptions, DbError, Error, PoolConfig, PoolMetrics, Result, TxOptions, WriterGate,
-};
+use tandem_core::{ConnectOptions, Error, PoolConfig, PoolMetrics, Result, TxOptions, WriterGate};
 use tandem_pool::{Admission, Permit};
 use tandem_sql::ast::CreateTable;
 use tandem_sql::batch::BorrowedStatement;
@@ -15,7 +13,7 @@ use tandem_sql::{Dialect, Rendered};
 
 use crate::Executor;
 use crate::driver::Conn;
-use crate::pool::{Manager, QuietErrors};
+use crate::pool::{LastError, Manager, QuietErrors};
 use crate::stream::RowStream;
 use crate::transaction::Transaction;
 
@@ -54,6 +52,8 @@ struct Inner {
     config: PoolConfig,
     /// The queue of write transactions (a SQLite file only).
     writers: Option<WriterGate>,
+    /// The pool's last connect failure, shared with its manager.
+    last_error: LastError,
     /// The byte-wise collation MySQL tables are made with, asked of the server once.
     mysql_collation: std::sync::OnceLock<tandem_sql::ast::MySqlCollation>,
     /// Where read-only transactions go ([`Database::with_standby`]).
@@ -97,7 +97,7 @@ impl Database {
         let created = admission.created_counter();
         // One connection up front: the URL works, or the caller learns why not now.
         drop(Conn::open(&options, config.connect_timeout)?);
-        let last_error = Arc::new(std::sync::Mutex::new(None));
+        let last_error = LastError::default();
         let pool = r2d2::Pool::builder()
             .max_size(config.effective_max_size())
             .min_idle(Some(config.effective_min_idle()))
@@ -120,11 +120,12 @@ impl Database {
                 writers: WriterGate::for_database(&options),
                 options,
                 config,
+                last_error,
                 mysql_collation: std::sync::OnceLock::new(),
                 standby: std::sync::OnceLock::new(),
             }),
         };
-        db.warm_up(&last_error)?;
+        db.warm_up()?;
         Ok(db)
     }
 
@@ -132,21 +133,14 @@ impl Database {
     /// threads) has them all, within `connect_timeout`.
     /// The error carries the last connect failure r2d2 reported, or, when none finished failing, the
     /// connect timeout that the attempts still under way ran into.
-    fn warm_up(&self, last_error: &std::sync::Mutex<Option<Error>>) -> Result<()> {
+    fn warm_up(&self) -> Result<()> {
         let wanted = self.inner.config.effective_min_idle();
         let started = Instant::now();
         while self.inner.pool.state().connections < wanted {
             if started.elapsed() >= self.inner.config.connect_timeout {
-                let cause = last_error
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .take()
-                    .unwrap_or_else(|| {
-                        Error::connect_timeout(
-                            &self.inner.options,
-                            self.inner.config.connect_timeout,
-                        )
-                    });
+                let cause = self.inner.last_error.take().unwrap_or_else(|| {
+                    Error::connect_timeout(&self.inner.options, self.inner.config.connect_timeout)
+                });
                 return Err(Error::PoolWarmUp {
                     opened: self.inner.pool.state().connections,
                     wanted,
@@ -205,17 +199,16 @@ impl Database {
     pub fn with_standby(self, url: &str) -> Result<Database> {
         let options = ConnectOptions::parse(url)?;
         if options.dialect != self.dialect() || self.dialect() == Dialect::Sqlite {
-            return Err(Error::Usage(format!(
-                "a standby for a {} database must be another server of the same engine, not {}",
-                self.dialect(),
-                options.display
-            )));
+            return Err(Error::StandbyEngine {
+                dialect: self.dialect(),
+                standby: options.display,
+            });
         }
         let standby = Database::open(options, self.inner.config.for_standby())?;
         self.inner
             .standby
             .set(standby)
-            .map_err(|_| Error::Usage("this database already has a standby".into()))?;
+            .map_err(|_| Error::StandbyAlreadySet)?;
         Ok(self)
     }
 
@@ -313,7 +306,7 @@ impl Database {
                 Err(_) if wait < left && self.options().dialect != Dialect::Sqlite => {
                     self.reach()?
                 }
-                Err(e) => return Err(self.pool_error(e, started)),
+                Err(_) => return Err(self.pool_error(started)),
             }
         }
     }
@@ -340,14 +333,11 @@ impl Database {
         &self.inner.admission
     }
 
-    fn pool_error(&self, e: r2d2::Error, started: Instant) -> Error {
-        // r2d2 appends the last connect failure, if there was one, to its timeout message.
-        let msg = e.to_string();
-        match msg.strip_prefix("timed out waiting for connection: ") {
-            Some(reason) => Error::Database(DbError::connection_lost(
-                self.dialect(),
-                format!("cannot connect to {}: {reason}", self.inner.options.display),
-            )),
+    /// An acquire that r2d2 timed out: the connect failure that kept it from opening a connection, when
+    /// there was one since the last connect that worked (typed, with its source), or the pool timeout.
+    fn pool_error(&self, started: Instant) -> Error {
+        match self.inner.last_error.take() {
+            Some(cause) => cause,
             None => self.inner.admission.timed_out(started).into(),
         }
     }
@@ -358,13 +348,29 @@ impl Database {
     }
 
     /// Runs `f` in a transaction with default options: commit on `Ok`, rollback on `Err` or panic, the whole
-    /// transaction rerun on a retriable error (up to 3 attempts). `f` returns tandem's [`Error`] or an
-    /// error type of the caller's own that tandem's converts into; see [`Database::transaction_with`].
-    pub fn transaction<T, E: From<Error> + 'static>(
+    /// transaction rerun on a retriable error (up to 3 attempts). `f` returns tandem's [`Error`], so a
+    /// closure ending in `Ok(())` needs no annotation; [`Database::try_transaction`] takes a closure that
+    /// returns an error type of the caller's own.
+    pub fn transaction<T>(&self, f: impl FnMut(&Transaction) -> Result<T>) -> Result<T> {
+        self.try_transaction_with(TxOptions::default(), f)
+    }
+
+    /// [`Database::transaction`] with these options.
+    pub fn transaction_with<T>(
+        &self,
+        opts: TxOptions,
+        f: impl FnMut(&Transaction) -> Result<T>,
+    ) -> Result<T> {
+        self.try_transaction_with(opts, f)
+    }
+
+    /// [`Database::transaction`] for a closure that returns an error type of the caller's own, one that
+    /// tandem's [`Error`] converts into (so `?` works on every call inside).
+    pub fn try_transaction<T, E: From<Error> + 'static>(
         &self,
         f: impl FnMut(&Transaction) -> Result<T, E>,
     ) -> Result<T, E> {
-        self.transaction_with(TxOptions::default(), f)
+        self.try_transaction_with(TxOptions::default(), f)
     }
 
     // ANCHOR: transaction
@@ -372,7 +378,7 @@ impl Database {
     /// `opts.max_attempts`) when it failed because of a retriable database error — the error `f` returned
     /// is tandem's and retriable, or one of the transaction's statements failed retriably, whatever error
     /// `f` turned that into (see [`TxOptions::should_retry_any`]).
-    pub fn transaction_with<T, E: From<Error> + 'static>(
+    pub fn try_transaction_with<T, E: From<Error> + 'static>(
         &self,
         opts: TxOptions,
         mut f: impl FnMut(&Transaction) -> Result<T, E>,
@@ -445,7 +451,7 @@ impl Database {
             Err(e) if e.is_panic() => Err(Error::Panicked {
                 message: tandem_core::tx::panic_message(&*e.into_panic()),
             }),
-            Err(_) => Err(Error::Usage("the blocking task was cancelled".into())),
+            Err(_) => Err(Error::Cancelled("the blocking task was cancelled".into())),
         }
     }
 

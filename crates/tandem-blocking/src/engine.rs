@@ -4,7 +4,7 @@
 use std::cell::RefCell;
 
 use tandem_core::plan::{Plan, Sink};
-use tandem_core::{Error, Result, TxOptions, WriterGate, tx};
+use tandem_core::{Error, Holder, Result, TxOptions, WriterGate, tx};
 use tandem_sql::batch::BorrowedStatement;
 use tandem_sql::{Dialect, Rendered};
 
@@ -39,7 +39,7 @@ impl PooledConnection {
     }
 
     fn with_conn<R>(&self, f: impl FnOnce(&mut Conn) -> Result<R>) -> Result<R> {
-        with_slot(&self.slot, "connection", f)
+        with_slot(&self.slot, Holder::Connection, f)
     }
 
     /// A statement without parameters or rows.
@@ -60,35 +60,25 @@ impl PooledConnection {
 /// stream holds it) or while another call has it.
 pub(crate) fn with_slot<R>(
     slot: &RefCell<Option<Pooled>>,
-    holder: &str,
+    holder: Holder,
     f: impl FnOnce(&mut Conn) -> Result<R>,
 ) -> Result<R> {
-    let mut slot = slot
-        .try_borrow_mut()
-        .map_err(|_| Error::Usage(format!("the {holder} is busy with another statement")))?;
-    let conn = slot.as_mut().ok_or_else(|| {
-        Error::Usage(format!(
-            "a stream opened on this {holder} is still being read: finish or drop it first"
-        ))
-    })?;
+    let mut slot = slot.try_borrow_mut().map_err(|_| Error::InUse(holder))?;
+    let conn = slot.as_mut().ok_or(Error::StreamOpen(holder))?;
     f(conn)
 }
 
 /// Takes the connection out of `slot` for a stream, which puts it back when it ends.
 pub(crate) fn stream_from_slot<'a, T>(
     slot: &'a RefCell<Option<Pooled>>,
-    holder: &str,
+    holder: Holder,
     r: Rendered,
 ) -> Result<RowStream<'a, T>> {
     let conn = slot
         .try_borrow_mut()
-        .map_err(|_| Error::Usage(format!("the {holder} is busy with another statement")))?
+        .map_err(|_| Error::InUse(holder))?
         .take()
-        .ok_or_else(|| {
-            Error::Usage(format!(
-                "another stream of this {holder} is still being read"
-            ))
-        })?;
+        .ok_or(Error::StreamOpen(holder))?;
     RowStream::start(conn, r, Some(slot))
 }
 
@@ -108,22 +98,18 @@ impl crate::Executor for PooledConnection {
             }
             let opts = TxOptions::default();
             let _turn = WriterGate::enter_blocking(self.writers.as_ref(), &opts)?;
-            for sql in tx::begin(self.dialect, &opts) {
-                c.simple(&sql)?;
+            let (outcomes, over) =
+                tx::run_atomically(c, self.dialect, &opts, |c| run_steps(c, &plan.steps));
+            if !over {
+                c.broken = true;
             }
-            let outcomes = run_steps(c, &plan.steps);
-            let mut ending = tx::Ending::new(outcomes.is_ok());
-            for sql in tx::end(self.dialect, &opts, outcomes.is_ok()) {
-                ending.record(c.simple(&sql));
-            }
-            ending.finish()?;
             outcomes
         })?;
         plan.finish(outcomes)
     }
 
     fn stream_rendered<T: Send + 'static>(&self, r: Rendered) -> Result<RowStream<'_, T>> {
-        stream_from_slot(&self.slot, "connection", r)
+        stream_from_slot(&self.slot, Holder::Connection, r)
     }
 
     fn run_borrowed<'a>(
@@ -153,7 +139,11 @@ impl Database {
         let db = self.clone();
         let conn = tokio::task::spawn_blocking(move || db.acquire_admitted(permit, started))
             .await
-            .map_err(|e| tandem_core::Error::Usage(format!("acquiring a connection: {e}")))??;
+            .map_err(|e| {
+                Error::Cancelled(format!(
+                    "opening a connection on tokio's blocking pool: {e}"
+                ))
+            })??;
         Ok(PooledConnection::new(conn, self.writers()))
     }
 }

@@ -8,6 +8,7 @@
 //! - [`Database`] (`database`): the pool, transactions, plans, and the bridge that runs blocking work from
 //!   async code on tokio's blocking pool.
 //! - [`Transaction`] (`transaction`): BEGIN … COMMIT on one connection; savepoints when nested.
+//! - [`PooledConnection`] (`engine`): one connection checked out to drive by hand.
 //! - [`RowStream`] (`stream`): rows pulled from the driver as they are consumed, memory bounded.
 //! - [`Repository`] (`repository`): the repository method set, running `tandem-core`'s plans.
 //! - `driver`: binding, decoding and error mapping for each engine; `pool`: the r2d2 manager, behind
@@ -40,12 +41,13 @@ mod stream;
 mod transaction;
 
 pub use database::Database;
+pub use engine::PooledConnection;
 pub use executor::Executor;
 pub use repository::Repository;
 pub use stream::{BATCH as STREAM_BATCH, BUFFERED as STREAM_BUFFERED, RowStream};
 pub use tandem_core::{
     BatchOptions, BatchResult, BatchTransaction, ConnectOptions, CursorPage, DbError, DbErrorKind,
-    Error, Find, Isolation, Page, PoolConfig, PoolMetrics, Result, TxOptions,
+    Error, Find, Holder, Isolation, Page, PoolConfig, PoolMetrics, Result, TxOptions,
 };
 pub use transaction::Transaction;
 

@@ -1,8 +1,8 @@
 //! The r2d2 manager for tandem connections; `Database` puts `tandem-pool`'s admission control in front of
 //! the pool it builds.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use tandem_core::{ConnectOptions, Error};
 
@@ -17,25 +17,55 @@ pub(crate) struct Manager {
     pub(crate) losses: Arc<tandem_pool::LossClock>,
     /// Bound on opening one connection.
     pub(crate) connect_timeout: std::time::Duration,
-    /// The last connect failure, for the warm-up error.
-    pub(crate) last_error: Arc<std::sync::Mutex<Option<Error>>>,
+    /// The last connect failure since the last connect that worked: what a warm-up or an acquire that
+    /// timed out reports (r2d2 itself keeps only a failure's text).
+    pub(crate) last_error: LastError,
 }
+
+/// The connect failure a [`Manager`] saw last, shared with the database that reports it.
+#[derive(Clone, Default)]
+pub(crate) struct LastError(Arc<Mutex<Option<Error>>>);
+
+impl LastError {
+    fn set(&self, e: Option<Error>) {
+        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = e;
+    }
+
+    /// The failure, if one was seen since the last connect that worked; reported once.
+    pub(crate) fn take(&self) -> Option<Error> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).take()
+    }
+}
+
+/// What r2d2 is told of a failure: its text, for r2d2's log hook. The error itself goes to [`LastError`].
+#[derive(Debug)]
+pub(crate) struct Reported(String);
+
+impl std::fmt::Display for Reported {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Reported {}
 
 impl r2d2::ManageConnection for Manager {
     type Connection = Conn;
-    type Error = Error;
+    type Error = Reported;
 
-    fn connect(&self) -> Result<Conn, Error> {
+    fn connect(&self) -> Result<Conn, Reported> {
         let mut conn = match Conn::open(&self.options, self.connect_timeout) {
             Ok(c) => c,
             Err(e) => {
                 if e.is_unreachable() {
                     self.losses.note_reachable(false);
                 }
-                *self.last_error.lock().unwrap_or_else(|p| p.into_inner()) = Some(copy_of(&e));
-                return Err(e);
+                let reported = Reported(e.to_string());
+                self.last_error.set(Some(e));
+                return Err(reported);
             }
         };
+        self.last_error.set(None);
         self.losses.note_reachable(true);
         self.created.fetch_add(1, Ordering::Relaxed);
         conn.known_good = self.losses.stamp();
@@ -43,8 +73,8 @@ impl r2d2::ManageConnection for Manager {
         Ok(conn)
     }
 
-    fn is_valid(&self, conn: &mut Conn) -> Result<(), Error> {
-        conn.simple("SELECT 1")
+    fn is_valid(&self, conn: &mut Conn) -> Result<(), Reported> {
+        conn.simple("SELECT 1").map_err(|e| Reported(e.to_string()))
     }
 
     /// Called as a connection comes back: broken ones, and SQLite ones still inside a transaction that
@@ -58,21 +88,8 @@ impl r2d2::ManageConnection for Manager {
 #[derive(Debug)]
 pub(crate) struct QuietErrors;
 
-impl r2d2::HandleError<Error> for QuietErrors {
-    fn handle_error(&self, error: Error) {
+impl r2d2::HandleError<Reported> for QuietErrors {
+    fn handle_error(&self, error: Reported) {
         tracing::warn!(%error, "connection attempt failed");
-    }
-}
-
-/// A copy of a connect failure to keep for the warm-up error (`Error` holds boxed causes and is not
-/// `Clone`; the kinds connecting produces are copied exactly, anything else as its text).
-fn copy_of(e: &Error) -> Error {
-    match e {
-        Error::Database(d) => Error::Database(d.clone()),
-        Error::ConnectTimeout { target, timeout } => Error::ConnectTimeout {
-            target: target.clone(),
-            timeout: *timeout,
-        },
-        other => Error::Usage(other.to_string()),
     }
 }

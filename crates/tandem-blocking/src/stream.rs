@@ -71,7 +71,10 @@ impl<'a, T> RowStream<'a, T> {
                 if let (Some(home), Some(conn)) = (home, conn) {
                     *home.borrow_mut() = Some(conn);
                 }
-                Err(Error::Usage(format!("cannot start a stream thread: {e}")))
+                Err(Error::Thread {
+                    what: "a stream's producer thread",
+                    source: e,
+                })
             }
         }
     }

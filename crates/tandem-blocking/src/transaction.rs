@@ -5,7 +5,7 @@ use std::cell::{Cell, RefCell};
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 
 use tandem_core::plan::{Done, Outcome, Plan, Step};
-use tandem_core::{Error, Result, TxOptions, tx};
+use tandem_core::{Error, Holder, Result, TxOptions, tx};
 use tandem_sql::Dialect;
 use tandem_sql::batch::BorrowedStatement;
 
@@ -47,9 +47,13 @@ impl Transaction {
                 Ok(()) => Ok(value),
                 Err(e) => {
                     // A failed COMMIT can leave the transaction open (SQLite busy): end it before the
-                    // connection goes back to the pool.
-                    let _ = tx.finish(opts, false);
-                    Err(e.into())
+                    // connection goes back to the pool. If that fails too, both errors are reported and the
+                    // connection is not reused.
+                    let rollback = tx.finish(opts, false);
+                    if rollback.is_err() {
+                        tx.discard();
+                    }
+                    Err(Error::commit_failed(e, rollback).into())
                 }
             },
             Ok(Err(e)) => {
@@ -72,8 +76,17 @@ impl Transaction {
         Ok(())
     }
 
+    /// Marks the connection broken, so it is closed instead of pooled.
+    fn discard(&self) {
+        if let Ok(mut slot) = self.slot.try_borrow_mut()
+            && let Some(c) = slot.as_mut()
+        {
+            c.broken = true;
+        }
+    }
+
     pub(crate) fn with_conn<R>(&self, f: impl FnOnce(&mut Conn) -> Result<R>) -> Result<R> {
-        crate::engine::with_slot(&self.slot, "transaction", f)
+        crate::engine::with_slot(&self.slot, Holder::Transaction, f)
     }
 
     fn simple(&self, sql: &str) -> Result<()> {
@@ -86,12 +99,18 @@ impl Transaction {
     }
 
     pub(crate) fn stream<T>(&self, r: tandem_sql::Rendered) -> Result<RowStream<'_, T>> {
-        crate::engine::stream_from_slot(&self.slot, "transaction", r)
+        crate::engine::stream_from_slot(&self.slot, Holder::Transaction, r)
     }
 
     /// A nested transaction: a savepoint, released on `Ok`, rolled back to on `Err` or panic; the outer
-    /// transaction goes on either way.
-    pub fn transaction<T, E: From<Error>>(
+    /// transaction goes on either way. [`Transaction::try_transaction`] takes a closure with an error type
+    /// of the caller's own.
+    pub fn transaction<T>(&self, f: impl FnMut(&Transaction) -> Result<T>) -> Result<T> {
+        self.try_transaction(f)
+    }
+
+    /// [`Transaction::transaction`] for a closure that returns an error type of the caller's own.
+    pub fn try_transaction<T, E: From<Error>>(
         &self,
         mut f: impl FnMut(&Transaction) -> Result<T, E>,
     ) -> Result<T, E> {

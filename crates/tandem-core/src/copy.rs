@@ -43,8 +43,10 @@ pub fn encode_binary(
     out.extend_from_slice(b"PGCOPY\n\xff\r\n\0");
     out.extend_from_slice(&0i32.to_be_bytes()); // flags
     out.extend_from_slice(&0i32.to_be_bytes()); // header extension length
-    let field_count = i16::try_from(columns.len())
-        .map_err(|_| Error::Usage("COPY of more than 32,767 columns".into()))?;
+    let field_count = i16::try_from(columns.len()).map_err(|_| Error::Unsupported {
+        dialect: tandem_sql::Dialect::Postgres,
+        what: "COPY of more than 32,767 columns".into(),
+    })?;
     for row in rows {
         if row.len() != columns.len() {
             return Err(tandem_sql::Error::RowWidth {
@@ -91,8 +93,10 @@ pub fn encode_binary(
                 (SqlType::Blob, Value::Bytes(b)) => out.extend_from_slice(b),
                 _ => return Err(mismatch(col, ty, v)),
             }
-            let len = i32::try_from(out.len() - start - 4)
-                .map_err(|_| Error::Usage("a COPY field over 2 GiB".into()))?;
+            let len = i32::try_from(out.len() - start - 4).map_err(|_| Error::Unsupported {
+                dialect: tandem_sql::Dialect::Postgres,
+                what: "a COPY field over 2 GiB".into(),
+            })?;
             out[start..start + 4].copy_from_slice(&len.to_be_bytes());
         }
     }

@@ -119,9 +119,72 @@ pub enum Error {
     /// An internal invariant did not hold: a bug in tandem, please report it.
     #[error("internal error: {0}")]
     Internal(String),
+    /// A statement was started on a connection or transaction while another call on it was still running
+    /// (a repository call made from inside a row callback of the same connection, say).
+    #[error("the {0} is busy with another statement")]
+    InUse(Holder),
+    /// A statement was started on a connection or transaction whose connection a stream opened on it still
+    /// holds: finish reading the stream, or drop it, first.
+    #[error("a stream opened on this {0} is still being read: finish or drop it first")]
+    StreamOpen(Holder),
+    /// The transaction's connection is gone: a stream that held it was dropped where it could not give it
+    /// back, or the transaction already ended.
+    #[error("the transaction has no connection any more")]
+    NoConnection,
+    /// `with_standby` was given a server of another engine, or called on a SQLite database.
+    #[error(
+        "a standby for a {dialect} database must be another server of the same engine, not {standby}"
+    )]
+    StandbyEngine {
+        /// The primary's engine.
+        dialect: Dialect,
+        /// The standby's URL, password removed.
+        standby: String,
+    },
+    /// `with_standby` was called on a database that has one already.
+    #[error("this database already has a standby")]
+    StandbyAlreadySet,
+    /// A thread tandem needs (a stream's producer, a SQLite worker, a job's lease keeper) could not be started.
+    #[error("cannot start {what}")]
+    Thread {
+        /// The thread's job.
+        what: &'static str,
+        /// The operating system's refusal.
+        #[source]
+        source: std::io::Error,
+    },
+    /// COMMIT failed, and so did the ROLLBACK run after it to end the transaction: the connection is not
+    /// reused. The COMMIT's error decides what the failure is ([`Error::kind`], [`Error::is_retriable`]).
+    #[error("COMMIT failed ({commit}), and the ROLLBACK after it failed too ({rollback})")]
+    RollbackAfterCommit {
+        /// Why COMMIT failed; also the error's [`source`](std::error::Error::source).
+        #[source]
+        commit: Box<Error>,
+        /// Why the ROLLBACK after it failed.
+        rollback: Box<Error>,
+    },
     /// A misuse the executor detects (a statement that needs rows used where none come back, …).
     #[error("{0}")]
     Usage(String),
+}
+
+/// What a connection is held by, in [`Error::InUse`] and [`Error::StreamOpen`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Holder {
+    /// A connection checked out by hand (`checkout`).
+    Connection,
+    /// A transaction.
+    Transaction,
+}
+
+impl std::fmt::Display for Holder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Holder::Connection => "connection",
+            Holder::Transaction => "transaction",
+        })
+    }
 }
 
 /// Why TLS could not be set up.
@@ -172,8 +235,8 @@ impl From<tandem_pool::AdmissionError> for Error {
                 waited,
                 max_size: n(max_size),
             },
-            // The enum is non-exhaustive; a new refusal is still a refusal to wait.
-            other => Error::Usage(other.to_string()),
+            // The enum is non-exhaustive: a refusal this mapping does not know yet is tandem's bug.
+            other => Error::Internal(format!("unmapped admission refusal: {other}")),
         }
     }
 }
@@ -203,7 +266,20 @@ impl Error {
     pub fn kind(&self) -> Option<DbErrorKind> {
         match self {
             Error::Database(e) => Some(e.kind),
+            Error::RollbackAfterCommit { commit, .. } => commit.kind(),
             _ => None,
+        }
+    }
+
+    /// The error of a transaction whose COMMIT failed with `commit`, given how the ROLLBACK run after it to
+    /// end the transaction went: the COMMIT's error, or [`Error::RollbackAfterCommit`] keeping both.
+    pub fn commit_failed(commit: Error, rollback: Result<()>) -> Error {
+        match rollback {
+            Ok(()) => commit,
+            Err(rollback) => Error::RollbackAfterCommit {
+                commit: Box::new(commit),
+                rollback: Box::new(rollback),
+            },
         }
     }
 

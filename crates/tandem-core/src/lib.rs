@@ -28,7 +28,7 @@ pub mod tls;
 pub mod tx;
 pub mod writer;
 
-pub use error::{DbError, DbErrorKind, Error, Result, TlsErrorKind};
+pub use error::{DbError, DbErrorKind, Error, Holder, Result, TlsErrorKind};
 pub use hosts::{HostWalk, ServerRole, SessionAttrs, Verdict};
 pub use options::{ConnectOptions, SqliteDriver, TlsMode};
 pub use plan::{Atomicity, Done, Outcome, Outcomes, Plan, Runner, Step, StepId, Steps};

@@ -75,6 +75,13 @@ pub type Sink<'s> = dyn FnMut(Row) -> Result<bool> + 's;
 pub trait Runner {
     /// Runs one statement, handing each row to `sink`.
     fn run(&mut self, r: &Rendered, sink: &mut Sink<'_>) -> Result<Done>;
+    /// Runs statements without parameters or rows (BEGIN, COMMIT, SAVEPOINT, pragmas).
+    fn simple(&mut self, sql: &str) -> Result<()>;
+    /// Whether the connection is inside a transaction, when the driver can tell (SQLite's autocommit flag):
+    /// after a failed COMMIT, [`crate::tx::run_atomically`] ends a transaction only if one is still open.
+    fn in_transaction(&mut self) -> Option<bool> {
+        None
+    }
     /// Runs a statement whose values borrow the caller's rows (see
     /// [`crate::repo::borrowed_batch_insert`]). By default its values are copied into an owned statement;
     /// a driver that can bind borrowed values does so instead.

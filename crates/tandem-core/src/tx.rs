@@ -237,6 +237,45 @@ pub fn end(dialect: Dialect, opts: &TxOptions, commit: bool) -> Vec<String> {
     out
 }
 
+/// Runs `work` in one transaction with `opts` on a blocking connection: the statements of [`begin`], the
+/// work, then COMMIT when it succeeded and ROLLBACK when it failed, each recorded in an [`Ending`]. A
+/// COMMIT that fails can leave the transaction open (SQLite busy): it is rolled back then, and when that
+/// fails too the error keeps both ([`Error::RollbackAfterCommit`]). The flag says whether the transaction
+/// is over for sure; when it is not, the connection must not be reused. The one sequence of every
+/// synchronous path (the blocking executor's, and the async executor's SQLite worker threads).
+pub fn run_atomically<C: crate::plan::Runner + ?Sized, R>(
+    conn: &mut C,
+    dialect: Dialect,
+    opts: &TxOptions,
+    work: impl FnOnce(&mut C) -> crate::Result<R>,
+) -> (crate::Result<R>, bool) {
+    let work = begin(dialect, opts)
+        .iter()
+        .try_for_each(|sql| conn.simple(sql))
+        .and_then(|()| work(conn));
+    let mut ending = Ending::new(work.is_ok());
+    for sql in end(dialect, opts, work.is_ok()) {
+        ending.record(conn.simple(&sql));
+    }
+    if ending.all_ok() {
+        return (work, true);
+    }
+    match ending.finish() {
+        // The work failed and so did its ROLLBACK: the work's error; the transaction may be open.
+        Ok(()) => (work, conn.in_transaction() == Some(false)),
+        Err(commit) => {
+            let rollback = match conn.in_transaction() {
+                Some(false) => Ok(()),
+                _ => end(dialect, opts, false)
+                    .iter()
+                    .try_for_each(|sql| conn.simple(sql)),
+            };
+            let over = rollback.is_ok();
+            (Err(Error::commit_failed(commit, rollback)), over)
+        }
+    }
+}
+
 /// `SAVEPOINT` for nesting level `depth` (1 for the first nested transaction).
 pub fn savepoint(depth: u32) -> String {
     format!("SAVEPOINT tandem_sp_{depth}")
@@ -275,6 +314,103 @@ pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A connection whose plain statements fail as told, and that logs what it was sent.
+    struct Scripted {
+        sent: Vec<String>,
+        fail: &'static [&'static str],
+        open: Option<bool>,
+    }
+
+    impl crate::plan::Runner for Scripted {
+        fn run(
+            &mut self,
+            _: &tandem_sql::Rendered,
+            _: &mut crate::plan::Sink<'_>,
+        ) -> crate::Result<crate::plan::Done> {
+            unreachable!("run_atomically sends only plain statements here")
+        }
+        fn simple(&mut self, sql: &str) -> crate::Result<()> {
+            self.sent.push(sql.to_owned());
+            if self.fail.contains(&sql) {
+                let kind = if sql == "COMMIT" {
+                    crate::DbErrorKind::Busy
+                } else {
+                    crate::DbErrorKind::Other
+                };
+                return Err(Error::Database(crate::DbError {
+                    dialect: Dialect::Sqlite,
+                    kind,
+                    code: None,
+                    message: format!("{sql} refused"),
+                    constraint: None,
+                    source: None,
+                }));
+            }
+            Ok(())
+        }
+        fn in_transaction(&mut self) -> Option<bool> {
+            self.open
+        }
+    }
+
+    fn scripted(fail: &'static [&'static str], open: Option<bool>) -> Scripted {
+        Scripted {
+            sent: Vec::new(),
+            fail,
+            open,
+        }
+    }
+
+    /// run_atomically: BEGIN, the work, COMMIT; ROLLBACK after failed work; after a failed COMMIT a
+    /// ROLLBACK, whose own failure is kept beside the COMMIT's (and leaves the transaction possibly open).
+    #[test]
+    fn run_atomically_ends_every_transaction_it_can() {
+        let opts = TxOptions::default();
+        let mut c = scripted(&[], None);
+        let (r, over) = run_atomically(&mut c, Dialect::Postgres, &opts, |_| Ok(7));
+        assert_eq!((r.unwrap(), over), (7, true));
+        assert_eq!(c.sent, ["BEGIN", "COMMIT"]);
+
+        let mut c = scripted(&[], None);
+        let (r, over) = run_atomically(&mut c, Dialect::Postgres, &opts, |_| {
+            Err::<(), _>(Error::RowNotFound)
+        });
+        assert!(matches!(r, Err(Error::RowNotFound)) && over);
+        assert_eq!(c.sent, ["BEGIN", "ROLLBACK"]);
+
+        // COMMIT refused (busy), ROLLBACK works: the COMMIT's error, retriable; the transaction is over.
+        let mut c = scripted(&["COMMIT"], None);
+        let (r, over) = run_atomically(&mut c, Dialect::Postgres, &opts, |_| Ok(()));
+        let e = r.unwrap_err();
+        assert!(
+            matches!(e, Error::Database(_)) && e.is_retriable() && over,
+            "{e}"
+        );
+        assert_eq!(c.sent, ["BEGIN", "COMMIT", "ROLLBACK"]);
+
+        // Both refused: both kept, the COMMIT's kind decides, the COMMIT is the source; not over.
+        let mut c = scripted(&["COMMIT", "ROLLBACK"], None);
+        let (r, over) = run_atomically(&mut c, Dialect::Postgres, &opts, |_| Ok(()));
+        let e = r.unwrap_err();
+        assert!(!over);
+        assert!(e.is_retriable(), "{e}");
+        assert!(
+            e.to_string().contains("COMMIT refused") && e.to_string().contains("ROLLBACK refused")
+        );
+        let Error::RollbackAfterCommit { commit, rollback } = &e else {
+            panic!("{e:?}")
+        };
+        assert!(commit.to_string().contains("COMMIT") && rollback.to_string().contains("ROLLBACK"));
+        let source = std::error::Error::source(&e).expect("the COMMIT's error is the source");
+        assert!(source.to_string().contains("COMMIT refused"));
+
+        // A driver that knows the failed COMMIT ended the transaction: no ROLLBACK is sent.
+        let mut c = scripted(&["COMMIT"], Some(false));
+        let (r, over) = run_atomically(&mut c, Dialect::Sqlite, &opts, |_| Ok(()));
+        assert!(r.is_err() && over);
+        assert_eq!(c.sent, ["BEGIN IMMEDIATE", "COMMIT"]);
+    }
 
     /// Ending: a failed end statement is the error only after successful work, and the first one wins.
     #[test]

@@ -108,6 +108,14 @@ impl Connection {
 }
 
 impl Runner for Connection {
+    fn simple(&mut self, sql: &str) -> Result<()> {
+        Connection::simple(self, sql)
+    }
+
+    fn in_transaction(&mut self) -> Option<bool> {
+        Some(!self.0.is_autocommit())
+    }
+
     fn run(&mut self, r: &Rendered, sink: &mut Sink<'_>) -> Result<Done> {
         self.run_bound(
             &r.sql,

@@ -190,7 +190,7 @@ pub fn open(dialect: Dialect, name: &str, config: PoolConfig) -> TestDb {
 macro_rules! engine_test {
     ($(#[$doc:meta])* $name:ident, $body:expr) => {
         $(#[$doc])*
-        mod $name {
+        pub(crate) mod $name {
             use super::*;
             pub(crate) fn run(dialect: tandem_sql::Dialect) {
                 let t = $crate::db::open(dialect, stringify!($name), $crate::tandem_core::PoolConfig::default());

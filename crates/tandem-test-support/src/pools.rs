@@ -166,7 +166,7 @@ impl Exec {
                     db.transaction_with(opts, |_| {
                         got.send(()).unwrap();
                         let _ = release_rx.recv();
-                        Ok::<_, Error>(())
+                        Ok(())
                     })
                     .expect("a write transaction to hold")
                 });
@@ -248,7 +248,7 @@ impl Exec {
                         if let Some(f) = f.take() {
                             f();
                         }
-                        Ok::<_, Error>(())
+                        Ok(())
                     })
                 });
                 Joiner(Box::new(move || h.join().expect("the waiter thread")))

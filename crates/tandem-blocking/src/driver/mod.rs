@@ -311,6 +311,17 @@ impl tandem_core::Runner for Conn {
     fn run(&mut self, r: &Rendered, sink: &mut Sink<'_>) -> Result<Done> {
         Conn::run(self, r, sink)
     }
+    fn simple(&mut self, sql: &str) -> Result<()> {
+        Conn::simple(self, sql)
+    }
+    fn in_transaction(&mut self) -> Option<bool> {
+        match &mut self.driver {
+            #[cfg(feature = "sqlite")]
+            Driver::Sqlite(c) => tandem_core::Runner::in_transaction(&mut **c),
+            #[allow(unreachable_patterns)]
+            _ => None,
+        }
+    }
     fn copy_in(&mut self, step: &tandem_core::Step) -> Result<u64> {
         Conn::copy_in(self, step)
     }

@@ -15,6 +15,7 @@
 //! the second — the index `I` is found by the compiler, never written by the user.
 
 mod expr;
+mod functions;
 mod insert;
 mod load;
 mod select;
@@ -25,9 +26,11 @@ mod write;
 #[doc(hidden)]
 pub use expr::{__column_arith, NumericRhs};
 pub use expr::{
-    AsExpr, AsValue, BoolMethods, ExprMethods, Expression, Ordering, SqlExpr, avg, coalesce, count,
-    count_distinct, count_star, escape_like, exists, length, lower, max, min, not_exists, sum,
-    upper,
+    AsExpr, AsValue, BoolMethods, ExprMethods, Expression, Ordering, SqlExpr, escape_like,
+};
+pub use functions::{
+    avg, coalesce, count, count_distinct, count_star, exists, length, lower, max, min, not_exists,
+    sum, upper,
 };
 pub use insert::{ColumnList, InsertQuery, RowValues, insert_into};
 pub use load::{Load, LoadCell};

@@ -1,0 +1,342 @@
+//! The job repository's statements, shared by both runners: a chunk and its checkpoint, the ends of steps
+//! and runs, what a resumed run reads back, and the consistency check of the report.
+
+use super::*;
+
+/// The UPDATE that records a committed chunk on its step (run in the chunk's transaction).
+pub(crate) fn checkpoint_statement(
+    step_id: i64,
+    chunk: &ProcessedChunk<impl Sized>,
+    written: u64,
+    duplicates: u64,
+) -> impl Render {
+    use crate::model::batch_step_execution as s;
+    use tandem_sql::prelude::*;
+    s::table
+        .update()
+        .set(s::checkpoint, Some(chunk.last_key))
+        .set(s::read_count, s::read_count + chunk.read as i64)
+        .set(s::write_count, s::write_count + written as i64)
+        .set(
+            s::skip_count,
+            s::skip_count + (chunk.skipped + duplicates) as i64,
+        )
+        .set(s::chunk_count, s::chunk_count + 1i64)
+        .filter(s::id.eq(step_id))
+}
+
+/// A chunk's write as one plan — its rows' INSERTs and the checkpoint that counts them written, in one
+/// transaction — for a job that fails on duplicates (then every row of a chunk that commits was inserted,
+/// so the checkpoint is known before the INSERTs run). `None` for a job that skips duplicates: its
+/// checkpoint needs the count the INSERTs report. An executor can then send the whole transaction at once
+/// (the async executor's SQLite worker: one call instead of four).
+pub(crate) fn chunk_plan<T: Entity>(
+    dialect: tandem_sql::Dialect,
+    step_id: i64,
+    chunk: &ProcessedChunk<T>,
+    opts: &tandem_core::BatchOptions,
+) -> Result<Option<tandem_core::Plan<u64>>, JobError> {
+    if opts.ignore_duplicates {
+        return Ok(None);
+    }
+    let rows = chunk.rows.len() as u64;
+    let mut steps = Vec::new();
+    let mut insert = None;
+    if !chunk.rows.is_empty() {
+        let plan = tandem_core::repo::batch_insert::<T>(dialect, &chunk.rows, opts)?;
+        steps.extend(plan.steps.iter().cloned());
+        insert = Some((plan, steps.len()));
+    }
+    let checkpoint = checkpoint_statement(step_id, chunk, rows, 0)
+        .render(dialect)
+        .map_err(tandem_core::Error::from)?;
+    steps.push(tandem_core::Step::Sql(checkpoint));
+    Ok(Some(tandem_core::Plan::new(
+        steps,
+        tandem_core::Atomicity::Together,
+        move |mut outcomes| {
+            let Some((plan, n)) = insert else {
+                return Ok(0);
+            };
+            outcomes.truncate(n);
+            let inserted = plan.finish(outcomes)?.inserted;
+            if inserted != rows {
+                return Err(tandem_core::Error::Internal(format!(
+                    "a chunk of {rows} rows inserted {inserted}"
+                )));
+            }
+            Ok(inserted)
+        },
+    )))
+}
+
+/// The UPDATE that ends a step.
+pub(crate) fn end_step_statement(
+    step_id: i64,
+    st: RunStatus,
+    error: Option<String>,
+) -> impl Render {
+    use crate::model::batch_step_execution as s;
+    use tandem_sql::prelude::*;
+    s::table
+        .update()
+        .set(s::status, st)
+        .set(s::ended_at, Some(crate::model::now_ms()))
+        .set(s::error_text, error)
+        .filter(s::id.eq(step_id))
+}
+
+/// The UPDATE that ends a run, with its totals.
+pub(crate) fn end_job_statement(
+    execution: i64,
+    st: RunStatus,
+    totals: (u64, u64, u64),
+    error: Option<String>,
+) -> impl Render {
+    use crate::model::batch_job_execution as j;
+    use tandem_sql::prelude::*;
+    j::table
+        .update()
+        .set(j::status, st)
+        .set(j::ended_at, Some(crate::model::now_ms()))
+        .set(j::read_count, totals.0 as i64)
+        .set(j::write_count, totals.1 as i64)
+        .set(j::skip_count, totals.2 as i64)
+        .set(j::error_text, error)
+        .filter(j::id.eq(execution))
+}
+
+/// The steps of a new run, and whether it resumes: the latest earlier run's steps carried over (same ranges,
+/// checkpoints and counts) so the job resumes where it stopped, or — when there are none — fresh partitions
+/// of the source's key range `[lo, hi]` (from its `MIN`/`MAX`, both `None` when it is empty).
+pub(crate) fn new_steps(
+    execution: i64,
+    previous: Vec<StepExecution>,
+    (lo, hi): (Option<i64>, Option<i64>),
+    parallelism: usize,
+) -> (Vec<StepExecution>, bool) {
+    let now = crate::model::now_ms();
+    let resumed = !previous.is_empty();
+    let ranges = match (lo, hi) {
+        (Some(lo), Some(hi)) if !resumed => partitions(lo, hi, parallelism),
+        _ => Vec::new(),
+    };
+    let steps = if resumed {
+        previous
+            .into_iter()
+            .map(|s| StepExecution {
+                id: 0,
+                job_execution_id: execution,
+                status: if s.status == RunStatus::Completed {
+                    RunStatus::Completed
+                } else {
+                    RunStatus::Started
+                },
+                started_at: now,
+                ended_at: None,
+                error_text: None,
+                ..s
+            })
+            .collect()
+    } else {
+        ranges
+            .into_iter()
+            .enumerate()
+            .map(|(i, (lo, hi))| StepExecution {
+                id: 0,
+                job_execution_id: execution,
+                step_name: format!("partition-{i}"),
+                partition_lo: lo,
+                partition_hi: hi,
+                status: RunStatus::Started,
+                checkpoint: None,
+                read_count: 0,
+                write_count: 0,
+                skip_count: 0,
+                chunk_count: 0,
+                started_at: now,
+                ended_at: None,
+                error_text: None,
+            })
+            .collect()
+    };
+    (steps, resumed)
+}
+
+/// Checks that every source row in the job's range was read once and is written or skipped.
+pub(crate) fn check_counts(source_rows: u64, report: &JobReport) -> Result<(), JobError> {
+    if report.read != source_rows {
+        return Err(JobError::Inconsistent(format!(
+            "read {} rows but the source holds {source_rows}",
+            report.read
+        )));
+    }
+    if report.written + report.skipped != report.read {
+        return Err(JobError::Inconsistent(format!(
+            "read {} rows but wrote {} and skipped {}",
+            report.read, report.written, report.skipped
+        )));
+    }
+    Ok(())
+}
+
+/// Adds up the partitions of a run and checks the counts: the report, and whether the run succeeded.
+pub(crate) fn assemble(
+    execution_id: i64,
+    resumed: bool,
+    started: std::time::Instant,
+    source_rows: i64,
+    partitions: Vec<Result<PartitionReport, JobError>>,
+) -> (JobReport, Result<(), JobError>) {
+    let mut report = JobReport {
+        execution_id,
+        partitions: Vec::new(),
+        read: 0,
+        written: 0,
+        skipped: 0,
+        chunks: 0,
+        duration: started.elapsed(),
+        resumed,
+    };
+    let mut first_error = None;
+    for p in partitions {
+        match p {
+            Ok(p) => {
+                report.read += p.read;
+                report.written += p.written;
+                report.skipped += p.skipped;
+                report.chunks += p.chunks;
+                report.partitions.push(p);
+            }
+            Err(e) => {
+                first_error.get_or_insert(e);
+            }
+        }
+    }
+    let outcome = match first_error {
+        Some(e) => Err(e),
+        None => check_counts(source_rows.max(0) as u64, &report),
+    };
+    (report, outcome)
+}
+
+/// The filter that finds a completed run of this job (same name and parameters), the newest. Any completed
+/// run counts, not only the latest run: a failed twin run after it (two runs on two nodes of a cluster
+/// before the lease existed, or a rerun refused midway) must not hide that the job is done.
+pub(crate) fn completed_run_query<S, T>(
+    job: &BatchJob<S, T>,
+) -> tandem_core::Find<crate::model::batch_job_execution::table> {
+    use crate::model::batch_job_execution as jx;
+    use tandem_sql::prelude::*;
+    tandem_core::Find::all()
+        .filter(
+            jx::job_name
+                .eq(job.name.clone())
+                .and(jx::job_params.eq(job.params_text()))
+                .and(jx::status.eq(RunStatus::Completed)),
+        )
+        .order_by(jx::id.desc())
+        .limit(1)
+}
+
+/// The steps of a run, in order.
+pub(crate) fn steps_query(
+    execution: i64,
+) -> tandem_core::Find<crate::model::batch_step_execution::table> {
+    use crate::model::batch_step_execution as sx;
+    use tandem_sql::prelude::*;
+    tandem_core::Find::all()
+        .filter(sx::job_execution_id.eq(execution))
+        .order_by(sx::id.asc())
+}
+
+/// The latest earlier run of this job that has steps: the one a new run resumes from. A run row without
+/// steps (written by an older version that created steps separately, or by hand) is passed over, so its
+/// predecessor's checkpoints still count.
+pub(crate) fn resume_query<S, T>(
+    job: &BatchJob<S, T>,
+) -> tandem_core::Find<crate::model::batch_job_execution::table> {
+    use crate::model::{batch_job_execution as jx, batch_step_execution as sx};
+    use tandem_sql::prelude::*;
+    let has_steps = sx::table
+        .select(sx::id)
+        .correlated_with(jx::table)
+        .filter(sx::job_execution_id.eq(jx::id));
+    tandem_core::Find::all()
+        .filter(
+            jx::job_name
+                .eq(job.name.clone())
+                .and(jx::job_params.eq(job.params_text()))
+                .and(exists(has_steps)),
+        )
+        .order_by(jx::id.desc())
+        .limit(1)
+}
+
+/// A completed job is not run again.
+pub(crate) fn check_last_run<S, T>(
+    job: &BatchJob<S, T>,
+    last: Option<&crate::model::JobExecution>,
+) -> Result<(), JobError> {
+    match last {
+        Some(l) if l.status == RunStatus::Completed => Err(JobError::AlreadyCompleted {
+            name: job.name.clone(),
+            params: job.params_text(),
+            execution: l.id,
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// Marks every run of this job still recorded as STARTED as FAILED. Run while holding the job's run lock
+/// ([`crate::lock`]), so such a run is known to have stopped without a word (its process or connection
+/// died); its counts stay as they were.
+pub(crate) fn abandon_statement<S, T>(job: &BatchJob<S, T>) -> impl Render + use<S, T> {
+    use crate::model::batch_job_execution as j;
+    use tandem_sql::prelude::*;
+    j::table
+        .update()
+        .set(j::status, RunStatus::Failed)
+        .set(j::ended_at, Some(crate::model::now_ms()))
+        .set(
+            j::error_text,
+            Some("abandoned: the run stopped without finishing".to_owned()),
+        )
+        .filter(
+            j::job_name
+                .eq(job.name.clone())
+                .and(j::job_params.eq(job.params_text()))
+                .and(j::status.eq(RunStatus::Started)),
+        )
+}
+
+/// A run as its start transaction created it: its execution row and its steps, both committed together.
+pub(crate) struct Start {
+    pub execution: i64,
+    pub steps: Vec<StepExecution>,
+    pub resumed: bool,
+    pub source_rows: i64,
+}
+
+/// Puts the keys the database generated on the steps just inserted.
+pub(crate) fn set_step_ids(steps: &mut [StepExecution], ids: Vec<i64>) {
+    for (s, id) in steps.iter_mut().zip(ids) {
+        s.id = id;
+    }
+}
+
+/// The row of a new run.
+pub(crate) fn new_execution<S, T>(job: &BatchJob<S, T>) -> crate::model::JobExecution {
+    crate::model::JobExecution {
+        id: 0,
+        job_name: job.name.clone(),
+        job_params: job.params_text(),
+        status: RunStatus::Started,
+        started_at: crate::model::now_ms(),
+        ended_at: None,
+        read_count: 0,
+        write_count: 0,
+        skip_count: 0,
+        error_text: None,
+    }
+}

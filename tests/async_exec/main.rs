@@ -1,0 +1,193 @@
+//! The async executor and repository against SQLite, PostgreSQL and MariaDB: the blocking side's test list
+//! on sqlx, plus cancellation — dropped streams, dropped query futures and dropped transactions.
+
+use tandem_test_support::schema as support;
+use tandem_test_support::{db, events, harness};
+
+use std::time::Duration;
+use tandem_async::Executor;
+use tandem_blocking::Executor as _;
+
+use futures_util::{StreamExt, TryStreamExt};
+use support::{AppError, Order, User, check_unique_violation_source, orders, users};
+use tandem_async::{
+    BatchOptions, BatchTransaction, Database, DbErrorKind, Error, Find, Isolation, PoolConfig,
+    TxOptions,
+};
+use tandem_sql::prelude::*;
+use tandem_sql::{Dialect, raw};
+
+/// An async database on a fresh target.
+struct ADb {
+    db: Database,
+    target: db::TestTarget,
+}
+
+async fn adb(dialect: Dialect, name: &str, config: PoolConfig) -> ADb {
+    adb_with(dialect, tandem_core::SqliteDriver::default(), name, config).await
+}
+
+async fn adb_with(
+    dialect: Dialect,
+    driver: tandem_core::SqliteDriver,
+    name: &str,
+    config: PoolConfig,
+) -> ADb {
+    let name = name.to_owned();
+    // The blocking admin client cannot run on the runtime's threads.
+    let mut target = tokio::task::spawn_blocking(move || db::target(dialect, &name))
+        .await
+        .unwrap();
+    target.options.sqlite_driver = driver;
+    let db = Database::open(target.options.clone(), config)
+        .await
+        .expect("open the test database");
+    ADb { db, target }
+}
+
+macro_rules! async_engine_test {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        pub(crate) mod $name {
+            use super::*;
+            async fn run_with(dialect: Dialect, driver: tandem_core::SqliteDriver) {
+                let t = adb_with(dialect, driver, stringify!($name), PoolConfig::default()).await;
+                super::$name(&t).await;
+            }
+            /// The engine's cases: SQLite through rusqlite (the default) and through sqlx's driver,
+            /// PostgreSQL, MariaDB.
+            pub(crate) fn cases() -> Vec<crate::harness::Case> {
+                let name = stringify!($name);
+                let case = |engine: &str, dialect: Dialect, driver: tandem_core::SqliteDriver| {
+                    crate::harness::Case::new(format!("{name}::{engine}"), move || {
+                        crate::harness::block_on(run_with(dialect, driver))
+                    })
+                    .on(dialect)
+                };
+                let default = tandem_core::SqliteDriver::default();
+                vec![
+                    case("sqlite", Dialect::Sqlite, default),
+                    case("sqlite_sqlx", Dialect::Sqlite, tandem_core::SqliteDriver::Sqlx),
+                    case("postgres", Dialect::Postgres, default),
+                    case("mysql", Dialect::MySql, default),
+                ]
+            }
+        }
+    };
+}
+
+fn user(name: &str, age: i32) -> User {
+    User {
+        id: 0,
+        name: name.into(),
+        age,
+        email: None,
+    }
+}
+
+async fn setup(db: &Database) {
+    db.create_table(&users::table.create_table()).await.unwrap();
+    db.create_table(&orders::table.create_table())
+        .await
+        .unwrap();
+}
+
+async fn names(db: &Database) -> Vec<String> {
+    db.fetch_all::<(String,)>(&users::table.select(users::name).order_by(users::id.asc()))
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|(n,)| n)
+        .collect()
+}
+
+mod interruptions;
+mod repository;
+mod transactions;
+mod types;
+
+use interruptions::*;
+use repository::*;
+use transactions::*;
+use types::*;
+
+fn main() {
+    harness::main(
+        [
+            crud::cases(),
+            atomic_plans_are_all_or_nothing::cases(),
+            finders_and_pages::cases(),
+            batches_and_bulk_changes::cases(),
+            ids_of_kept_rows_when_duplicates_are_skipped::cases(),
+            batch_beyond_parameter_limit::cases(),
+            transaction_rules::cases(),
+            transaction_options_and_retry::cases(),
+            own_error_type::cases(),
+            typed_loads::cases(),
+            one_function_for_both::cases(),
+            temporal_and_uuid_values::cases(),
+            bad_input::cases(),
+            cancellation::cases(),
+            cancelled_transactions::cases(),
+            text_semantics::cases(),
+            streams_in_transactions::cases(),
+            vec![
+                harness::Case::new("killed_mid_transaction_postgres", move || {
+                    harness::block_on(killed_mid_transaction_postgres())
+                })
+                .needs(&[Dialect::Postgres]),
+            ],
+            vec![
+                harness::Case::new("killed_mid_transaction_mysql", move || {
+                    harness::block_on(killed_mid_transaction_mysql())
+                })
+                .needs(&[Dialect::MySql]),
+            ],
+            vec![
+                harness::Case::new("keys_follow_auto_increment_increment_mysql", move || {
+                    harness::block_on(keys_follow_auto_increment_increment_mysql())
+                })
+                .needs(&[Dialect::MySql]),
+            ],
+            vec![
+                harness::Case::new("copy_path_postgres", move || {
+                    harness::block_on(copy_path_postgres())
+                })
+                .needs(&[Dialect::Postgres]),
+            ],
+            vec![harness::Case::new("unreachable_server", move || {
+                harness::block_on(unreachable_server())
+            })],
+            vec![harness::Case::new("futures_are_send", move || {
+                harness::block_on(futures_are_send())
+            })],
+            vec![
+                harness::Case::new("real_conflict_is_retried_postgres", move || {
+                    harness::block_on(real_conflict_is_retried_postgres())
+                })
+                .needs(&[Dialect::Postgres]),
+            ],
+            vec![
+                harness::Case::new("real_conflict_is_retried_mysql", move || {
+                    harness::block_on(real_conflict_is_retried_mysql())
+                })
+                .needs(&[Dialect::MySql]),
+            ],
+            vec![
+                harness::Case::new("spawned_conflict_is_retried_postgres", move || {
+                    harness::block_on(spawned_conflict_is_retried_postgres())
+                })
+                .needs(&[Dialect::Postgres]),
+            ],
+            vec![
+                harness::Case::new("spawned_conflict_is_retried_mysql", move || {
+                    harness::block_on(spawned_conflict_is_retried_mysql())
+                })
+                .needs(&[Dialect::MySql]),
+            ],
+        ]
+        .into_iter()
+        .flatten()
+        .collect(),
+    );
+}

@@ -1,0 +1,243 @@
+//! One run at a time: concurrent processes and runs in one process, the lease across nodes, a lost lease,
+//! and a completed run that a later failure must not hide.
+
+use super::*;
+
+/// Two processes start the same job at once (one blocking, one async): exactly one runs it, the other is
+/// refused with "already running" before it writes anything; every row is written once. The lock is a file
+/// beside a SQLite database, an advisory lock on PostgreSQL, a named lock on MariaDB.
+pub(crate) fn concurrent_processes(dialect: Dialect) {
+    let t = db::open(dialect, "twoproc", PoolConfig::default());
+    reset(&t.db, ROWS);
+    let url = t.target.url();
+    // 4 partitions × 5 chunks × 200 ms: the winner holds the job for a second or more, far longer than the
+    // other process takes to start and ask for the lock.
+    let spawn = |extra: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_essay-job"))
+            .args([url.as_str(), "4", "200"])
+            .args(extra)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let children = [spawn(&[]), spawn(&["--async"])];
+    let outputs: Vec<_> = children
+        .into_iter()
+        .map(|c| c.wait_with_output().unwrap())
+        .collect();
+    let ok: Vec<_> = outputs.iter().filter(|o| o.status.success()).collect();
+    let refused: Vec<_> = outputs.iter().filter(|o| !o.status.success()).collect();
+    let text = |o: &std::process::Output| {
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        )
+    };
+    assert_eq!(
+        (ok.len(), refused.len()),
+        (1, 1),
+        "{:?}",
+        outputs.iter().map(text).collect::<Vec<_>>()
+    );
+    assert!(
+        text(refused[0]).contains("is already running"),
+        "{}",
+        text(refused[0])
+    );
+    assert_target(&t.db, &expected(1..=ROWS));
+    assert_eq!(executions(&t.db), [RunStatus::Completed]);
+}
+
+/// In one process, two runs of the same job on one pool: the second is refused while the first runs, and
+/// runs once the first is done (then finding it completed). Also in memory.
+pub(crate) fn concurrent_runs_in_process() {
+    for url in ["sqlite::memory:".to_owned(), String::new()] {
+        let target = db::target(Dialect::Sqlite, "inproc");
+        let db = if url.is_empty() {
+            Database::open(target.options.clone(), PoolConfig::default()).unwrap()
+        } else {
+            Database::connect(&url).unwrap()
+        };
+        reset(&db, 2_000);
+        let mut slow = essay::job(2).sizes(100, 100);
+        slow.chunk_delay = Some(Duration::from_millis(30));
+        std::thread::scope(|s| {
+            let first = s.spawn(|| tandem_batch::blocking::run(&db, &slow));
+            // Wait until the first run has committed a chunk, so it holds the lock.
+            let deadline = std::time::Instant::now() + Duration::from_secs(20);
+            while db
+                .fetch_one::<(i64,)>(&benchmark_target::table.select(count_star()))
+                .unwrap()
+                .0
+                == 0
+            {
+                assert!(std::time::Instant::now() < deadline, "no progress");
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            let second = tandem_batch::blocking::run(&db, &essay::job(2));
+            assert!(
+                matches!(second, Err(JobError::AlreadyRunning { .. })),
+                "{second:?}"
+            );
+            first.join().unwrap().unwrap();
+        });
+        assert!(matches!(
+            tandem_batch::blocking::run(&db, &essay::job(2)),
+            Err(JobError::AlreadyCompleted { .. })
+        ));
+        assert_target(&db, &expected(1..=2_000));
+    }
+}
+
+/// Sets the job's lease row as another run would have left it: `owner` on `node`, expiring `in_ms` from now
+/// (negative: expired).
+fn plant_lease(db: &Database, job: &BatchJob<Source, Target>, node: &str, in_ms: i64) {
+    db.execute(&raw(
+        "CREATE TABLE IF NOT EXISTS batch_job_lock (job_key VARCHAR(64) NOT NULL PRIMARY KEY, \
+         owner VARCHAR(64) NOT NULL, node VARCHAR(200) NOT NULL, expires_at BIGINT NOT NULL)",
+        vec![],
+    ))
+    .unwrap();
+    db.execute(&raw(
+        "REPLACE INTO batch_job_lock (job_key, owner, node, expires_at) \
+         VALUES (?, 'another-run', ?, CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED) + ?)",
+        vec![job.lock_key().into(), node.into(), in_ms.into()],
+    ))
+    .unwrap();
+}
+
+fn leases(db: &Database) -> Vec<(String, String)> {
+    db.fetch_all(&raw("SELECT owner, node FROM batch_job_lock", vec![]))
+        .unwrap()
+}
+
+/// MySQL/MariaDB's run lock holds across a cluster: a live lease left by a run on another node refuses a
+/// run here, on both runners, though this node's GET_LOCK is free; once expired, it is taken over. A lease
+/// left on this node belongs to a dead session and is taken over at once. A run gives its lease back.
+pub(crate) fn lease_across_nodes_mysql() {
+    let t = db::open(Dialect::MySql, "lease", PoolConfig::default());
+    let (rt, adb) = async_twin(&t, PoolConfig::default());
+    let db = &t.db;
+    let (this_node,): (String,) = db
+        .fetch_one(&raw("SELECT CONCAT(@@hostname, ':', @@port)", vec![]))
+        .unwrap();
+    for use_async in [false, true] {
+        let run = |job: &BatchJob<Source, Target>| {
+            if use_async {
+                rt.block_on(tandem_batch::asynchronous::run(&adb, job))
+            } else {
+                tandem_batch::blocking::run(db, job)
+            }
+        };
+        reset(db, 1_000);
+        tandem_batch::blocking::prepare(db).unwrap();
+        let job = essay::job(4);
+        plant_lease(db, &job, "elsewhere:3312", 60_000);
+        assert!(
+            matches!(run(&job), Err(JobError::AlreadyRunning { .. })),
+            "async: {use_async}"
+        );
+        assert_eq!(
+            executions(db),
+            [],
+            "async: {use_async}: refused before starting"
+        );
+        plant_lease(db, &job, "elsewhere:3312", -1);
+        let report = run(&job).unwrap_or_else(|e| panic!("async: {use_async}: {e}"));
+        assert_eq!(report.written, 1_000);
+        assert_eq!(leases(db), [], "async: {use_async}: given back");
+
+        reset(db, 1_000);
+        plant_lease(db, &job, &this_node, 60_000);
+        let report = run(&job).unwrap_or_else(|e| panic!("async: {use_async}: {e}"));
+        assert_eq!(report.written, 1_000, "async: {use_async}");
+        assert_target(db, &expected(1..=1_000));
+    }
+}
+
+/// A run whose lease is taken over (here: rewritten by the test, as a run on another node would after
+/// the lease expired) stops before its next chunk with `LockLost`, on both runners; what it committed stays,
+/// and a rerun completes with every row once.
+pub(crate) fn lease_lost_mysql() {
+    let t = db::open(Dialect::MySql, "leaselost", PoolConfig::default());
+    let (rt, adb) = async_twin(&t, PoolConfig::default());
+    let db = &t.db;
+    for use_async in [false, true] {
+        reset(db, 2_000);
+        let mut job = essay::job(2).lock_lease(Duration::from_secs(1));
+        job.chunk_size = 50;
+        job.page_size = 50;
+        job.chunk_delay = Some(Duration::from_millis(100));
+        let stolen = std::thread::scope(|scope| {
+            let running = scope.spawn(|| {
+                if use_async {
+                    rt.block_on(tandem_batch::asynchronous::run(&adb, &job))
+                } else {
+                    tandem_batch::blocking::run(db, &job)
+                }
+            });
+            while committed_chunks(db) < 4 {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            db.execute(&raw("UPDATE batch_job_lock SET owner = 'intruder'", vec![]))
+                .unwrap();
+            running.join().unwrap()
+        });
+        assert!(
+            matches!(stolen, Err(JobError::LockLost { .. })),
+            "async: {use_async}: {stolen:?}"
+        );
+        let done = committed_chunks(db);
+        assert!(
+            done < 40,
+            "async: {use_async}: stopped midway ({done} chunks)"
+        );
+        db.execute(&raw("DELETE FROM batch_job_lock", vec![]))
+            .unwrap();
+        let report = if use_async {
+            rt.block_on(tandem_batch::asynchronous::run(
+                &adb,
+                &job.clone().lock_lease(Duration::from_secs(30)),
+            ))
+        } else {
+            tandem_batch::blocking::run(db, &job)
+        }
+        .unwrap_or_else(|e| panic!("async: {use_async}: rerun: {e}"));
+        assert!(report.resumed, "async: {use_async}");
+        assert_eq!((report.read, report.written), (2_000, 2_000));
+        assert_target(db, &expected(1..=2_000));
+    }
+}
+
+/// A completed run is found whatever came after it: a failed run of the same job recorded later (a twin
+/// run on another node, before leases) does not make the job runnable again.
+pub(crate) fn completed_is_not_hidden_by_a_later_failure() {
+    let t = db::open(Dialect::Sqlite, "completed", PoolConfig::default());
+    let db = &t.db;
+    reset(db, 100);
+    let job = essay::job(2);
+    let first = tandem_batch::blocking::run(db, &job).unwrap();
+    db.repository::<JobExecution>()
+        .insert(&JobExecution {
+            id: 0,
+            job_name: job.name.clone(),
+            job_params: job.params_text(),
+            status: RunStatus::Failed,
+            started_at: 0,
+            ended_at: None,
+            read_count: 0,
+            write_count: 0,
+            skip_count: 0,
+            error_text: Some("a twin run that failed".into()),
+        })
+        .unwrap();
+    match tandem_batch::blocking::run(db, &job) {
+        Err(JobError::AlreadyCompleted { execution, .. }) => {
+            assert_eq!(execution, first.execution_id)
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_target(db, &expected(1..=100));
+}

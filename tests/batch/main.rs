@@ -1,0 +1,186 @@
+//! The batch job on SQLite, PostgreSQL and MariaDB with both runners: exact output at parallelism 1, 4 and 8,
+//! restarts after a failing processor, a killed connection and a killed process, and bad input.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+use tandem_blocking::Executor as _;
+use tandem_test_support::{db, harness};
+
+use tandem_batch::essay::{self, Source, Target, benchmark_source, benchmark_target};
+use tandem_batch::model::{JobExecution, RunStatus, batch_job_execution, batch_step_execution};
+use tandem_batch::{BatchJob, JobError, ProcessError, Processed, SkipPolicy};
+use tandem_blocking::{BatchOptions, Database, PoolConfig};
+use tandem_sql::prelude::*;
+use tandem_sql::{Dialect, raw};
+
+mod failures;
+mod leases;
+mod runs;
+
+use failures::*;
+use leases::*;
+use runs::*;
+
+const ROWS: usize = 10_000;
+
+/// Fresh source (rows `1..=n`, ids `1..=n`), target and job tables.
+fn reset(db: &Database, n: usize) {
+    for t in [
+        benchmark_target::table.drop_table(),
+        benchmark_source::table.drop_table(),
+    ] {
+        db.execute(&t).unwrap();
+    }
+    db.execute(&batch_job_execution::table.drop_table())
+        .unwrap();
+    db.execute(&batch_step_execution::table.drop_table())
+        .unwrap();
+    db.execute(&raw("DROP TABLE IF EXISTS batch_job_lock", vec![]))
+        .unwrap();
+    db.create_table(&benchmark_source::table.create_table())
+        .unwrap();
+    db.create_table(&benchmark_target::table.create_table())
+        .unwrap();
+    if n > 0 {
+        db.repository::<Source>()
+            .batch_insert(&essay::seed_rows(n), &BatchOptions::default())
+            .unwrap();
+    }
+}
+
+/// The target holds exactly the transformed source rows, each once.
+fn assert_target(db: &Database, expected: &[(String, i32)]) {
+    let mut got: Vec<(String, i32)> = db
+        .fetch_all(&benchmark_target::table.select((
+            benchmark_target::source_name,
+            benchmark_target::transformed_value,
+        )))
+        .unwrap();
+    got.sort();
+    let mut want = expected.to_vec();
+    want.sort();
+    assert_eq!(got.len(), want.len(), "target row count");
+    assert_eq!(got, want);
+}
+
+fn expected(ids: impl Iterator<Item = usize>) -> Vec<(String, i32)> {
+    ids.map(|i| (format!("ITEM-{i}"), 2 * i as i32)).collect()
+}
+
+/// A runtime and an async pool on the same database as `t`, for the async runner.
+fn async_twin(
+    t: &db::TestDb,
+    config: PoolConfig,
+) -> (tokio::runtime::Runtime, tandem_async::Database) {
+    let rt = harness::runtime();
+    let adb = rt
+        .block_on(tandem_async::Database::open(
+            t.target.options.clone(),
+            config,
+        ))
+        .unwrap();
+    (rt, adb)
+}
+
+fn executions(db: &Database) -> Vec<RunStatus> {
+    db.fetch_all::<JobExecution>(
+        &batch_job_execution::table
+            .select_all()
+            .order_by(batch_job_execution::id.asc()),
+    )
+    .unwrap()
+    .into_iter()
+    .map(|e| e.status)
+    .collect()
+}
+
+fn main() {
+    harness::main(
+        [
+            vec![harness::Case::new("essay_job_sqlite", essay_job_sqlite)],
+            vec![
+                harness::Case::new("lease_across_nodes_mysql", lease_across_nodes_mysql)
+                    .needs(&[Dialect::MySql]),
+                harness::Case::new("lease_lost_mysql", lease_lost_mysql).needs(&[Dialect::MySql]),
+                harness::Case::new(
+                    "completed_is_not_hidden_by_a_later_failure",
+                    completed_is_not_hidden_by_a_later_failure,
+                ),
+            ],
+            vec![
+                harness::Case::new(
+                    "start_transaction_is_retried_postgres",
+                    start_transaction_is_retried_postgres,
+                )
+                .needs(&[Dialect::Postgres]),
+            ],
+            vec![
+                harness::Case::new("essay_job_postgres", essay_job_postgres)
+                    .needs(&[Dialect::Postgres]),
+            ],
+            vec![harness::Case::new("essay_job_mysql", essay_job_mysql).needs(&[Dialect::MySql])],
+            vec![harness::Case::new(
+                "restart_after_failure_sqlite",
+                restart_after_failure_sqlite,
+            )],
+            vec![
+                harness::Case::new(
+                    "restart_after_failure_postgres",
+                    restart_after_failure_postgres,
+                )
+                .needs(&[Dialect::Postgres]),
+            ],
+            vec![
+                harness::Case::new("restart_after_failure_mysql", restart_after_failure_mysql)
+                    .needs(&[Dialect::MySql]),
+            ],
+            vec![
+                harness::Case::new("killed_connections_postgres", killed_connections_postgres)
+                    .needs(&[Dialect::Postgres]),
+            ],
+            vec![
+                harness::Case::new(
+                    "killed_connections_postgres_async",
+                    killed_connections_postgres_async,
+                )
+                .needs(&[Dialect::Postgres]),
+            ],
+            vec![
+                harness::Case::new("killed_connections_mysql", killed_connections_mysql)
+                    .needs(&[Dialect::MySql]),
+            ],
+            vec![
+                harness::Case::new(
+                    "killed_connections_mysql_async",
+                    killed_connections_mysql_async,
+                )
+                .needs(&[Dialect::MySql]),
+            ],
+            vec![harness::Case::new(
+                "killed_process_resumes",
+                killed_process_resumes,
+            )],
+            harness::engines("concurrent_processes", concurrent_processes),
+            vec![harness::Case::new(
+                "concurrent_runs_in_process",
+                concurrent_runs_in_process,
+            )],
+            vec![harness::Case::new(
+                "empty_source_and_gaps",
+                empty_source_and_gaps,
+            )],
+            vec![harness::Case::new(
+                "panicking_processor",
+                panicking_processor,
+            )],
+            vec![harness::Case::new(
+                "processor_errors_and_skips",
+                processor_errors_and_skips,
+            )],
+        ]
+        .into_iter()
+        .flatten()
+        .collect(),
+    );
+}

@@ -1,0 +1,279 @@
+//! Past one machine: tandem against a 3-node MariaDB Galera cluster (127.0.0.1:3311-3313) and a PostgreSQL
+//! primary (5433) with a hot standby (5434), as `.ci/cluster up` (`just cluster-up`) starts them.
+//!
+//! What a cluster changes, each checked here with nodes killed for real (SIGKILL by the pid file of the
+//! node, never any other server): the essay job spread over the nodes writes the exact target on every
+//! node; the same job started on two nodes runs once; a job whose node dies stops within the connect
+//! timeout and its rerun, through the same URL, completes on a surviving node with nothing lost or written
+//! twice; cross-node write conflicts (1213 at COMMIT) are retried by the transaction rule; the standby
+//! serves read-only transactions; a promoted standby takes writes with the pool following by itself.
+//!
+//! The figures (rows per node, reruns, time to detect a dead node, retries, replay lag) are printed.
+//! Without the cluster each test is skipped saying how to start it; under `CI=true` it fails. The tests
+//! share the cluster, so they run one at a time whatever `--test-threads` says.
+
+use std::process::Command;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Barrier, Mutex};
+use std::time::{Duration, Instant};
+
+use tandem_batch::essay::{self, Source, Target, benchmark_source, benchmark_target};
+use tandem_batch::{BatchJob, JobError, JobReport};
+use tandem_blocking::Executor as _;
+use tandem_core::{ConnectOptions, DbErrorKind, Error, PoolConfig, TxOptions};
+use tandem_sql::prelude::*;
+use tandem_sql::raw;
+use tandem_test_support::harness;
+
+const ROWS: usize = 10_000;
+
+/// One cluster test at a time: they kill and restart the nodes the others use.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn cluster_dir() -> String {
+    std::env::var("TANDEM_CLUSTER_DIR").unwrap_or_else(|_| "/var/tmp/tandem-cluster".into())
+}
+
+/// The Galera nodes' URLs (`TANDEM_GALERA_URL`, a host list), database `test`.
+fn galera_nodes() -> Vec<(String, u16)> {
+    let url = std::env::var("TANDEM_GALERA_URL").unwrap_or_else(|_| {
+        "mysql://root@127.0.0.1:3311,127.0.0.1:3312,127.0.0.1:3313/test".into()
+    });
+    ConnectOptions::parse(&url)
+        .expect("TANDEM_GALERA_URL is a MySQL URL")
+        .hosts
+}
+
+fn node_url(node: usize, database: &str) -> String {
+    let (host, port) = &galera_nodes()[node];
+    format!("mysql://root@{host}:{port}/{database}")
+}
+
+/// Every node, in order, as one URL; `extra` is appended as the query.
+fn cluster_url(database: &str, extra: &str) -> String {
+    let list: Vec<String> = galera_nodes()
+        .iter()
+        .map(|(h, p)| format!("{h}:{p}"))
+        .collect();
+    format!("mysql://root@{}/{database}{extra}", list.join(","))
+}
+
+const PG_PRIMARY: &str = "postgres://postgres@127.0.0.1:5433/test";
+const PG_STANDBY: &str = "postgres://postgres@127.0.0.1:5434/test";
+
+fn quick() -> PoolConfig {
+    PoolConfig {
+        max_size: 12,
+        connect_timeout: Duration::from_secs(3),
+        ..PoolConfig::default()
+    }
+}
+
+fn status(db: &tandem_blocking::Database, name: &str) -> String {
+    db.fetch_one::<(String,)>(&raw(
+        "SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = ?",
+        vec![name.to_uppercase().into()],
+    ))
+    .map(|(v,)| v)
+    .unwrap_or_default()
+}
+
+/// The Galera cluster is up: three nodes, each synced.
+fn galera_ready() -> Result<(), String> {
+    let why = |e: String| {
+        format!(
+            "{e}; start the cluster with `just cluster-up` (.ci/cluster up), or set TANDEM_GALERA_URL"
+        )
+    };
+    for node in 0..galera_nodes().len() {
+        let url = node_url(node, "test");
+        let db = tandem_blocking::Database::connect_with(&url, quick())
+            .map_err(|e| why(format!("Galera node {url} unreachable ({e})")))?;
+        let state = status(&db, "wsrep_local_state_comment");
+        if state != "Synced" {
+            return Err(why(format!("Galera node {url} is {state:?}, not Synced")));
+        }
+    }
+    Ok(())
+}
+
+/// The PostgreSQL pair is up: a primary on 5433 and a standby in recovery on 5434.
+fn pg_pair_ready() -> Result<(), String> {
+    let why = |e: String| format!("{e}; start it with `just cluster-up` (.ci/cluster up)");
+    for (url, standby) in [(PG_PRIMARY, false), (PG_STANDBY, true)] {
+        let db = tandem_blocking::Database::connect_with(url, quick())
+            .map_err(|e| why(format!("PostgreSQL {url} unreachable ({e})")))?;
+        let (in_recovery,): (bool,) = db
+            .fetch_one(&raw("SELECT pg_is_in_recovery()", vec![]))
+            .map_err(|e| why(e.to_string()))?;
+        if in_recovery != standby {
+            return Err(why(format!(
+                "{url} is not a {}",
+                if standby { "standby" } else { "primary" }
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// A database of its own on the cluster for one test, dropped when done.
+struct ClusterDb {
+    name: String,
+}
+
+impl ClusterDb {
+    fn new(test: &str) -> ClusterDb {
+        let name = format!("t_{test}_{}", std::process::id());
+        let admin =
+            tandem_blocking::Database::connect_with(&cluster_url("test", ""), quick()).unwrap();
+        admin
+            .execute(&raw(format!("DROP DATABASE IF EXISTS {name}"), vec![]))
+            .unwrap();
+        admin
+            .execute(&raw(format!("CREATE DATABASE {name}"), vec![]))
+            .unwrap();
+        ClusterDb { name }
+    }
+}
+
+impl Drop for ClusterDb {
+    fn drop(&mut self) {
+        if let Ok(admin) =
+            tandem_blocking::Database::connect_with(&cluster_url("test", ""), quick())
+        {
+            let _ = admin.execute(&raw(
+                format!("DROP DATABASE IF EXISTS {}", self.name),
+                vec![],
+            ));
+        }
+    }
+}
+
+/// Fresh source (`n` rows) and target tables, and no job tables.
+fn reset(db: &tandem_blocking::Database, n: usize) {
+    for sql in [
+        "DROP TABLE IF EXISTS benchmark_target",
+        "DROP TABLE IF EXISTS benchmark_source",
+        "DROP TABLE IF EXISTS batch_step_execution",
+        "DROP TABLE IF EXISTS batch_job_execution",
+        "DROP TABLE IF EXISTS batch_job_lock",
+    ] {
+        db.execute(&raw(sql, vec![])).unwrap();
+    }
+    db.create_table(&benchmark_source::table.create_table())
+        .unwrap();
+    db.create_table(&benchmark_target::table.create_table())
+        .unwrap();
+    db.repository::<Source>()
+        .batch_insert(
+            &essay::seed_rows(n),
+            &tandem_blocking::BatchOptions::default(),
+        )
+        .unwrap();
+}
+
+/// Runs `f` on `node` after the node has applied every write the cluster certified before now: Galera
+/// certifies a commit on every node at once but applies it on the others a moment later, so a read right
+/// after a write elsewhere needs `wsrep_sync_wait` (a causal read, asked for in the URL) to see it.
+fn causal_read<T>(
+    node: usize,
+    database: &str,
+    f: impl FnMut(&tandem_blocking::Transaction) -> Result<T, Error>,
+) -> T {
+    let url = format!("{}?wsrep_sync_wait=1", node_url(node, database));
+    let db = tandem_blocking::Database::connect_with(&url, quick()).unwrap();
+    db.transaction(f).unwrap()
+}
+
+/// Rows expected, found and duplicated (rows beyond the distinct right ones), node by node; asserts that
+/// every node holds exactly the transformed source.
+fn check_every_node(database: &str, n: usize, what: &str) {
+    let mut want: Vec<(String, i32)> = (1..=n)
+        .map(|i| (format!("ITEM-{i}"), 2 * i as i32))
+        .collect();
+    want.sort();
+    for node in 0..galera_nodes().len() {
+        let mut got: Vec<(String, i32)> = causal_read(node, database, |tx| {
+            tx.fetch_all(&benchmark_target::table.select((
+                benchmark_target::source_name,
+                benchmark_target::transformed_value,
+            )))
+        });
+        got.sort();
+        let found = got.len();
+        got.dedup();
+        let duplicated = found - got.len();
+        let lost = want
+            .iter()
+            .filter(|w| got.binary_search(w).is_err())
+            .count();
+        eprintln!(
+            "{what}: node {} expected {n}, found {found}, duplicated {duplicated}, lost {lost}",
+            node + 1
+        );
+        assert_eq!(
+            (found, duplicated, lost),
+            (n, 0, 0),
+            "{what}: node {}",
+            node + 1
+        );
+        assert_eq!(got, want, "{what}: node {}", node + 1);
+    }
+}
+
+/// The pid of a Galera node, from its own pid file.
+fn node_pid(node: usize) -> u32 {
+    let file = format!("{}/galera-{}/mysqld.pid", cluster_dir(), node + 1);
+    std::fs::read_to_string(&file)
+        .unwrap_or_else(|e| panic!("{file}: {e}"))
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+/// SIGKILL to one node, by its pid file.
+fn kill_node(node: usize) -> Instant {
+    let pid = node_pid(node);
+    let ok = Command::new("kill")
+        .args(["-9", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(ok.success(), "kill -9 {pid}");
+    Instant::now()
+}
+
+/// `.ci/cluster up`: starts what is down (a killed node rejoins by IST), waits until every node is synced.
+fn cluster_up() {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/.ci/cluster");
+    let out = Command::new(script).arg("up").output().unwrap();
+    assert!(
+        out.status.success(),
+        "{script} up: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    galera_ready().unwrap();
+}
+
+mod galera;
+mod postgres;
+
+use galera::*;
+use postgres::*;
+
+fn main() {
+    let galera = |name: &str, run: fn()| {
+        harness::Case::new(name, run).requires("the Galera cluster", galera_ready)
+    };
+    let pg = |name: &str, run: fn()| {
+        harness::Case::new(name, run).requires("the PostgreSQL primary and standby", pg_pair_ready)
+    };
+    harness::main(vec![
+        galera("galera_essay_job_spread", galera_essay_job_spread),
+        galera("galera_one_run_across_nodes", galera_one_run_across_nodes),
+        galera("galera_conflicts_are_retried", galera_conflicts_are_retried),
+        galera("galera_node_deaths", galera_node_deaths),
+        pg("pg_standby_reads", pg_standby_reads),
+        pg("pg_failover", pg_failover),
+    ]);
+}
