@@ -5,7 +5,8 @@ use std::net::TcpListener;
 use std::time::{Duration, Instant};
 use tandem_test_support::{db, harness};
 
-use tandem_core::{ConnectOptions, DbErrorKind, Error, PoolConfig, TlsErrorKind};
+use tandem_core::{ConnectOptions, DbErrorKind, Error, TlsErrorKind};
+use tandem_pool::PoolConfig;
 use tandem_sql::Dialect;
 
 const TIMEOUT: Duration = Duration::from_millis(300);

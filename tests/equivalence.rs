@@ -274,7 +274,7 @@ fn equivalence_with(dialect: Dialect, driver: tandem_core::SqliteDriver) {
     a_target.options.sqlite_driver = driver;
     let blocking = tandem_blocking::Database::open(
         b_target.options.clone(),
-        tandem_core::PoolConfig::default(),
+        tandem_pool::PoolConfig::default(),
     )
     .unwrap();
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -285,7 +285,7 @@ fn equivalence_with(dialect: Dialect, driver: tandem_core::SqliteDriver) {
     let asynchronous = rt
         .block_on(tandem_async::Database::open(
             a_target.options.clone(),
-            tandem_core::PoolConfig::default(),
+            tandem_pool::PoolConfig::default(),
         ))
         .unwrap();
     let config = ProptestConfig {

@@ -9,7 +9,8 @@
 use std::net::TcpListener;
 use std::time::Duration;
 
-use tandem_core::{ConnectOptions, DbErrorKind, Error, PoolConfig};
+use tandem_core::{ConnectOptions, DbErrorKind, Error};
+use tandem_pool::PoolConfig;
 use tandem_sql::{Dialect, raw};
 use tandem_test_support::proxy::{self, Proxy};
 use tandem_test_support::{db, harness};

@@ -7,7 +7,8 @@ use std::time::{Duration, Instant};
 use tandem_test_support::{db, harness, pools};
 
 use pools::{Exec, Side, connections, kill_connections, until};
-use tandem_core::{DbErrorKind, Error, PoolConfig, TxOptions};
+use tandem_core::{DbErrorKind, Error, TxOptions};
+use tandem_pool::PoolConfig;
 use tandem_sql::Dialect;
 
 fn small(max_size: u32, max_pending: u32, timeout_ms: u64) -> PoolConfig {

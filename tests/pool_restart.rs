@@ -14,7 +14,8 @@ use tandem_blocking::Executor as _;
 use tandem_test_support::{db, harness, pools};
 
 use pools::{Exec, Side, connections, until};
-use tandem_core::{DbErrorKind, PoolConfig};
+use tandem_core::DbErrorKind;
+use tandem_pool::PoolConfig;
 use tandem_sql::{Dialect, raw};
 
 const MARIADBD: &str = "/usr/sbin/mariadbd";

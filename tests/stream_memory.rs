@@ -9,7 +9,8 @@ use futures_util::StreamExt;
 use support::{User, users};
 use tandem_async::Executor as _;
 use tandem_blocking::Executor as _;
-use tandem_core::{BatchOptions, Find, PoolConfig};
+use tandem_core::{BatchOptions, Find};
+use tandem_pool::PoolConfig;
 use tandem_sql::Dialect;
 use tandem_sql::prelude::*;
 

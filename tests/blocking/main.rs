@@ -62,6 +62,7 @@ fn main() {
                 batch_beyond_parameter_limit::run,
             ),
             harness::engines("transaction_rules", transaction_rules::run),
+            harness::engines("hand_begun_transactions", hand_begun_transactions::run),
             harness::engines(
                 "transaction_options_and_retry",
                 transaction_options_and_retry::run,

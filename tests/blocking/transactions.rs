@@ -45,6 +45,38 @@ engine_test!(
 );
 
 engine_test!(
+    /// A transaction begun by hand: commit keeps its rows, rollback drops them, and one dropped unfinished
+    /// is rolled back; each time its connection goes back to the pool, ready for the next call. A read-only
+    /// one refuses writes.
+    hand_begun_transactions,
+    |t: &TestDb| {
+        let db = &t.db;
+        setup(db);
+        let tx = db.begin(TxOptions::default()).unwrap();
+        tx.repository::<User>().insert(&user("committed", 1)).unwrap();
+        tx.commit().unwrap();
+        let tx = db.begin(TxOptions::default()).unwrap();
+        tx.repository::<User>().insert(&user("rolled back", 2)).unwrap();
+        assert_eq!(tx.repository::<User>().count().unwrap(), 2, "the transaction sees its own row");
+        tx.rollback().unwrap();
+        {
+            let tx = db.begin(TxOptions::default()).unwrap();
+            tx.repository::<User>().insert(&user("dropped", 3)).unwrap();
+        }
+        assert_eq!(names(db), ["committed"]);
+        let (open, idle) = db.pool_state();
+        assert_eq!(open, idle, "every connection is back in the pool");
+
+        let ro = db.begin(TxOptions::default().read_only()).unwrap();
+        assert!(ro.repository::<User>().insert(&user("x", 4)).is_err());
+        drop(ro);
+        // The connection that refused the write serves the next writer normally.
+        db.transaction(|tx| tx.repository::<User>().insert(&user("after", 5)).map(|_| ())).unwrap();
+        assert_eq!(names(db), ["committed", "after"]);
+    }
+);
+
+engine_test!(
     /// Isolation and read-only options reach the engine; a retriable error reruns the whole transaction, up
     /// to the bound.
     transaction_options_and_retry,

@@ -7,8 +7,9 @@ use futures_util::TryStreamExt;
 use sqlx::pool::PoolConnection;
 use sqlx::{AssertSqlSafe, Column, Either, Row as _};
 use tandem_core::plan::{Done, Outcome, Step};
-use tandem_core::{DbError, Error, Result, WriterGate};
+use tandem_core::{DbError, Error, Result};
 use tandem_pool::Permit;
+use tandem_pool::WriterGate;
 use tandem_sql::{Dialect, Rendered, Row};
 
 use crate::backend::{Backend, error};
@@ -523,7 +524,9 @@ impl crate::Executor for PooledConnection {
     fn dialect(&self) -> Dialect {
         self.dialect
     }
+}
 
+impl crate::executor::sealed::Run for PooledConnection {
     async fn run_statement(&self, r: Rendered, keep: crate::Keep) -> Result<(Vec<Row>, Done)> {
         let mut slot = lock_slot(&self.slot).await?;
         let Slot::Here(c) = &mut *slot else {

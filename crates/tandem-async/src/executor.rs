@@ -12,41 +12,52 @@ use tandem_sql::{Dialect, FromRow, Render, Rendered, Row};
 
 use crate::repository::Repository;
 use crate::stream::RowStream;
+use sealed::Keep;
 
-/// How many rows of a statement to keep.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Keep {
-    /// Every row.
-    All,
-    /// The first row; the rest are not read.
-    First,
-    /// None (a statement run for its effect).
-    None,
+pub(crate) mod sealed {
+    use super::*;
+
+    /// How many rows of a statement to keep.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum Keep {
+        /// Every row.
+        All,
+        /// The first row; the rest are not read.
+        First,
+        /// None (a statement run for its effect).
+        None,
+    }
+
+    /// The plumbing under [`Executor`](super::Executor), implemented by tandem's executors only: it is
+    /// public in a private module, so other crates can neither name it nor implement it.
+    pub trait Run: Sync {
+        /// Runs one statement, keeping the rows `keep` asks for.
+        fn run_statement(
+            &self,
+            r: Rendered,
+            keep: Keep,
+        ) -> impl Future<Output = Result<(Vec<Row>, Done)>> + Send;
+
+        /// Runs a plan (a repository method): its steps together when they belong together (a
+        /// transaction, or a savepoint inside one).
+        fn run<T: Send>(&self, plan: Plan<T>) -> impl Future<Output = Result<T>> + Send;
+
+        /// A stream over a rendered statement, holding a connection while it lives.
+        fn stream_rendered<T: Send>(
+            &self,
+            r: Rendered,
+        ) -> impl Future<Output = Result<RowStream<T>>> + Send;
+    }
 }
 
 // ANCHOR: executor
-/// Runs statements: implemented by [`crate::Database`] and [`crate::Transaction`]. Bring it into scope
-/// (`use tandem_async::Executor;`) to call its methods.
-pub trait Executor: Sync {
+/// Runs statements: implemented by [`crate::Database`], [`crate::Transaction`] and
+/// [`crate::PooledConnection`]. Bring it into scope (`use tandem_async::Executor;`) to call its methods.
+/// Only `dialect` is required; the rest is provided on tandem's sealed plumbing (one statement, a plan, a
+/// stream). Every future it returns is `Send`.
+pub trait Executor: sealed::Run {
     /// The engine.
     fn dialect(&self) -> Dialect;
-
-    /// Runs one statement, keeping the rows `keep` asks for.
-    fn run_statement(
-        &self,
-        r: Rendered,
-        keep: Keep,
-    ) -> impl Future<Output = Result<(Vec<Row>, Done)>> + Send;
-
-    /// Runs a plan (a repository method): its steps together when they belong together (a transaction, or
-    /// a savepoint inside one).
-    fn run<T: Send>(&self, plan: Plan<T>) -> impl Future<Output = Result<T>> + Send;
-
-    /// A stream over a rendered statement, holding a connection while it lives.
-    fn stream_rendered<T: Send>(
-        &self,
-        r: Rendered,
-    ) -> impl Future<Output = Result<RowStream<T>>> + Send;
 
     /// Runs a statement; returns rows affected.
     fn execute(&self, stmt: &impl Render) -> impl Future<Output = Result<u64>> + Send {

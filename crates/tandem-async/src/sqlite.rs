@@ -15,8 +15,9 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use tandem_core::{ConnectOptions, Error, PoolConfig, Result};
+use tandem_core::{ConnectOptions, Error, Result};
 use tandem_pool::Admission;
+use tandem_pool::PoolConfig;
 use tandem_sqlite::{Connection, InterruptHandle};
 
 type Job = Box<dyn FnOnce(&mut Connection) + Send>;

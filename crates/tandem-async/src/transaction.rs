@@ -4,8 +4,8 @@
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 use tandem_core::plan::{Done, Outcome, Plan, Step};
-use tandem_core::writer::Permit;
 use tandem_core::{Error, Result, TxOptions, tx};
+use tandem_pool::Permit;
 use tandem_sql::{Dialect, Rendered};
 use tokio::sync::{Mutex, MutexGuard, oneshot};
 
@@ -193,7 +193,9 @@ impl crate::Executor for Transaction {
     fn dialect(&self) -> Dialect {
         self.dialect
     }
+}
 
+impl crate::executor::sealed::Run for Transaction {
     async fn run_statement(
         &self,
         r: Rendered,

@@ -5,8 +5,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tandem_core::plan::{Done, Outcome, Plan, Step};
-use tandem_core::{ConnectOptions, Error, PoolConfig, PoolMetrics, Result, TxOptions, WriterGate};
+use tandem_core::{ConnectOptions, Error, Result, TxOptions};
 use tandem_pool::{Admission, Permit};
+use tandem_pool::{PoolConfig, PoolMetrics, WriterGate};
 use tandem_sql::ast::CreateTable;
 use tandem_sql::batch::BorrowedStatement;
 use tandem_sql::{Dialect, Rendered};
@@ -407,6 +408,15 @@ impl Database {
         plan.finish(outcomes)
     }
 
+    /// Opens a transaction to drive by hand: finish it with [`Transaction::commit`] or
+    /// [`Transaction::rollback`]; dropped unfinished, it is rolled back. No retry here: use
+    /// [`Database::transaction`] for that. A writer of a SQLite file waits for its turn first and keeps it
+    /// until the transaction ends.
+    pub fn begin(&self, opts: TxOptions) -> Result<Transaction> {
+        let turn = WriterGate::enter_blocking(self.inner.writers.as_ref(), &opts)?;
+        Transaction::begin(self.acquire_for(&opts)?, &opts, turn)
+    }
+
     /// Creates a declared table and its indexes (`IF NOT EXISTS`).
     pub fn create_table(&self, table: &CreateTable) -> Result<()> {
         let table = match self.dialect() {
@@ -475,7 +485,9 @@ impl crate::Executor for Database {
     fn dialect(&self) -> Dialect {
         Database::dialect(self)
     }
+}
 
+impl crate::executor::sealed::Run for Database {
     fn run_statement(&self, r: &Rendered, sink: &mut tandem_core::plan::Sink<'_>) -> Result<Done> {
         self.acquire()?.run(r, sink)
     }

@@ -4,7 +4,8 @@
 use std::cell::RefCell;
 
 use tandem_core::plan::{Plan, Sink};
-use tandem_core::{Error, Holder, Result, TxOptions, WriterGate, tx};
+use tandem_core::{Error, Holder, Result, TxOptions, tx};
+use tandem_pool::WriterGate;
 use tandem_sql::batch::BorrowedStatement;
 use tandem_sql::{Dialect, Rendered};
 
@@ -86,7 +87,9 @@ impl crate::Executor for PooledConnection {
     fn dialect(&self) -> Dialect {
         self.dialect
     }
+}
 
+impl crate::executor::sealed::Run for PooledConnection {
     fn run_statement(&self, r: &Rendered, sink: &mut Sink<'_>) -> Result<Done> {
         self.with_conn(|c| c.run(r, sink))
     }

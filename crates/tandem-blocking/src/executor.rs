@@ -1,7 +1,8 @@
-//! [`Executor`]: what runs statements — a [`crate::Database`] (a pooled connection per call) or a
-//! [`crate::Transaction`]. Three required methods (the engine, one statement into a row sink, a plan) and a
-//! stream opener; everything users call (`execute`, `fetch_*`, `load`, `fetch`, `repository`) is provided on
-//! top, once, so a function written against `&impl Executor` runs inside a transaction or outside it alike.
+//! [`Executor`]: what runs statements — a [`crate::Database`] (a pooled connection per call), a
+//! [`crate::Transaction`] or a [`crate::PooledConnection`]. Everything users call (`execute`, `fetch_*`,
+//! `load`, `fetch`, `repository`) is provided once, on top of the plumbing each executor implements — one
+//! statement into a row sink, a plan, a stream — which sits in a sealed supertrait (`sealed::Run`): users
+//! call the methods, tandem owns the plumbing, so it can change without breaking anyone.
 
 use tandem_core::plan::{Done, Plan, Sink};
 use tandem_core::{Error, Result};
@@ -13,30 +14,39 @@ use crate::repository::Repository;
 use crate::stream::RowStream;
 
 // ANCHOR: executor
-/// Runs statements: implemented by [`crate::Database`] and [`crate::Transaction`]. Bring it into scope
-/// (`use tandem_blocking::Executor;`) to call its methods.
-pub trait Executor {
+pub(crate) mod sealed {
+    use super::*;
+
+    /// The plumbing under [`Executor`](super::Executor), implemented by tandem's executors only: it is
+    /// public in a private module, so other crates can neither name it nor implement it.
+    pub trait Run {
+        /// Runs one statement, handing each row to `sink` (which returns `false` to stop reading).
+        fn run_statement(&self, r: &Rendered, sink: &mut Sink<'_>) -> Result<Done>;
+
+        /// Runs a plan (a repository method): its steps together when they belong together (a
+        /// transaction, or a savepoint inside one).
+        fn run<T>(&self, plan: Plan<T>) -> Result<T>;
+
+        /// A stream over a rendered statement, holding a connection while it lives.
+        fn stream_rendered<T: Send + 'static>(&self, r: Rendered) -> Result<RowStream<'_, T>>;
+
+        /// Runs statements whose values borrow the caller's rows (`batch_insert`'s, see
+        /// `tandem_core::repo::borrowed_batch_insert`), one after the other on one connection, each on its
+        /// own; returns the rows they affected in all.
+        fn run_borrowed<'a>(
+            &self,
+            statements: &mut dyn Iterator<Item = Result<BorrowedStatement<'a>>>,
+        ) -> Result<u64>;
+    }
+}
+
+/// Runs statements: implemented by [`crate::Database`], [`crate::Transaction`] and
+/// [`crate::PooledConnection`]. Bring it into scope (`use tandem_blocking::Executor;`) to call its methods.
+/// Only `dialect` is required; the rest is provided on tandem's sealed plumbing (one statement into a row
+/// sink, a plan, a stream).
+pub trait Executor: sealed::Run {
     /// The engine.
     fn dialect(&self) -> Dialect;
-
-    /// Runs one statement, handing each row to `sink` (which returns `false` to stop reading).
-    fn run_statement(&self, r: &Rendered, sink: &mut Sink<'_>) -> Result<Done>;
-
-    /// Runs a plan (a repository method): its steps together when they belong together (a transaction, or
-    /// a savepoint inside one).
-    fn run<T>(&self, plan: Plan<T>) -> Result<T>;
-
-    /// A stream over a rendered statement, holding a connection while it lives.
-    fn stream_rendered<T: Send + 'static>(&self, r: Rendered) -> Result<RowStream<'_, T>>;
-
-    /// Runs statements whose values borrow the caller's rows (`batch_insert`'s, see
-    /// `tandem_core::repo::borrowed_batch_insert`), one after the other on one connection, each on its
-    /// own; returns the rows they affected in all.
-    #[doc(hidden)]
-    fn run_borrowed<'a>(
-        &self,
-        statements: &mut dyn Iterator<Item = Result<BorrowedStatement<'a>>>,
-    ) -> Result<u64>;
 
     /// Runs a statement; returns rows affected.
     fn execute(&self, stmt: &impl Render) -> Result<u64> {

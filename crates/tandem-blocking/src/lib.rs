@@ -47,8 +47,9 @@ pub use repository::Repository;
 pub use stream::{BATCH as STREAM_BATCH, BUFFERED as STREAM_BUFFERED, RowStream};
 pub use tandem_core::{
     BatchOptions, BatchResult, BatchTransaction, ConnectOptions, CursorPage, DbError, DbErrorKind,
-    Error, Find, Holder, Isolation, Page, PoolConfig, PoolMetrics, Result, TxOptions,
+    Error, Find, Holder, Isolation, Page, Result, TxOptions,
 };
+pub use tandem_pool::{PoolConfig, PoolMetrics};
 pub use transaction::Transaction;
 
 /// Built without an engine, a URL for it is a typed error (`just features` runs these).

@@ -6,6 +6,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 
 use tandem_core::plan::{Done, Outcome, Plan, Step};
 use tandem_core::{Error, Holder, Result, TxOptions, tx};
+use tandem_pool::Permit;
 use tandem_sql::Dialect;
 use tandem_sql::batch::BorrowedStatement;
 
@@ -18,50 +19,59 @@ pub struct Transaction {
     pub(crate) slot: RefCell<Option<Pooled>>,
     dialect: Dialect,
     depth: Cell<u32>,
+    opts: TxOptions,
+    /// Set once COMMIT or ROLLBACK ran; a transaction dropped before that is rolled back.
+    ended: Cell<bool>,
+    /// A hand-begun writer's turn at the database's writer gate (a SQLite file), kept to the end.
+    _turn: Option<Permit>,
 }
 
 impl Transaction {
+    /// BEGIN on `conn` with `opts`; `turn` is the writer gate's, kept until the transaction ends.
+    pub(crate) fn begin(mut conn: Pooled, opts: &TxOptions, turn: Option<Permit>) -> Result<Self> {
+        conn.retriable_seen = false;
+        let tx = Transaction {
+            dialect: conn.dialect(),
+            slot: RefCell::new(Some(conn)),
+            depth: Cell::new(0),
+            opts: opts.clone(),
+            ended: Cell::new(false),
+            _turn: turn,
+        };
+        for sql in tx::begin(tx.dialect, opts) {
+            if let Err(e) = tx.simple(&sql) {
+                // Nothing to roll back (the pool ends a SQLite transaction left open as it takes the
+                // connection back).
+                tx.ended.set(true);
+                return Err(e);
+            }
+        }
+        Ok(tx)
+    }
+
     /// Runs one attempt; the flag says whether a statement failed with a retriable error meanwhile.
     pub(crate) fn run_closure<T, E: From<Error>>(
-        mut conn: Pooled,
+        conn: Pooled,
         opts: &TxOptions,
         f: &mut dyn FnMut(&Transaction) -> Result<T, E>,
     ) -> (Result<T, E>, bool) {
-        conn.retriable_seen = false;
-        let dialect = conn.dialect();
-        let tx = Transaction {
-            slot: RefCell::new(Some(conn)),
-            dialect,
-            depth: Cell::new(0),
-        };
-        let span = tracing::debug_span!("transaction", %dialect);
+        let span = tracing::debug_span!("transaction", dialect = %conn.dialect());
         let _enter = span.enter();
-        for sql in tx::begin(dialect, opts) {
-            if let Err(e) = tx.simple(&sql) {
+        let tx = match Transaction::begin(conn, opts, None) {
+            Ok(tx) => tx,
+            Err(e) => {
                 let retriable = e.is_retriable();
                 return (Err(e.into()), retriable);
             }
-        }
+        };
         let result = match catch_unwind(AssertUnwindSafe(|| f(&tx))) {
-            Ok(Ok(value)) => match tx.finish(opts, true) {
-                Ok(()) => Ok(value),
-                Err(e) => {
-                    // A failed COMMIT can leave the transaction open (SQLite busy): end it before the
-                    // connection goes back to the pool. If that fails too, both errors are reported and the
-                    // connection is not reused.
-                    let rollback = tx.finish(opts, false);
-                    if rollback.is_err() {
-                        tx.discard();
-                    }
-                    Err(Error::commit_failed(e, rollback).into())
-                }
-            },
+            Ok(Ok(value)) => tx.end(true).map(|()| value).map_err(E::from),
             Ok(Err(e)) => {
-                let _ = tx.finish(opts, false);
+                let _ = tx.end(false);
                 Err(e)
             }
             Err(panic) => {
-                let _ = tx.finish(opts, false);
+                let _ = tx.end(false);
                 resume_unwind(panic)
             }
         };
@@ -69,20 +79,33 @@ impl Transaction {
         (result, seen)
     }
 
-    fn finish(&self, opts: &TxOptions, commit: bool) -> Result<()> {
-        for sql in tx::end(self.dialect, opts, commit) {
+    /// Commits the transaction (see [`crate::Database::begin`]). A COMMIT that fails is followed by a
+    /// ROLLBACK; if that fails too, the error keeps both ([`Error::RollbackAfterCommit`]).
+    pub fn commit(self) -> Result<()> {
+        self.end(true)
+    }
+
+    /// Rolls the transaction back (see [`crate::Database::begin`]).
+    pub fn rollback(self) -> Result<()> {
+        self.end(false)
+    }
+
+    /// COMMIT or ROLLBACK, once. A failed COMMIT can leave the transaction open (SQLite busy): it is rolled
+    /// back before the connection goes back to the pool. (Whatever still stays open there, the pool ends
+    /// as it takes a SQLite connection back; a server connection that fails a ROLLBACK is a lost one.)
+    fn end(&self, commit: bool) -> Result<()> {
+        self.ended.set(true);
+        match self.finish(commit) {
+            Err(e) if commit => Err(Error::commit_failed(e, self.finish(false))),
+            other => other,
+        }
+    }
+
+    fn finish(&self, commit: bool) -> Result<()> {
+        for sql in tx::end(self.dialect, &self.opts, commit) {
             self.simple(&sql)?;
         }
         Ok(())
-    }
-
-    /// Marks the connection broken, so it is closed instead of pooled.
-    fn discard(&self) {
-        if let Ok(mut slot) = self.slot.try_borrow_mut()
-            && let Some(c) = slot.as_mut()
-        {
-            c.broken = true;
-        }
     }
 
     pub(crate) fn with_conn<R>(&self, f: impl FnOnce(&mut Conn) -> Result<R>) -> Result<R> {
@@ -141,7 +164,9 @@ impl crate::Executor for Transaction {
     fn dialect(&self) -> Dialect {
         self.dialect
     }
+}
 
+impl crate::executor::sealed::Run for Transaction {
     fn run_statement(
         &self,
         r: &tandem_sql::Rendered,
@@ -172,5 +197,14 @@ impl crate::Executor for Transaction {
         r: tandem_sql::Rendered,
     ) -> Result<RowStream<'_, T>> {
         self.stream(r)
+    }
+}
+
+impl Drop for Transaction {
+    /// A hand-begun transaction dropped unfinished is rolled back (a closure's always ends first).
+    fn drop(&mut self) {
+        if !self.ended.get() && self.slot.get_mut().is_some() {
+            let _ = self.end(false);
+        }
     }
 }

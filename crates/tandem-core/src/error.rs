@@ -153,8 +153,9 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
-    /// COMMIT failed, and so did the ROLLBACK run after it to end the transaction: the connection is not
-    /// reused. The COMMIT's error decides what the failure is ([`Error::kind`], [`Error::is_retriable`]).
+    /// COMMIT failed, and so did the ROLLBACK run after it to end the transaction (a connection that may
+    /// still be inside it is not pooled). The COMMIT's error decides what the failure is ([`Error::kind`],
+    /// [`Error::is_retriable`]).
     #[error("COMMIT failed ({commit}), and the ROLLBACK after it failed too ({rollback})")]
     RollbackAfterCommit {
         /// Why COMMIT failed; also the error's [`source`](std::error::Error::source).
@@ -219,24 +220,6 @@ impl Error {
             target: options.target(),
             kind,
             message: message.into(),
-        }
-    }
-}
-
-impl From<tandem_pool::AdmissionError> for Error {
-    fn from(e: tandem_pool::AdmissionError) -> Self {
-        let n = |v: usize| u32::try_from(v).unwrap_or(u32::MAX);
-        match e {
-            tandem_pool::AdmissionError::Saturated { pending, max_size } => Error::PoolSaturated {
-                pending: n(pending),
-                max_size: n(max_size),
-            },
-            tandem_pool::AdmissionError::Timeout { waited, max_size } => Error::PoolTimeout {
-                waited,
-                max_size: n(max_size),
-            },
-            // The enum is non-exhaustive: a refusal this mapping does not know yet is tandem's bug.
-            other => Error::Internal(format!("unmapped admission refusal: {other}")),
         }
     }
 }

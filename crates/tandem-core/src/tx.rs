@@ -181,6 +181,10 @@ impl<'a> Attempts<'a> {
     }
 }
 
+/// How long a SQLite file database's connection waits for the write lock (`PRAGMA busy_timeout`), and a
+/// write transaction for its turn at the writer gate (`tandem_pool::WriterGate`).
+pub const BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// The statements that open a transaction with `opts` on `dialect`, in order.
 pub fn begin(dialect: Dialect, opts: &TxOptions) -> Vec<String> {
     match dialect {

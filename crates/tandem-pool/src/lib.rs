@@ -13,6 +13,10 @@
 //!   them, and the [`PoolMetrics`] snapshot.
 //! - [`LossClock`] (`losses`): once a connection was found dead, idle connections older than that are
 //!   checked before reuse.
+//! - [`WriterGate`] (`writer`): the queue a SQLite file database's write transactions wait in, a gate of
+//!   one permit.
+//!
+//! An [`AdmissionError`] becomes `tandem_core::Error`'s `PoolSaturated` or `PoolTimeout`.
 //!
 //! The executors (`tandem-blocking` over r2d2, `tandem-async` over sqlx) take a permit first and a
 //! connection second, so no more than `max_size` callers ever wait inside the driver's pool and everyone
@@ -23,8 +27,26 @@ mod admission;
 mod config;
 mod gate;
 mod losses;
+mod writer;
 
 pub use admission::{Admission, PoolMetrics};
 pub use config::{PoolConfig, warm_up_size};
 pub use gate::{AdmissionError, Counters, Gate, GateConfig, GateMetrics, Permit};
 pub use losses::LossClock;
+pub use writer::WriterGate;
+
+impl From<AdmissionError> for tandem_core::Error {
+    fn from(e: AdmissionError) -> Self {
+        let n = |v: usize| u32::try_from(v).unwrap_or(u32::MAX);
+        match e {
+            AdmissionError::Saturated { pending, max_size } => tandem_core::Error::PoolSaturated {
+                pending: n(pending),
+                max_size: n(max_size),
+            },
+            AdmissionError::Timeout { waited, max_size } => tandem_core::Error::PoolTimeout {
+                waited,
+                max_size: n(max_size),
+            },
+        }
+    }
+}

@@ -74,7 +74,7 @@ impl Connection {
         let pragmas = if opts.path.is_some() {
             format!(
                 "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = {}; PRAGMA foreign_keys = ON; PRAGMA case_sensitive_like = ON;",
-                tandem_core::writer::BUSY_TIMEOUT.as_millis()
+                tandem_core::tx::BUSY_TIMEOUT.as_millis()
             )
         } else {
             "PRAGMA foreign_keys = ON; PRAGMA case_sensitive_like = ON;".into()

@@ -193,7 +193,7 @@ macro_rules! engine_test {
         pub(crate) mod $name {
             use super::*;
             pub(crate) fn run(dialect: tandem_sql::Dialect) {
-                let t = $crate::db::open(dialect, stringify!($name), $crate::tandem_core::PoolConfig::default());
+                let t = $crate::db::open(dialect, stringify!($name), $crate::tandem_blocking::PoolConfig::default());
                 let body: fn(&$crate::db::TestDb) = $body;
                 body(&t);
             }

@@ -77,11 +77,11 @@ pub fn engines(name: &str, run: fn(Dialect)) -> Vec<Case> {
 /// Whether the server answers; the reason (which URL, which variable sets it) when it does not.
 pub(crate) fn probe(dialect: Dialect) -> Result<(), String> {
     let (url, var) = crate::db::server_url(dialect);
-    let config = tandem_core::PoolConfig {
+    let config = tandem_blocking::PoolConfig {
         max_size: 1,
         min_idle: Some(0),
         connect_timeout: Duration::from_secs(5),
-        ..tandem_core::PoolConfig::default()
+        ..tandem_blocking::PoolConfig::default()
     };
     tandem_blocking::Database::connect_with(&url, config)
         .map(drop)

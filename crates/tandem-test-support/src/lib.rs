@@ -25,4 +25,5 @@ pub mod servers;
 mod containers;
 
 /// Re-exported for [`engine_test!`].
+pub use tandem_blocking;
 pub use tandem_core;

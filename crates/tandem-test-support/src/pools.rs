@@ -7,7 +7,8 @@ use std::time::{Duration, Instant};
 use tandem_async::Executor as _;
 use tandem_blocking::Executor as _;
 
-use tandem_core::{ConnectOptions, Error, PoolConfig, PoolMetrics, Result, TxOptions};
+use tandem_blocking::{PoolConfig, PoolMetrics};
+use tandem_core::{ConnectOptions, Error, Result, TxOptions};
 use tandem_sql::{Dialect, Value, raw};
 
 use crate::db::{self, TestTarget};

@@ -9,10 +9,10 @@ use std::time::{Duration, Instant};
 use sqlx::pool::PoolOptions;
 use tandem_core::plan::{Done, Plan};
 use tandem_core::{
-    ConnectOptions, Error, HostWalk, PoolConfig, PoolMetrics, Result, ServerRole, TlsMode,
-    TxOptions, Verdict, WriterGate,
+    ConnectOptions, Error, HostWalk, Result, ServerRole, TlsMode, TxOptions, Verdict,
 };
 use tandem_pool::{Admission, LossClock};
+use tandem_pool::{PoolConfig, PoolMetrics, WriterGate};
 use tandem_sql::ast::CreateTable;
 use tandem_sql::{Dialect, Rendered};
 
@@ -551,7 +551,9 @@ impl crate::Executor for Database {
     fn dialect(&self) -> Dialect {
         Database::dialect(self)
     }
+}
 
+impl crate::executor::sealed::Run for Database {
     async fn run_statement(
         &self,
         r: Rendered,

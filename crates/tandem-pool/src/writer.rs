@@ -6,19 +6,16 @@
 //!
 //! It lines up the transactions of one database handle (one pool, and its clones) only. Other
 //! pools and other processes on the same file, and single statements outside a transaction, still meet
-//! SQLite's own lock and its busy timeout, as before. A wait is bounded by the same [`BUSY_TIMEOUT`], and ends
+//! SQLite's own lock and its busy timeout, as before. A wait is bounded by the same `BUSY_TIMEOUT`, and ends
 //! in the same error SQLite gives (`DbErrorKind::Busy`, retriable): nothing new to handle for the caller.
 
 use std::time::Duration;
 
-use crate::{ConnectOptions, DbError, DbErrorKind, Error, Result, TxOptions};
-pub use tandem_pool::Permit;
-use tandem_pool::{AdmissionError, Gate, GateConfig};
+use tandem_core::tx::BUSY_TIMEOUT;
+use tandem_core::{ConnectOptions, DbError, DbErrorKind, Error, Result, TxOptions};
 use tandem_sql::Dialect;
 
-/// How long a file database's connection waits for the write lock (`PRAGMA busy_timeout`), and a write
-/// transaction for its turn at the gate.
-pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+use crate::{AdmissionError, Gate, GateConfig, Permit};
 
 /// The queue of one database's write transactions; cheap to clone (clones share it).
 #[derive(Clone)]
