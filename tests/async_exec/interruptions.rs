@@ -261,6 +261,12 @@ pub(crate) async fn unreachable_server() {
     .unwrap_err();
     assert_eq!(err.kind(), Some(DbErrorKind::ConnectionLost), "{err}");
     assert!(!err.to_string().contains("secret"));
+    // The driver's own error is kept as the source, for what tandem does not classify.
+    let Error::Database(lost) = &err else {
+        panic!("{err:?}")
+    };
+    let driver = std::error::Error::source(lost).expect("the driver's error");
+    assert!(!driver.to_string().is_empty(), "{driver:?}");
     assert!(matches!(
         Database::connect("oracle://x").await,
         Err(Error::InvalidUrl { .. })

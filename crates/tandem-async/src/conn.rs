@@ -7,7 +7,7 @@ use futures_util::TryStreamExt;
 use sqlx::pool::PoolConnection;
 use sqlx::{AssertSqlSafe, Column, Either, Row as _};
 use tandem_core::plan::{Done, Outcome, Step};
-use tandem_core::{DbError, Error, Result};
+use tandem_core::{Error, Result};
 use tandem_pool::Permit;
 use tandem_pool::WriterGate;
 use tandem_sql::{Dialect, Rendered, Row};
@@ -67,12 +67,13 @@ pub(crate) struct Conn {
     /// Set before a transaction's first statement is sent and cleared once it has ended: a `Conn` dropped
     /// with it set (its future was cancelled somewhere in between) must not go back to the pool as it is.
     pub(crate) in_transaction: bool,
-    /// Set when a statement failed with a retriable error (deadlock, serialization failure, busy): a
-    /// transaction reads it to decide on a retry whatever error type its closure returned.
-    pub(crate) retriable_seen: bool,
+    /// Set while a statement (or a COPY) is on its way and cleared when its answer is in: a server
+    /// connection dropped with it set (its future was cancelled mid-statement) is out of step with its
+    /// server — a COPY half sent, replies still to come — and is closed instead of pooled.
+    mid_statement: bool,
+    /// Whether a statement failed retriably, or the connection was found lost (then it is closed).
+    pub(crate) health: tandem_pool::ConnHealth,
     _permit: Option<Permit>,
-    /// The pool's record of lost connections (sqlx pools; the rusqlite path keeps its own).
-    losses: Option<Arc<tandem_pool::LossClock>>,
 }
 
 /// The driver connection itself.
@@ -190,9 +191,9 @@ impl Conn {
         Conn {
             link,
             in_transaction: false,
-            retriable_seen: false,
+            mid_statement: false,
+            health: tandem_pool::ConnHealth::new(losses),
             _permit: permit,
-            losses,
         }
     }
 
@@ -223,6 +224,7 @@ impl Conn {
 
     /// Runs one statement, feeding rows to `sink`.
     pub(crate) async fn run<S: Sink>(&mut self, r: &Rendered, sink: &mut S) -> Result<Done> {
+        self.mid_statement = true;
         let result = match &mut self.link {
             #[cfg(feature = "postgres")]
             Link::Postgres(c) => run_on(c, r, sink).await,
@@ -265,6 +267,7 @@ impl Conn {
 
     /// A statement without parameters or rows (BEGIN, COMMIT, SAVEPOINT, pragmas).
     pub(crate) async fn simple(&mut self, sql: &str) -> Result<()> {
+        self.mid_statement = true;
         let result = match &mut self.link {
             #[cfg(feature = "postgres")]
             Link::Postgres(c) => simple_on(c, sql).await,
@@ -284,7 +287,7 @@ impl Conn {
 
     /// PostgreSQL binary COPY: planned for PostgreSQL only, which this build leaves out.
     #[cfg(not(feature = "postgres"))]
-    pub(crate) async fn copy_in(&mut self, _: &Step) -> Result<u64> {
+    pub(crate) async fn copy_in(&mut self, _: &tandem_core::CopyIn) -> Result<u64> {
         Err(Error::Internal(
             "COPY is planned for PostgreSQL only".into(),
         ))
@@ -292,22 +295,15 @@ impl Conn {
 
     /// PostgreSQL binary COPY of a payload encoded by `tandem-core`.
     #[cfg(feature = "postgres")]
-    pub(crate) async fn copy_in(&mut self, step: &Step) -> Result<u64> {
-        let Step::Copy {
-            schema,
-            columns,
-            rows,
-        } = step
-        else {
-            return Err(Error::Internal("copy_in needs a COPY step".into()));
-        };
+    pub(crate) async fn copy_in(&mut self, copy: &tandem_core::CopyIn) -> Result<u64> {
         let Link::Postgres(c) = &mut self.link else {
             return Err(Error::Internal(
                 "COPY is planned for PostgreSQL only".into(),
             ));
         };
-        let payload = tandem_core::copy::encode_binary(schema, columns, rows)?;
-        let sql = tandem_core::copy::copy_statement(schema, columns);
+        let (payload, sql) = (copy.payload()?, copy.statement());
+        // Cut short anywhere from here (a failure too), the connection is not reused: see `mid_statement`.
+        self.mid_statement = true;
         let lost = |e| error(Dialect::Postgres, e);
         let mut copy = c.copy_in_raw(&sql).await.map_err(lost)?;
         copy.send(payload).await.map_err(lost)?;
@@ -337,7 +333,7 @@ impl Conn {
                     let done = self.run(r, &mut rows).await?;
                     Outcome::of(r, rows.0, done)
                 }
-                copy @ Step::Copy { .. } => Outcome {
+                Step::Copy(copy) => Outcome {
                     affected: self.copy_in(copy).await?,
                     ..Outcome::default()
                 },
@@ -403,25 +399,12 @@ impl Conn {
     }
 
     /// A connection that broke is closed instead of going back to the pool; a retriable failure is
-    /// remembered.
+    /// remembered (see [`tandem_pool::ConnHealth::note`]). A lost connection also makes the pool check the
+    /// others (and, for a URL naming several servers, choose the server again).
     fn note<T>(&mut self, result: Result<T>) -> Result<T> {
-        if let Err(e) = &result
-            && e.is_retriable()
-        {
-            self.retriable_seen = true;
-        }
-        // A lost connection, or a cluster node that cannot serve: never reused, and the pool checks the
-        // others (and, for a URL naming several servers, chooses the server again).
-        if let Err(Error::Database(DbError {
-            kind:
-                tandem_core::DbErrorKind::ConnectionLost | tandem_core::DbErrorKind::NodeUnavailable,
-            ..
-        })) = &result
-        {
+        self.mid_statement = false;
+        if self.health.note(&result) {
             self.close_on_drop();
-            if let Some(l) = &self.losses {
-                l.note_loss();
-            }
         }
         result
     }
@@ -449,6 +432,18 @@ impl Drop for Conn {
     /// are rolled back on a task that holds them, and their permit, until it is done. rusqlite connections
     /// get the rollback queued on their worker thread, where it runs before any later caller's call.
     fn drop(&mut self) {
+        if self.mid_statement && !self.in_transaction {
+            // A cancelled statement outside a transaction: the servers' connections are out of step.
+            // (SQLite's drivers finish or stop the statement on their own thread and stay usable.)
+            match &mut self.link {
+                #[cfg(feature = "postgres")]
+                Link::Postgres(c) => c.close_on_drop(),
+                #[cfg(feature = "mysql")]
+                Link::MySql(c) => c.close_on_drop(),
+                _ => {}
+            }
+            return;
+        }
         if !self.in_transaction {
             return;
         }
@@ -460,7 +455,7 @@ impl Drop for Conn {
             #[cfg(feature = "sqlite")]
             Link::Sqlite(_) => {
                 let link = std::mem::replace(&mut self.link, Link::Abandoned);
-                let abandoned = Conn::new(link, self._permit.take(), self.losses.take());
+                let abandoned = Conn::new(link, self._permit.take(), self.health.take_losses());
                 match tokio::runtime::Handle::try_current() {
                     Ok(rt) => {
                         rt.spawn(abandoned.end_abandoned_sqlite());

@@ -42,7 +42,7 @@ impl Transaction {
         let dialect = conn.dialect();
         // From here until the transaction has ended, dropping the connection does not pool it as it is.
         conn.in_transaction = true;
-        conn.retriable_seen = false;
+        conn.health.retriable_seen = false;
         for sql in tx::begin(dialect, opts) {
             conn.simple(&sql).await?;
         }
@@ -83,7 +83,7 @@ impl Transaction {
     /// Whether one of this transaction's statements failed with a retriable error.
     pub(crate) async fn retriable_seen(&self) -> bool {
         match self.conn().await.as_deref() {
-            Ok(Slot::Here(c)) => c.retriable_seen,
+            Ok(Slot::Here(c)) => c.health.retriable_seen,
             _ => false,
         }
     }

@@ -52,7 +52,7 @@ impl PooledConnection {
     /// that must not outlive its user (an advisory lock, a changed setting).
     pub fn close_on_drop(&mut self) {
         if let Some(c) = self.slot.get_mut() {
-            c.broken = true;
+            c.health.broken = true;
         }
     }
 }
@@ -104,7 +104,7 @@ impl crate::executor::sealed::Run for PooledConnection {
             let (outcomes, over) =
                 tx::run_atomically(c, self.dialect, &opts, |c| run_steps(c, &plan.steps));
             if !over {
-                c.broken = true;
+                c.health.broken = true;
             }
             outcomes
         })?;

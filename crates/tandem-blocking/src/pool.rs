@@ -68,8 +68,7 @@ impl r2d2::ManageConnection for Manager {
         self.last_error.set(None);
         self.losses.note_reachable(true);
         self.created.fetch_add(1, Ordering::Relaxed);
-        conn.known_good = self.losses.stamp();
-        conn.losses = Some(self.losses.clone());
+        conn.health = tandem_pool::ConnHealth::new(Some(self.losses.clone()));
         Ok(conn)
     }
 

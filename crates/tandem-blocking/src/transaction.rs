@@ -29,7 +29,7 @@ pub struct Transaction {
 impl Transaction {
     /// BEGIN on `conn` with `opts`; `turn` is the writer gate's, kept until the transaction ends.
     pub(crate) fn begin(mut conn: Pooled, opts: &TxOptions, turn: Option<Permit>) -> Result<Self> {
-        conn.retriable_seen = false;
+        conn.health.retriable_seen = false;
         let tx = Transaction {
             dialect: conn.dialect(),
             slot: RefCell::new(Some(conn)),
@@ -75,7 +75,11 @@ impl Transaction {
                 resume_unwind(panic)
             }
         };
-        let seen = tx.slot.borrow().as_ref().is_some_and(|c| c.retriable_seen);
+        let seen = tx
+            .slot
+            .borrow()
+            .as_ref()
+            .is_some_and(|c| c.health.retriable_seen);
         (result, seen)
     }
 

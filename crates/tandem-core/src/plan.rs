@@ -12,16 +12,32 @@ use crate::error::Result;
 pub enum Step {
     /// Run a statement.
     Sql(Rendered),
-    /// PostgreSQL `COPY table (columns) FROM STDIN (FORMAT binary)` of these rows; only planned for
-    /// PostgreSQL, and only where no keys are needed back.
-    Copy {
-        /// Target table (its schema gives the column types).
-        schema: &'static TableSchema,
-        /// Columns written, in row order.
-        columns: Vec<Ident>,
-        /// The rows.
-        rows: Vec<Vec<Value>>,
-    },
+    /// A PostgreSQL binary COPY; only planned for PostgreSQL, and only where no keys are needed back.
+    Copy(CopyIn),
+}
+
+/// PostgreSQL `COPY table (columns) FROM STDIN (FORMAT binary)` of these rows: no SQL of its own, the
+/// statement and the payload are derived from the table's schema.
+#[derive(Clone, Debug)]
+pub struct CopyIn {
+    /// Target table (its schema gives the column types).
+    pub schema: &'static TableSchema,
+    /// Columns written, in row order.
+    pub columns: Vec<Ident>,
+    /// The rows.
+    pub rows: Vec<Vec<Value>>,
+}
+
+impl CopyIn {
+    /// The `COPY … FROM STDIN (FORMAT binary)` statement.
+    pub fn statement(&self) -> String {
+        crate::copy::copy_statement(self.schema, &self.columns)
+    }
+
+    /// The binary payload: header, rows, trailer.
+    pub fn payload(&self) -> Result<Vec<u8>> {
+        crate::copy::encode_binary(self.schema, &self.columns, &self.rows)
+    }
 }
 
 /// What one step produced.
@@ -92,8 +108,8 @@ pub trait Runner {
         self.run(&statement.to_rendered(), &mut |_| Ok(true))
     }
     /// A PostgreSQL binary COPY step; other engines never get one planned.
-    fn copy_in(&mut self, step: &Step) -> Result<u64> {
-        let _ = step;
+    fn copy_in(&mut self, copy: &CopyIn) -> Result<u64> {
+        let _ = copy;
         Err(crate::Error::Internal(
             "COPY is planned for PostgreSQL only".into(),
         ))
@@ -142,7 +158,7 @@ pub fn run_steps(conn: &mut impl Runner, steps: &[Step]) -> Result<Vec<Outcome>>
                 })?;
                 Outcome::of(r, rows, done)
             }
-            copy @ Step::Copy { .. } => Outcome {
+            Step::Copy(copy) => Outcome {
                 affected: conn.copy_in(copy)?,
                 ..Outcome::default()
             },
@@ -241,11 +257,42 @@ impl<T> Plan<T> {
 
     /// A single statement.
     pub fn one(step: Rendered, finish: impl FnOnce(Outcome) -> Result<T> + Send + 'static) -> Self {
-        Plan::new(
-            vec![Step::Sql(step)],
-            Atomicity::Together,
-            move |mut outcomes| finish(outcomes.pop().unwrap_or_default()),
-        )
+        let mut steps = Steps::new();
+        let id = steps.sql(step);
+        steps.finish(Atomicity::Together, move |mut o| finish(o.take(id)?))
+    }
+
+    /// This plan with its result passed through `f`: the same steps, one more step of interpretation.
+    pub fn map<U>(self, f: impl FnOnce(T) -> Result<U> + Send + 'static) -> Plan<U>
+    where
+        T: 'static,
+    {
+        let finish = self.finish;
+        Plan {
+            steps: self.steps,
+            atomicity: self.atomicity,
+            finish: Box::new(move |outcomes| f(finish(outcomes)?)),
+        }
+    }
+
+    /// This plan followed by `step`, all committed as `atomicity` says; `step`'s outcome is not read (a
+    /// bookkeeping write that belongs with the plan's own, such as a batch job's checkpoint).
+    pub fn followed_by(self, step: Step, atomicity: Atomicity) -> Plan<T>
+    where
+        T: 'static,
+    {
+        let own = self.steps.len();
+        let mut steps = self.steps.to_vec();
+        steps.push(step);
+        let finish = self.finish;
+        Plan {
+            steps: steps.into(),
+            atomicity,
+            finish: Box::new(move |mut outcomes| {
+                outcomes.truncate(own);
+                finish(outcomes)
+            }),
+        }
     }
 
     /// Turns the outcomes of the steps (one per step, in order) into the result.

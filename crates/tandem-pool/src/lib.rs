@@ -32,7 +32,7 @@ mod writer;
 pub use admission::{Admission, PoolMetrics};
 pub use config::{PoolConfig, warm_up_size};
 pub use gate::{AdmissionError, Counters, Gate, GateConfig, GateMetrics, Permit};
-pub use losses::LossClock;
+pub use losses::{ConnHealth, LossClock};
 pub use writer::WriterGate;
 
 impl From<AdmissionError> for tandem_core::Error {

@@ -10,8 +10,11 @@
 //! (one connect) before it waits, and gives the connect error at once while that fails — a dead server
 //! surfaces within the connect timeout as one lost-connection error, not as a string of pool timeouts.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
 use std::time::{Duration, Instant};
+use tandem_core::DbErrorKind;
 
 /// The time of the last connection loss a pool saw; shared by the pool's connections.
 #[derive(Debug)]
@@ -109,5 +112,72 @@ mod tests {
         assert!(clock.unreachable() && clock.suspect(before));
         clock.note_reachable(true);
         assert!(!clock.unreachable());
+    }
+}
+
+/// What a pooled connection has learnt of its own health, kept the same way by both executors: whether it
+/// was found lost, whether a statement failed retriably, and when it was last known good on its pool's
+/// [`LossClock`].
+#[derive(Debug, Default)]
+pub struct ConnHealth {
+    /// Lost, or on a cluster node that cannot serve: closed instead of pooled.
+    pub broken: bool,
+    /// A statement failed with a retriable error (deadlock, serialization failure, busy) since the flag was
+    /// last cleared: a transaction reads it to decide on a retry whatever error type its closure returned.
+    pub retriable_seen: bool,
+    losses: Option<Arc<LossClock>>,
+    known_good: u64,
+}
+
+impl ConnHealth {
+    /// A connection just opened by a pool that keeps `losses`: known good as of now.
+    pub fn new(losses: Option<Arc<LossClock>>) -> Self {
+        let known_good = losses.as_ref().map_or(0, |l| l.stamp());
+        ConnHealth {
+            broken: false,
+            retriable_seen: false,
+            losses,
+            known_good,
+        }
+    }
+
+    /// Records what a statement's result says of the connection: a retriable failure, or a lost
+    /// connection (a cluster node that cannot serve counts as lost) — then it is broken and the pool's
+    /// other connections become suspect. Returns whether it was found lost.
+    pub fn note<T>(&mut self, result: &tandem_core::Result<T>) -> bool {
+        let Err(e) = result else {
+            return false;
+        };
+        self.retriable_seen |= e.is_retriable();
+        let lost = matches!(
+            e.kind(),
+            Some(DbErrorKind::ConnectionLost | DbErrorKind::NodeUnavailable)
+        );
+        if lost {
+            self.broken = true;
+            if let Some(l) = &self.losses {
+                l.note_loss();
+            }
+        }
+        lost
+    }
+
+    /// `Some(stamp)` when the pool saw a connection die since this one was last known good: check it
+    /// (a ping) before handing it out, and record the check with [`ConnHealth::checked`].
+    pub fn suspect(&self) -> Option<u64> {
+        self.losses
+            .as_ref()
+            .filter(|l| l.suspect(self.known_good))
+            .map(|l| l.stamp())
+    }
+
+    /// The connection answered a check made at `stamp`.
+    pub fn checked(&mut self, stamp: u64) {
+        self.known_good = stamp;
+    }
+
+    /// The pool's loss record, for a connection handed on to another owner.
+    pub fn take_losses(&mut self) -> Option<Arc<LossClock>> {
+        self.losses.take()
     }
 }

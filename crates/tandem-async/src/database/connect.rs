@@ -269,10 +269,15 @@ pub(super) fn connect_error(dialect: Dialect, options: &ConnectOptions, e: sqlx:
     }
     match error(dialect, e) {
         Error::Database(d) if d.code.is_none() => {
-            Error::Database(tandem_core::DbError::connection_lost(
+            let lost = tandem_core::DbError::connection_lost(
                 dialect,
                 format!("cannot connect to {}: {}", options.display, d.message),
-            ))
+            );
+            // The driver's error stays reachable as the source.
+            Error::Database(tandem_core::DbError {
+                source: d.source,
+                ..lost
+            })
         }
         other => other,
     }

@@ -40,34 +40,28 @@ pub(crate) fn chunk_plan<T: Entity>(
         return Ok(None);
     }
     let rows = chunk.rows.len() as u64;
-    let mut steps = Vec::new();
-    let mut insert = None;
-    if !chunk.rows.is_empty() {
-        let plan = tandem_core::repo::batch_insert::<T>(dialect, &chunk.rows, opts)?;
-        steps.extend(plan.steps.iter().cloned());
-        insert = Some((plan, steps.len()));
-    }
     let checkpoint = checkpoint_statement(step_id, chunk, rows, 0)
         .render(dialect)
         .map_err(tandem_core::Error::from)?;
-    steps.push(tandem_core::Step::Sql(checkpoint));
-    Ok(Some(tandem_core::Plan::new(
-        steps,
-        tandem_core::Atomicity::Together,
-        move |mut outcomes| {
-            let Some((plan, n)) = insert else {
-                return Ok(0);
-            };
-            outcomes.truncate(n);
-            let inserted = plan.finish(outcomes)?.inserted;
-            if inserted != rows {
-                return Err(tandem_core::Error::Internal(format!(
-                    "a chunk of {rows} rows inserted {inserted}"
-                )));
-            }
-            Ok(inserted)
-        },
-    )))
+    let checkpoint = tandem_core::Step::Sql(checkpoint);
+    let together = tandem_core::Atomicity::Together;
+    if chunk.rows.is_empty() {
+        return Ok(Some(tandem_core::Plan::new(
+            vec![checkpoint],
+            together,
+            |_| Ok(0),
+        )));
+    }
+    let insert = tandem_core::repo::batch_insert::<T>(dialect, &chunk.rows, opts)?.map(move |r| {
+        if r.inserted != rows {
+            return Err(tandem_core::Error::Internal(format!(
+                "a chunk of {rows} rows inserted {}",
+                r.inserted
+            )));
+        }
+        Ok(r.inserted)
+    });
+    Ok(Some(insert.followed_by(checkpoint, together)))
 }
 
 /// The UPDATE that ends a step.

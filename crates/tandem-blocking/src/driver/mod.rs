@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use tandem_core::{ConnectOptions, DbError, Error, HostWalk, Result, ServerRole, Verdict};
+use tandem_core::{ConnectOptions, Error, HostWalk, Result, ServerRole, Verdict};
 use tandem_sql::batch::BorrowedStatement;
 use tandem_sql::{Dialect, Rendered};
 
@@ -28,16 +28,10 @@ pub(crate) enum Driver {
     MySql(::mysql::Conn),
 }
 
-/// A pooled connection: the driver connection and whether it is known to be broken.
+/// A pooled connection: the driver connection and what it knows of its health.
 pub struct Conn {
     pub(crate) driver: Driver,
-    pub(crate) broken: bool,
-    /// The pool's record of lost connections, and when this one was last known good on it.
-    pub(crate) losses: Option<Arc<tandem_pool::LossClock>>,
-    pub(crate) known_good: u64,
-    /// Set when a statement failed with a retriable error (deadlock, serialization failure, busy): a
-    /// transaction reads it to decide on a retry whatever error type its closure returned.
-    pub(crate) retriable_seen: bool,
+    pub(crate) health: tandem_pool::ConnHealth,
 }
 
 /// Connect attempts given up on whose thread is still blocked in the driver (see [`bounded`]).
@@ -152,10 +146,7 @@ impl Conn {
         };
         Ok(Conn {
             driver,
-            broken: false,
-            losses: None,
-            known_good: 0,
-            retriable_seen: false,
+            health: tandem_pool::ConnHealth::default(),
         })
     }
 
@@ -227,10 +218,10 @@ impl Conn {
     }
 
     /// PostgreSQL binary COPY of rows into a declared table.
-    pub(crate) fn copy_in(&mut self, step: &tandem_core::Step) -> Result<u64> {
+    pub(crate) fn copy_in(&mut self, copy: &tandem_core::CopyIn) -> Result<u64> {
         let result = match &mut self.driver {
             #[cfg(feature = "postgres")]
-            Driver::Postgres(c) => postgres::copy_in(c, step),
+            Driver::Postgres(c) => postgres::copy_in(c, copy),
             #[allow(unreachable_patterns)]
             _ => Err(Error::Internal(
                 "COPY is planned for PostgreSQL only".into(),
@@ -241,7 +232,7 @@ impl Conn {
 
     /// Whether the connection can still be used.
     pub(crate) fn is_usable(&mut self) -> bool {
-        if self.broken {
+        if self.health.broken {
             return false;
         }
         #[cfg(feature = "postgres")]
@@ -268,41 +259,23 @@ impl Conn {
     }
 
     /// Marks the connection broken when an error says it is, and tells the pool; remembers a retriable
-    /// failure.
+    /// failure (see [`tandem_pool::ConnHealth::note`]).
     fn note<T>(&mut self, result: Result<T>) -> Result<T> {
-        if let Err(e) = &result
-            && e.is_retriable()
-        {
-            self.retriable_seen = true;
-        }
-        // A lost connection, or a cluster node that cannot serve: never reused, and the pool checks the
-        // others before handing them out.
-        if let Err(Error::Database(DbError {
-            kind:
-                tandem_core::DbErrorKind::ConnectionLost | tandem_core::DbErrorKind::NodeUnavailable,
-            ..
-        })) = &result
-        {
-            self.broken = true;
-            if let Some(l) = &self.losses {
-                l.note_loss();
-            }
-        }
+        self.health.note(&result);
         result
     }
 
     /// Whether the connection may be handed out: checked with a ping when the pool has seen a connection
     /// die since this one was last known good (see [`tandem_pool::LossClock`]).
     pub(crate) fn fit_for_use(&mut self) -> bool {
-        let stamp = match &self.losses {
-            Some(l) if l.suspect(self.known_good) => l.stamp(),
-            _ => return true,
+        let Some(stamp) = self.health.suspect() else {
+            return true;
         };
         if self.simple("SELECT 1").is_ok() {
-            self.known_good = stamp;
+            self.health.checked(stamp);
             return true;
         }
-        self.broken = true;
+        self.health.broken = true;
         false
     }
 }
@@ -322,8 +295,8 @@ impl tandem_core::Runner for Conn {
             _ => None,
         }
     }
-    fn copy_in(&mut self, step: &tandem_core::Step) -> Result<u64> {
-        Conn::copy_in(self, step)
+    fn copy_in(&mut self, copy: &tandem_core::CopyIn) -> Result<u64> {
+        Conn::copy_in(self, copy)
     }
 }
 

@@ -9,7 +9,8 @@ use bytes::BytesMut;
 use postgres::fallible_iterator::FallibleIterator;
 use postgres::types::{IsNull, ToSql, Type, to_sql_checked};
 use postgres::{Client, NoTls, Statement};
-use tandem_core::{ConnectOptions, DbError, DbErrorKind, Error, Result, Step};
+use tandem_core::CopyIn;
+use tandem_core::{ConnectOptions, DbError, DbErrorKind, Error, Result};
 use tandem_sql::{Dialect, Rendered, Row, SqlType, Value};
 
 use super::{Done, Sink, names};
@@ -210,19 +211,10 @@ pub(crate) fn run(c: &mut PgConn, r: &Rendered, sink: &mut Sink<'_>) -> Result<D
 }
 
 /// `COPY … FROM STDIN (FORMAT binary)` of a payload encoded by `tandem-core` (the async side sends the same).
-pub(crate) fn copy_in(c: &mut PgConn, step: &Step) -> Result<u64> {
+pub(crate) fn copy_in(c: &mut PgConn, copy: &CopyIn) -> Result<u64> {
     use std::io::Write;
-    let Step::Copy {
-        schema,
-        columns,
-        rows,
-    } = step
-    else {
-        return Err(Error::Internal("copy_in needs a COPY step".into()));
-    };
-    let payload = tandem_core::copy::encode_binary(schema, columns, rows)?;
-    let sql = tandem_core::copy::copy_statement(schema, columns);
-    let mut writer = c.client.copy_in(sql.as_str()).map_err(error)?;
+    let payload = copy.payload()?;
+    let mut writer = c.client.copy_in(copy.statement().as_str()).map_err(error)?;
     writer.write_all(&payload).map_err(|e| {
         Error::Database(DbError::connection_lost(Dialect::Postgres, e.to_string()).with_source(e))
     })?;

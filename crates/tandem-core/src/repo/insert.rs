@@ -147,11 +147,11 @@ pub fn batch_insert<E: Entity>(
         && !opts.return_ids
         && opts.transaction == BatchTransaction::PerCall;
     if use_copy {
-        let step = Step::Copy {
+        let step = Step::Copy(CopyIn {
             schema: <E::Table as Table>::schema(),
             columns: E::insert_columns().to_vec(),
             rows: rows.iter().map(Entity::insert_values).collect(),
-        };
+        });
         return Ok(Plan::new(vec![step], Atomicity::Together, |outcomes| {
             Ok(BatchResult {
                 inserted: outcomes.iter().map(|o| o.affected).sum(),
@@ -280,11 +280,7 @@ pub fn insert_all<E: Entity>(dialect: Dialect, rows: &[E]) -> Result<Plan<Vec<E:
         return_ids: true,
         ..BatchOptions::default()
     };
-    let plan = batch_insert::<E>(dialect, rows, &opts)?;
-    let steps = plan.steps.to_vec();
-    Ok(Plan::new(steps, Atomicity::Together, move |o| {
-        Ok(plan.finish(o)?.ids)
-    }))
+    Ok(batch_insert::<E>(dialect, rows, &opts)?.map(|r| Ok(r.ids)))
 }
 
 /// `batch_upsert`: inserts the rows; a row whose `target` columns match an existing row updates that row's

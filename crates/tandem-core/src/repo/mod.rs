@@ -17,7 +17,7 @@ use tandem_sql::typed::{AllIn, Entity, Expression, Ordering, Table, UpdateQuery}
 use tandem_sql::{Dialect, GeneratedKey, Ident, Render, Rendered, Row, SqlValue, Value};
 
 use crate::error::{Error, Result};
-use crate::plan::{Atomicity, Outcome, Plan, Step, StepId, Steps};
+use crate::plan::{Atomicity, CopyIn, Outcome, Plan, Step, StepId, Steps};
 
 mod insert;
 
@@ -283,10 +283,8 @@ pub fn find_by_id<E: Entity>(dialect: Dialect, key: E::Key) -> Result<Plan<Optio
 /// `get`: the row with this key, or [`Error::NotFound`].
 pub fn get<E: Entity>(dialect: Dialect, key: E::Key) -> Result<Plan<E>> {
     let shown = format!("{:?}", key.clone().into_value());
-    let inner = find_by_id::<E>(dialect, key)?;
-    let steps = inner.steps.to_vec();
-    Ok(Plan::new(steps, Atomicity::Together, move |outcomes| {
-        inner.finish(outcomes)?.ok_or_else(|| Error::NotFound {
+    Ok(find_by_id::<E>(dialect, key)?.map(|found| {
+        found.ok_or_else(|| Error::NotFound {
             table: <E::Table as Table>::NAME.to_string(),
             key: shown,
         })
