@@ -409,6 +409,19 @@ impl Conn {
         result
     }
 
+    /// Closes a server connection when it is dropped (PostgreSQL, MariaDB: the server ends whatever it
+    /// was left in); says whether it was one. SQLite connections are left to their caller.
+    fn close_server_on_drop(&mut self) -> bool {
+        match &mut self.link {
+            #[cfg(feature = "postgres")]
+            Link::Postgres(c) => c.close_on_drop(),
+            #[cfg(feature = "mysql")]
+            Link::MySql(c) => c.close_on_drop(),
+            _ => return false,
+        }
+        true
+    }
+
     pub(crate) fn close_on_drop(&mut self) {
         match &mut self.link {
             #[cfg(feature = "postgres")]
@@ -432,26 +445,18 @@ impl Drop for Conn {
     /// are rolled back on a task that holds them, and their permit, until it is done. rusqlite connections
     /// get the rollback queued on their worker thread, where it runs before any later caller's call.
     fn drop(&mut self) {
-        if self.mid_statement && !self.in_transaction {
+        if !self.in_transaction {
             // A cancelled statement outside a transaction: the servers' connections are out of step.
             // (SQLite's drivers finish or stop the statement on their own thread and stay usable.)
-            match &mut self.link {
-                #[cfg(feature = "postgres")]
-                Link::Postgres(c) => c.close_on_drop(),
-                #[cfg(feature = "mysql")]
-                Link::MySql(c) => c.close_on_drop(),
-                _ => {}
+            if self.mid_statement {
+                self.close_server_on_drop();
             }
             return;
         }
-        if !self.in_transaction {
+        if self.close_server_on_drop() {
             return;
         }
         match &mut self.link {
-            #[cfg(feature = "postgres")]
-            Link::Postgres(c) => c.close_on_drop(),
-            #[cfg(feature = "mysql")]
-            Link::MySql(c) => c.close_on_drop(),
             #[cfg(feature = "sqlite")]
             Link::Sqlite(_) => {
                 let link = std::mem::replace(&mut self.link, Link::Abandoned);
@@ -468,7 +473,9 @@ impl Drop for Conn {
             }
             #[cfg(feature = "sqlite")]
             Link::Rusqlite(w) => w.end_abandoned_transaction(),
-            Link::Abandoned => {}
+            // Servers' connections were closed above.
+            #[allow(unreachable_patterns)]
+            _ => {}
         }
     }
 }

@@ -270,21 +270,24 @@ fn wrong(expected: &'static str, found: &Value) -> ValueError {
     }
 }
 
-macro_rules! integer_value {
-    ($t:ty, $variant:ident, $kind:ident, $sql:ident, $name:literal) => {
+/// The `SqlValue` of a type that is never NULL and becomes one [`Value`] variant, and its
+/// `From<$t> for Value`: `$t => Variant, Kind` (the kind and the SQL type share a name), optionally
+/// `ref Variant` for a type a driver can bind where it is ([`SqlValue::to_value_ref`]), then how a `Value`
+/// reads back as `$t` (the body of `from_value`, the value bound to the name given).
+macro_rules! plain_value {
+    ($t:ty => $variant:ident, $kind:ident $(, ref $by_ref:ident)?; |$value:ident| $from:expr) => {
         impl SqlValue for $t {
             type Kind = kind::$kind;
             type Null = kind::NotNull;
-            const SQL_TYPE: SqlType = SqlType::$sql;
+            const SQL_TYPE: SqlType = SqlType::$kind;
             fn into_value(self) -> Value {
                 Value::$variant(self)
             }
-            fn from_value(value: Value) -> Result<Self, ValueError> {
-                let wide = value.as_i64().ok_or_else(|| wrong($name, &value))?;
-                <$t>::try_from(wide).map_err(|_| ValueError::OutOfRange {
-                    value: wide.to_string(),
-                    target: $name,
-                })
+            $(fn to_value_ref(&self) -> ValueRef<'_> {
+                ValueRef::$by_ref(self)
+            })?
+            fn from_value($value: Value) -> Result<Self, ValueError> {
+                $from
             }
         }
         impl From<$t> for Value {
@@ -295,108 +298,64 @@ macro_rules! integer_value {
     };
 }
 
-integer_value!(i16, I16, SmallInt, SmallInt, "i16");
-integer_value!(i32, I32, Int, Int, "i32");
-integer_value!(i64, I64, BigInt, BigInt, "i64");
-
-impl SqlValue for bool {
-    type Kind = kind::Bool;
-    type Null = kind::NotNull;
-    const SQL_TYPE: SqlType = SqlType::Bool;
-    fn into_value(self) -> Value {
-        Value::Bool(self)
-    }
-    fn from_value(value: Value) -> Result<Self, ValueError> {
-        match value {
-            Value::Bool(b) => Ok(b),
-            ref v => match v.as_i64() {
-                Some(0) => Ok(false),
-                Some(1) => Ok(true),
-                Some(other) => Err(ValueError::OutOfRange {
-                    value: other.to_string(),
-                    target: "bool",
-                }),
-                None => Err(wrong("bool", v)),
-            },
-        }
-    }
+macro_rules! integer_value {
+    ($t:ty, $variant:ident, $kind:ident, $name:literal) => {
+        plain_value!($t => $variant, $kind; |value| {
+            let wide = value.as_i64().ok_or_else(|| wrong($name, &value))?;
+            <$t>::try_from(wide).map_err(|_| ValueError::OutOfRange {
+                value: wide.to_string(),
+                target: $name,
+            })
+        });
+    };
 }
 
-impl SqlValue for f64 {
-    type Kind = kind::Double;
-    type Null = kind::NotNull;
-    const SQL_TYPE: SqlType = SqlType::Double;
-    fn into_value(self) -> Value {
-        Value::F64(self)
-    }
-    fn from_value(value: Value) -> Result<Self, ValueError> {
-        match value {
-            Value::F64(v) => Ok(v),
-            Value::F32(v) => Ok(v.into()),
-            // Integers read back from SQLite's REAL affinity or an AVG over integers.
-            ref v => v.as_i64().map(|i| i as f64).ok_or_else(|| wrong("f64", v)),
-        }
-    }
-}
+integer_value!(i16, I16, SmallInt, "i16");
+integer_value!(i32, I32, Int, "i32");
+integer_value!(i64, I64, BigInt, "i64");
 
-impl SqlValue for f32 {
-    type Kind = kind::Real;
-    type Null = kind::NotNull;
-    const SQL_TYPE: SqlType = SqlType::Real;
-    fn into_value(self) -> Value {
-        Value::F32(self)
-    }
-    fn from_value(value: Value) -> Result<Self, ValueError> {
-        match value {
-            Value::F32(v) => Ok(v),
-            // SQLite and some drivers widen REAL to double on the way out.
-            Value::F64(v) => Ok(v as f32),
-            ref v => v.as_i64().map(|i| i as f32).ok_or_else(|| wrong("f32", v)),
-        }
-    }
-}
+plain_value!(bool => Bool, Bool; |value| match value {
+    Value::Bool(b) => Ok(b),
+    ref v => match v.as_i64() {
+        Some(0) => Ok(false),
+        Some(1) => Ok(true),
+        Some(other) => Err(ValueError::OutOfRange {
+            value: other.to_string(),
+            target: "bool",
+        }),
+        None => Err(wrong("bool", v)),
+    },
+});
 
-impl SqlValue for String {
-    type Kind = kind::Text;
-    type Null = kind::NotNull;
-    const SQL_TYPE: SqlType = SqlType::Text;
-    fn into_value(self) -> Value {
-        Value::Text(self)
-    }
-    fn to_value_ref(&self) -> ValueRef<'_> {
-        ValueRef::Text(self)
-    }
-    fn from_value(value: Value) -> Result<Self, ValueError> {
-        match value {
-            Value::Text(s) => Ok(s),
-            // Drivers that cannot tell text from bytes (MySQL's binary collations) hand over bytes.
-            Value::Bytes(b) => String::from_utf8(b).map_err(|e| ValueError::Parse {
-                text: String::from_utf8_lossy(e.as_bytes()).into_owned(),
-                target: "String (the bytes are not UTF-8)",
-            }),
-            ref v => Err(wrong("String", v)),
-        }
-    }
-}
+plain_value!(f64 => F64, Double; |value| match value {
+    Value::F64(v) => Ok(v),
+    Value::F32(v) => Ok(v.into()),
+    // Integers read back from SQLite's REAL affinity or an AVG over integers.
+    ref v => v.as_i64().map(|i| i as f64).ok_or_else(|| wrong("f64", v)),
+});
 
-impl SqlValue for Vec<u8> {
-    type Kind = kind::Blob;
-    type Null = kind::NotNull;
-    const SQL_TYPE: SqlType = SqlType::Blob;
-    fn into_value(self) -> Value {
-        Value::Bytes(self)
-    }
-    fn to_value_ref(&self) -> ValueRef<'_> {
-        ValueRef::Bytes(self)
-    }
-    fn from_value(value: Value) -> Result<Self, ValueError> {
-        match value {
-            Value::Bytes(b) => Ok(b),
-            Value::Text(s) => Ok(s.into_bytes()),
-            ref v => Err(wrong("Vec<u8>", v)),
-        }
-    }
-}
+plain_value!(f32 => F32, Real; |value| match value {
+    Value::F32(v) => Ok(v),
+    // SQLite and some drivers widen REAL to double on the way out.
+    Value::F64(v) => Ok(v as f32),
+    ref v => v.as_i64().map(|i| i as f32).ok_or_else(|| wrong("f32", v)),
+});
+
+plain_value!(String => Text, Text, ref Text; |value| match value {
+    Value::Text(s) => Ok(s),
+    // Drivers that cannot tell text from bytes (MySQL's binary collations) hand over bytes.
+    Value::Bytes(b) => String::from_utf8(b).map_err(|e| ValueError::Parse {
+        text: String::from_utf8_lossy(e.as_bytes()).into_owned(),
+        target: "String (the bytes are not UTF-8)",
+    }),
+    ref v => Err(wrong("String", v)),
+});
+
+plain_value!(Vec<u8> => Bytes, Blob, ref Bytes; |value| match value {
+    Value::Bytes(b) => Ok(b),
+    Value::Text(s) => Ok(s.into_bytes()),
+    ref v => Err(wrong("Vec<u8>", v)),
+});
 
 impl<T: SqlValue> SqlValue for Option<T> {
     type Kind = T::Kind;
@@ -423,34 +382,9 @@ impl<T: SqlValue> SqlValue for Option<T> {
     }
 }
 
-impl From<bool> for Value {
-    fn from(v: bool) -> Value {
-        Value::Bool(v)
-    }
-}
-impl From<f32> for Value {
-    fn from(v: f32) -> Value {
-        Value::F32(v)
-    }
-}
-impl From<f64> for Value {
-    fn from(v: f64) -> Value {
-        Value::F64(v)
-    }
-}
-impl From<String> for Value {
-    fn from(v: String) -> Value {
-        Value::Text(v)
-    }
-}
 impl From<&str> for Value {
     fn from(v: &str) -> Value {
         Value::Text(v.to_owned())
-    }
-}
-impl From<Vec<u8>> for Value {
-    fn from(v: Vec<u8>) -> Value {
-        Value::Bytes(v)
     }
 }
 impl From<&[u8]> for Value {
