@@ -172,8 +172,22 @@ fn ask_both(url: &str, sql: &str) -> [Result<String, Error>; 2] {
 /// The TLS failure kind of an error, or a panic naming what came instead.
 fn tls_kind(side: &str, url: &str, r: Result<String, Error>) -> TlsErrorKind {
     match r {
-        Err(Error::Tls { kind, target, .. }) => {
+        Err(Error::Tls {
+            kind,
+            target,
+            source,
+            ..
+        }) => {
             assert!(url.contains(&target), "{side} {url}: target {target}");
+            if matches!(
+                kind,
+                TlsErrorKind::UntrustedCertificate | TlsErrorKind::HostMismatch
+            ) {
+                assert!(
+                    source.is_some(),
+                    "{side} {url}: rustls' error is the source"
+                );
+            }
             kind
         }
         other => panic!("{side} {url}: expected a TLS error, got {other:?}"),

@@ -31,6 +31,7 @@ fn decode_err(dialect: Dialect, ty: &str, e: impl std::fmt::Display) -> Error {
         dialect,
         column_type: ty.to_owned(),
         message: e.to_string(),
+        source: None,
     }
 }
 

@@ -55,6 +55,9 @@ pub enum Error {
         kind: TlsErrorKind,
         /// The driver's or TLS library's own words.
         message: String,
+        /// The TLS library's or driver's error, when there is one.
+        #[source]
+        source: Option<DriverError>,
     },
     /// Warm-up did not open `min_idle` connections within the connect timeout.
     #[error("pool warm-up opened {opened} of {wanted} connections within {waited:?}{}", last_error.as_ref().map(|e| format!(": {e}")).unwrap_or_default())]
@@ -111,6 +114,9 @@ pub enum Error {
         column_type: String,
         /// What went wrong.
         message: String,
+        /// The driver's error, when there is one.
+        #[source]
+        source: Option<DriverError>,
     },
     /// The call was given up before it finished (its future was dropped, or the connection's worker
     /// stopped); what it did may or may not have taken effect.
@@ -220,6 +226,35 @@ impl Error {
             target: options.target(),
             kind,
             message: message.into(),
+            source: None,
+        }
+    }
+
+    /// [`Error::Tls`] caused by `source` (its words are the message; the error itself is the source).
+    pub fn tls_caused(
+        options: &crate::ConnectOptions,
+        kind: TlsErrorKind,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Error {
+        Error::Tls {
+            target: options.target(),
+            kind,
+            message: source.to_string(),
+            source: Some(std::sync::Arc::new(source)),
+        }
+    }
+
+    /// [`Error::Decode`] of a `column_type` cell on `dialect`, caused by the driver's `source`.
+    pub fn decode(
+        dialect: Dialect,
+        column_type: impl Into<String>,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Error {
+        Error::Decode {
+            dialect,
+            column_type: column_type.into(),
+            message: source.to_string(),
+            source: Some(std::sync::Arc::new(source)),
         }
     }
 }

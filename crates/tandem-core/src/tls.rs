@@ -9,7 +9,7 @@ use rustls::pki_types::pem::PemObject;
 /// The TLS failure inside a driver's error, if there is one: rustls' own error anywhere in the chain of
 /// sources (also inside an `io::Error`, where TLS streams put it), classified. A driver's plain-text "server
 /// does not support TLS" carries no type to find; each executor recognises it where its driver raises it.
-pub fn failure(err: &(dyn std::error::Error + 'static)) -> Option<(TlsErrorKind, String)> {
+pub fn failure(err: &(dyn std::error::Error + 'static)) -> Option<(TlsErrorKind, rustls::Error)> {
     use rustls::{CertificateError, Error as Rustls};
     let mut next = Some(err);
     while let Some(e) = next {
@@ -29,7 +29,7 @@ pub fn failure(err: &(dyn std::error::Error + 'static)) -> Option<(TlsErrorKind,
                 Rustls::InvalidCertificate(_) => TlsErrorKind::UntrustedCertificate,
                 _ => TlsErrorKind::Handshake,
             };
-            return Some((kind, r.to_string()));
+            return Some((kind, r.clone()));
         }
         next = inner.or_else(|| e.source());
     }

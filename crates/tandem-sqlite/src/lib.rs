@@ -244,11 +244,7 @@ fn decode(v: ValueRef<'_>) -> Result<Value> {
         ValueRef::Real(f) => Value::F64(f),
         ValueRef::Text(t) => Value::Text(
             std::str::from_utf8(t)
-                .map_err(|e| Error::Decode {
-                    dialect: Dialect::Sqlite,
-                    column_type: "TEXT".into(),
-                    message: format!("not UTF-8: {e}"),
-                })?
+                .map_err(|e| Error::decode(Dialect::Sqlite, "TEXT", e))?
                 .to_owned(),
         ),
         ValueRef::Blob(b) => Value::Bytes(b.to_vec()),

@@ -287,8 +287,8 @@ pub(super) fn connect_error(dialect: Dialect, options: &ConnectOptions, e: sqlx:
 /// does not offer TLS to a mode that requires it.
 #[cfg(any(feature = "postgres", feature = "mysql"))]
 pub(super) fn tls_error(options: &ConnectOptions, e: &sqlx::Error) -> Option<Error> {
-    if let Some((kind, message)) = tandem_core::tls::failure(e) {
-        return Some(Error::tls(options, kind, message));
+    if let Some((kind, cause)) = tandem_core::tls::failure(e) {
+        return Some(Error::tls_caused(options, kind, cause));
     }
     match e {
         sqlx::Error::Tls(inner) => {

@@ -45,7 +45,7 @@ pub(crate) fn open(opts: &ConnectOptions, timeout: std::time::Duration) -> Resul
             mysql::DriverError::TlsNotSupported.to_string(),
         )),
         Err(e) => Err(match tandem_core::tls::failure(&e) {
-            Some((kind, message)) => Error::tls(opts, kind, message),
+            Some((kind, cause)) => Error::tls_caused(opts, kind, cause),
             None => error(e),
         }),
     }
@@ -124,6 +124,7 @@ fn decode(v: mysql::Value, col: &mysql::Column) -> Result<Value> {
         dialect: Dialect::MySql,
         column_type: format!("{:?}", col.column_type()),
         message,
+        source: None,
     };
     Ok(match v {
         mysql::Value::NULL => Value::Null(SqlType::Text),

@@ -119,11 +119,7 @@ impl ToSql for Bind<'_> {
 
 fn decode(row: &postgres::Row, i: usize) -> Result<Value> {
     let ty = row.columns()[i].type_().clone();
-    let get_err = |e: postgres::Error| Error::Decode {
-        dialect: Dialect::Postgres,
-        column_type: ty.to_string(),
-        message: e.to_string(),
-    };
+    let get_err = |e: postgres::Error| Error::decode(Dialect::Postgres, ty.to_string(), e);
     macro_rules! get {
         ($t:ty, $variant:ident) => {
             row.try_get::<_, Option<$t>>(i)
@@ -225,13 +221,13 @@ pub(crate) fn copy_in(c: &mut PgConn, copy: &CopyIn) -> Result<u64> {
 /// I/O failure as [`DbErrorKind::ConnectionLost`].
 /// A failed connect: TLS failures as [`Error::Tls`], the rest as any other error.
 fn connect_error(opts: &ConnectOptions, e: postgres::Error) -> Error {
-    if let Some((kind, message)) = tandem_core::tls::failure(&e) {
-        return Error::tls(opts, kind, message);
+    if let Some((kind, cause)) = tandem_core::tls::failure(&e) {
+        return Error::tls_caused(opts, kind, cause);
     }
     // The driver says so only in words (tokio-postgres' `connect_tls`): the server answered the TLS
     // request with "no", and the mode does not allow plain TCP.
     if opts.tls.requires_tls() && e.to_string().contains("server does not support TLS") {
-        return Error::tls(opts, tandem_core::TlsErrorKind::NotOffered, e.to_string());
+        return Error::tls_caused(opts, tandem_core::TlsErrorKind::NotOffered, e);
     }
     error(e)
 }

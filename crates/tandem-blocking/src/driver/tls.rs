@@ -27,7 +27,7 @@ pub(crate) fn client_config(opts: &ConnectOptions) -> Result<Option<ClientConfig
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
-        .map_err(|e| Error::tls(opts, TlsErrorKind::Handshake, e.to_string()))?;
+        .map_err(|e| Error::tls_caused(opts, TlsErrorKind::Handshake, e))?;
     let verifier: Arc<dyn ServerCertVerifier> =
         match (opts.tls.verifies_chain(), opts.tls.verifies_host()) {
             (true, true) => webpki(opts, provider)?,
@@ -73,7 +73,7 @@ fn webpki(
 ) -> Result<Arc<WebPkiServerVerifier>> {
     WebPkiServerVerifier::builder_with_provider(Arc::new(roots(opts)?), provider)
         .build()
-        .map_err(|e| Error::tls(opts, TlsErrorKind::RootCertificate, e.to_string()))
+        .map_err(|e| Error::tls_caused(opts, TlsErrorKind::RootCertificate, e))
 }
 
 /// The relaxed modes: `verify-ca` checks the chain (`chain`) but not the name; `prefer` / `require` check
