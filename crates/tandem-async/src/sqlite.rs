@@ -6,14 +6,15 @@
 //! is what lets a connection given up mid-call go straight back to the pool: the cleanup it needs is queued
 //! behind the call and runs before the next user's first call.
 //!
-//! The pool in front of the workers is small on purpose: the executor's [`Admission`] gate (when on) and a
-//! semaphore of `max_size` slots bound the connections in use; idle workers wait in a stack (most recently
-//! used first); a worker idle past `idle_timeout` (above `min_idle`) or older than `max_lifetime` is closed
-//! when a checkout comes across it.
+//! The pool in front of the workers is deadpool's, behind the executor's [`Admission`] gate: `max_size`
+//! slots, idle workers most recently used first; [`Workers`] opens them and, before one is reused, closes
+//! it instead when it is unfit, older than `max_lifetime`, or idle past `idle_timeout` above `min_idle`.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+use deadpool::managed::{Metrics, PoolError, RecycleError, RecycleResult};
 
 use tandem_core::{ConnectOptions, Error, Result};
 use tandem_pool::Admission;
@@ -30,8 +31,6 @@ pub(crate) struct Worker {
     interrupt: Arc<InterruptHandle>,
     /// Cleared by the thread as it ends, and by a cleanup that could not end a transaction.
     fit: Arc<AtomicBool>,
-    born: Instant,
-    last_used: Instant,
 }
 // ANCHOR_END: worker
 
@@ -124,13 +123,10 @@ impl Worker {
         let interrupt = answer.await.map_err(|_| Error::Panicked {
             message: "the SQLite worker thread panicked while opening".into(),
         })??;
-        let now = Instant::now();
         Ok(Worker {
             jobs,
             interrupt: Arc::new(interrupt),
             fit,
-            born: now,
-            last_used: now,
         })
     }
 
@@ -180,43 +176,50 @@ impl Worker {
     }
 }
 
-/// The workers of one database.
-pub(crate) struct SqlitePool {
+/// Opens and checks the worker threads for deadpool, which keeps the idle ones (most recently used
+/// first), the slots and the waits.
+pub(crate) struct Workers {
     options: ConnectOptions,
     config: PoolConfig,
-    idle: Mutex<Vec<Worker>>,
-    open: AtomicU32,
-    slots: Arc<tokio::sync::Semaphore>,
     created: Arc<AtomicU64>,
+    /// Workers alive in the pool, for `idle_timeout`'s "above `min_idle`".
+    open: AtomicU32,
 }
 
-/// A worker checked out of its pool; it goes back (or is closed, when unfit) on drop, before its slot
-/// admits the next caller.
-pub(crate) struct PooledWorker {
-    worker: Option<Worker>,
-    pool: Arc<SqlitePool>,
-    _slot: tokio::sync::OwnedSemaphorePermit,
-}
+impl deadpool::managed::Manager for Workers {
+    type Type = Worker;
+    type Error = Error;
 
-impl std::ops::Deref for PooledWorker {
-    type Target = Worker;
-    fn deref(&self) -> &Worker {
-        self.worker.as_ref().expect("present until dropped")
+    async fn create(&self) -> Result<Worker> {
+        let w = Worker::spawn(&self.options).await?;
+        self.created.fetch_add(1, Ordering::Relaxed);
+        self.open.fetch_add(1, Ordering::Relaxed);
+        Ok(w)
     }
-}
 
-impl Drop for PooledWorker {
-    fn drop(&mut self) {
-        if let Some(mut w) = self.worker.take() {
-            if w.is_fit() {
-                w.last_used = Instant::now();
-                self.pool.idle().push(w);
-            } else {
-                self.pool.open.fetch_sub(1, Ordering::Relaxed);
-            }
+    /// Before an idle worker is handed out again: one whose thread ended or whose transaction could not be
+    /// ended, one older than `max_lifetime`, or one idle past `idle_timeout` while the pool is above
+    /// `min_idle`, is closed instead (and the next idle one, or a new one, is tried).
+    async fn recycle(&self, w: &mut Worker, m: &Metrics) -> RecycleResult<Error> {
+        let old = self.config.max_lifetime.is_some_and(|l| m.age() >= l);
+        let idle_too_long = self.config.idle_timeout.is_some_and(|t| m.last_used() >= t)
+            && self.open.load(Ordering::Relaxed) > self.config.effective_min_idle();
+        if !w.is_fit() || old || idle_too_long {
+            self.open.fetch_sub(1, Ordering::Relaxed);
+            return Err(RecycleError::message(
+                "closed: unfit, too old or idle too long",
+            ));
         }
+        Ok(())
     }
 }
+
+/// The workers of one database: a deadpool pool of `max_size`.
+pub(crate) struct SqlitePool(deadpool::managed::Pool<Workers>);
+
+/// A worker checked out of its pool; it goes back when dropped (an unfit one is closed at its next
+/// checkout).
+pub(crate) type PooledWorker = deadpool::managed::Object<Workers>;
 
 impl SqlitePool {
     /// Opens one connection (so that a bad path is an error here), then warms up to `min_idle` within
@@ -226,106 +229,71 @@ impl SqlitePool {
         config: PoolConfig,
         admission: &Admission,
     ) -> Result<Arc<SqlitePool>> {
-        let first = Worker::spawn(&options).await?;
-        let created = admission.created_counter();
-        created.fetch_add(1, Ordering::Relaxed);
-        let wanted = config.effective_min_idle();
-        let pool = Arc::new(SqlitePool {
-            slots: Arc::new(tokio::sync::Semaphore::new(
-                config.effective_max_size() as usize
-            )),
-            open: AtomicU32::new(1),
-            idle: Mutex::new(vec![first]),
-            created,
+        let workers = Workers {
+            created: admission.created_counter(),
+            open: AtomicU32::new(0),
             options,
             config,
-        });
+        };
+        let (max, wanted) = (
+            workers.config.effective_max_size() as usize,
+            workers.config.effective_min_idle(),
+        );
+        let connect_timeout = workers.config.connect_timeout;
+        let options = workers.options.clone();
+        let pool = deadpool::managed::Pool::builder(workers)
+            .max_size(max)
+            // Most recently used first: a worker that just answered is still polling for its next call
+            // (see `Spin`), and the ones left idle park. First in, first out would keep every worker
+            // spinning (measured: high-throughput preset, hold 0, 8 tasks, 16 workers: 209–272k ops/s
+            // against 516–560k last in, first out).
+            .queue_mode(deadpool::managed::QueueMode::Lifo)
+            .runtime(deadpool::Runtime::Tokio1)
+            .build()
+            .map_err(|e| Error::Internal(format!("building the SQLite pool: {e}")))?;
+        let pool = SqlitePool(pool);
+        drop(pool.get(None).await?.expect("no wait bound"));
         let started = Instant::now();
-        let more = (1..wanted).map(|_| Worker::spawn(&pool.options));
-        let opened = tokio::time::timeout(
-            pool.config.connect_timeout,
-            futures_util::future::join_all(more),
-        )
-        .await;
-        let failed = |opened: u32, cause: Error| Error::PoolWarmUp {
-            opened,
+        let more = (0..wanted).map(|_| pool.get(None));
+        let failed = |opened: usize, cause: Error| Error::PoolWarmUp {
+            opened: opened as u32,
             wanted,
             waited: started.elapsed(),
             last_error: Some(Box::new(cause)),
         };
-        let workers = opened.map_err(|_| {
-            failed(
-                1,
-                Error::connect_timeout(&pool.options, pool.config.connect_timeout),
-            )
-        })?;
-        for w in workers {
-            let w = w.map_err(|e| failed(pool.open.load(Ordering::Relaxed), e))?;
-            pool.open.fetch_add(1, Ordering::Relaxed);
-            pool.created.fetch_add(1, Ordering::Relaxed);
-            pool.idle().push(w);
+        let warm = tokio::time::timeout(connect_timeout, futures_util::future::join_all(more))
+            .await
+            .map_err(|_| failed(1, Error::connect_timeout(&options, connect_timeout)))?;
+        let opened = warm.iter().filter(|w| matches!(w, Ok(Some(_)))).count();
+        for w in warm {
+            w.map_err(|e| failed(opened, e))?;
         }
-        Ok(pool)
+        Ok(Arc::new(pool))
     }
 
-    fn idle(&self) -> std::sync::MutexGuard<'_, Vec<Worker>> {
-        self.idle.lock().unwrap_or_else(|p| p.into_inner())
+    /// A worker within `wait` (`None`: as long as it takes), or `None` when none became free in time: an
+    /// idle one, or a new one when none is idle.
+    async fn get(&self, wait: Option<Duration>) -> Result<Option<PooledWorker>> {
+        let timeouts = deadpool::managed::Timeouts {
+            wait,
+            ..deadpool::managed::Timeouts::default()
+        };
+        match self.0.timeout_get(&timeouts).await {
+            Ok(w) => Ok(Some(w)),
+            Err(PoolError::Timeout(_)) => Ok(None),
+            Err(PoolError::Backend(e)) => Err(e),
+            Err(e) => Err(Error::Internal(format!("the SQLite pool: {e}"))),
+        }
     }
 
     /// Connections open and idle.
     pub(crate) fn state(&self) -> (u32, u32) {
-        let idle = self.idle().len() as u32;
-        (self.open.load(Ordering::Relaxed), idle)
+        let s = self.0.status();
+        (s.size as u32, s.available as u32)
     }
 
-    /// Whether a worker found idle is past its time.
-    fn expired(&self, w: &Worker, now: Instant) -> bool {
-        let old = self
-            .config
-            .max_lifetime
-            .is_some_and(|l| now.duration_since(w.born) >= l);
-        let idle_too_long = self
-            .config
-            .idle_timeout
-            .is_some_and(|t| now.duration_since(w.last_used) >= t)
-            && self.open.load(Ordering::Relaxed) > self.config.effective_min_idle();
-        old || idle_too_long
-    }
-
-    /// A worker within `left` (`None` when none became free): an idle one, or a new one when none is idle.
+    /// A worker within `left` (`None` when none became free).
     pub(crate) async fn checkout(self: &Arc<Self>, left: Duration) -> Result<Option<PooledWorker>> {
-        let slot = match self.slots.clone().try_acquire_owned() {
-            Ok(s) => s,
-            Err(_) => match tokio::time::timeout(left, self.slots.clone().acquire_owned()).await {
-                Ok(Ok(s)) => s,
-                // The semaphore is never closed.
-                Ok(Err(_)) | Err(_) => return Ok(None),
-            },
-        };
-        let now = Instant::now();
-        loop {
-            let found = self.idle().pop();
-            match found {
-                Some(w) if w.is_fit() && !self.expired(&w, now) => {
-                    return Ok(Some(self.lend(w, slot)));
-                }
-                Some(_) => {
-                    self.open.fetch_sub(1, Ordering::Relaxed);
-                }
-                None => break,
-            }
-        }
-        let w = Worker::spawn(&self.options).await?;
-        self.open.fetch_add(1, Ordering::Relaxed);
-        self.created.fetch_add(1, Ordering::Relaxed);
-        Ok(Some(self.lend(w, slot)))
-    }
-
-    fn lend(self: &Arc<Self>, w: Worker, slot: tokio::sync::OwnedSemaphorePermit) -> PooledWorker {
-        PooledWorker {
-            worker: Some(w),
-            pool: self.clone(),
-            _slot: slot,
-        }
+        self.get(Some(left)).await
     }
 }
