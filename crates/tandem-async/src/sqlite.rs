@@ -252,9 +252,9 @@ impl SqlitePool {
             .build()
             .map_err(|e| Error::Internal(format!("building the SQLite pool: {e}")))?;
         let pool = SqlitePool(pool);
-        drop(pool.get(None).await?.expect("no wait bound"));
+        drop(pool.checkout(None).await?.expect("no wait bound"));
         let started = Instant::now();
-        let more = (0..wanted).map(|_| pool.get(None));
+        let more = (0..wanted).map(|_| pool.checkout(None));
         let failed = |opened: usize, cause: Error| Error::PoolWarmUp {
             opened: opened as u32,
             wanted,
@@ -273,7 +273,7 @@ impl SqlitePool {
 
     /// A worker within `wait` (`None`: as long as it takes), or `None` when none became free in time: an
     /// idle one, or a new one when none is idle.
-    async fn get(&self, wait: Option<Duration>) -> Result<Option<PooledWorker>> {
+    pub(crate) async fn checkout(&self, wait: Option<Duration>) -> Result<Option<PooledWorker>> {
         let timeouts = deadpool::managed::Timeouts {
             wait,
             ..deadpool::managed::Timeouts::default()
@@ -290,10 +290,5 @@ impl SqlitePool {
     pub(crate) fn state(&self) -> (u32, u32) {
         let s = self.0.status();
         (s.size as u32, s.available as u32)
-    }
-
-    /// A worker within `left` (`None` when none became free).
-    pub(crate) async fn checkout(self: &Arc<Self>, left: Duration) -> Result<Option<PooledWorker>> {
-        self.get(Some(left)).await
     }
 }

@@ -237,7 +237,7 @@ impl Database {
                 let started = Instant::now();
                 let admission = &self.inner.admission;
                 let permit = admission.acquire().await?;
-                match p.checkout(admission.remaining(started)).await? {
+                match p.checkout(Some(admission.remaining(started))).await? {
                     Some(w) => Ok(Conn::new(Link::Rusqlite(w), permit, None)),
                     None => Err(admission.timed_out(started).into()),
                 }
