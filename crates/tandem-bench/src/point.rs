@@ -6,7 +6,9 @@
 //! In the same run, the raw drivers do the same selects with no tandem layer, as their users would write
 //! them: the blocking driver with one connection per thread and a prepared statement it keeps (rusqlite,
 //! `postgres`, `mysql`), and sqlx with a pool of `workers` connections and `query_as(..).fetch_optional`.
-//! tandem's figures are printed as a share of them.
+//! tandem's figures are printed as a share of them. tandem-blocking runs twice: through the pool (a
+//! checkout per select, as `Database` does) and on one connection per worker checked out beforehand —
+//! what the pool costs is the difference.
 
 use std::time::{Duration, Instant};
 use tandem_async::Executor as _;
@@ -289,18 +291,24 @@ pub fn run(
         } else {
             None
         };
-        let (mut tandem_threads, mut raw_threads_seen, mut tandem_tasks, mut sqlx_seen) = (
-            Rounds::default(),
-            Rounds::default(),
-            Rounds::default(),
-            Rounds::default(),
-        );
+        let (mut tandem_threads, mut tandem_held, mut raw_threads_seen) =
+            (Rounds::default(), Rounds::default(), Rounds::default());
+        let (mut tandem_tasks, mut sqlx_seen) = (Rounds::default(), Rounds::default());
         let mut raw_variant = "raw threads";
         for _ in 0..rounds.max(1) {
             if ctx.runs(Executor::Blocking) {
                 let repos = (0..workers).map(|_| db.repository::<Source>()).collect();
                 let (took, all) = on_threads(repos, window, |repo, id| Ok(repo.find_by_id(id)?))?;
                 tandem_threads.push(took, all);
+                // The same calls on a connection each worker checked out once: the executor without the
+                // pool, so the two figures apart are what checkout and check-in cost.
+                let conns = (0..workers)
+                    .map(|_| db.checkout())
+                    .collect::<tandem_blocking::Result<Vec<_>>>()?;
+                let (took, all) = on_threads(conns, window, |conn, id| {
+                    Ok(conn.repository::<Source>().find_by_id(id)?)
+                })?;
+                tandem_held.push(took, all);
                 let (variant, took, all) = raw_threads(dialect, &url, workers, window)?;
                 raw_variant = variant;
                 raw_threads_seen.push(took, all);
@@ -314,6 +322,7 @@ pub fn run(
         }
         for (rounds, variant) in [
             (&tandem_threads, "tandem-blocking threads"),
+            (&tandem_held, "tandem-blocking threads, connection held"),
             (&raw_threads_seen, raw_variant),
             (&tandem_tasks, "tandem-async tasks"),
             (&sqlx_seen, "raw sqlx tasks"),

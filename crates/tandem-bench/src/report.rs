@@ -362,7 +362,7 @@ impl Results {
             let raw = points.iter().find(|b| {
                 b.db == r.db
                     && b.variant.starts_with("raw ")
-                    && b.variant.ends_with(if r.variant.ends_with("tasks") {
+                    && b.variant.ends_with(if r.variant.contains(" tasks") {
                         "tasks"
                     } else {
                         "threads"
@@ -375,7 +375,7 @@ impl Results {
                 _ => String::new(),
             };
             println!(
-                "point     {:<9} {:<22} {:>3} workers {:>10.0} selects/s{share}",
+                "point     {:<9} {:<41} {:>3} workers {:>10.0} selects/s{share}",
                 r.db,
                 r.variant,
                 r.parallelism,

@@ -247,15 +247,22 @@ pub fn find_all<E: Entity>(dialect: Dialect, find: Find<E::Table>) -> Result<Ren
 thread_local! {
     /// The SQL of `find_by_id` per entity type and dialect, rendered once per thread: the statement's text
     /// does not depend on the key (values are always bound), and rendering it — building the select list
-    /// from the table's schema, quoting every name — cost a tenth of a SQLite point read.
-    static FIND_BY_ID_SQL: std::cell::RefCell<std::collections::HashMap<(std::any::TypeId, Dialect), String>> =
-        Default::default();
+    /// from the table's schema, quoting every name — cost a tenth of a SQLite point read. A list searched
+    /// in order, not a hash map: a program has a handful of entities, and hashing the key (SipHash) cost
+    /// more than comparing it with each of them.
+    static FIND_BY_ID_SQL: std::cell::RefCell<Vec<((std::any::TypeId, Dialect), String)>> =
+        const { std::cell::RefCell::new(Vec::new()) };
 }
 
 /// `find_by_id`: the row with this key, if any.
 pub fn find_by_id<E: Entity>(dialect: Dialect, key: E::Key) -> Result<Plan<Option<E>>> {
     let shape = (std::any::TypeId::of::<E>(), dialect);
-    let cached = FIND_BY_ID_SQL.with(|c| c.borrow().get(&shape).cloned());
+    let cached = FIND_BY_ID_SQL.with(|c| {
+        c.borrow()
+            .iter()
+            .find(|(s, _)| *s == shape)
+            .map(|(_, sql)| sql.clone())
+    });
     let rendered = match cached {
         Some(sql) => Rendered {
             sql,
@@ -266,7 +273,7 @@ pub fn find_by_id<E: Entity>(dialect: Dialect, key: E::Key) -> Result<Plan<Optio
             let mut s = entity_select::<E>();
             s.and_where(key_eq::<E>(key));
             let r = s.render(dialect)?;
-            FIND_BY_ID_SQL.with(|c| c.borrow_mut().insert(shape, r.sql.clone()));
+            FIND_BY_ID_SQL.with(|c| c.borrow_mut().push((shape, r.sql.clone())));
             r
         }
     };
