@@ -26,11 +26,18 @@ fn unsupported(dialect: Dialect, v: &Value) -> Error {
     }
 }
 
-fn decode_err(dialect: Dialect, ty: &str, e: impl std::fmt::Display) -> Error {
+/// sqlx could not read a cell as the type asked for: its error is kept as the source.
+fn decode_err(dialect: Dialect, ty: &str, e: sqlx::Error) -> Error {
+    Error::decode(dialect, ty, e)
+}
+
+/// A cell sqlx read that does not fit tandem's value (an unsigned integer past `i64`, a decimal that is
+/// not a number): no error underneath, only why.
+fn decode_refused(dialect: Dialect, ty: &str, why: String) -> Error {
     Error::Decode {
         dialect,
         column_type: ty.to_owned(),
-        message: e.to_string(),
+        message: why,
         source: None,
     }
 }
@@ -163,7 +170,7 @@ impl Backend for sqlx::MySql {
             | "BIGINT UNSIGNED" => {
                 let u = row.try_get_unchecked::<u64, _>(i).map_err(err)?;
                 Value::I64(i64::try_from(u).map_err(|_| {
-                    decode_err(Dialect::MySql, &ty, format!("{u} does not fit in i64"))
+                    decode_refused(Dialect::MySql, &ty, format!("{u} does not fit in i64"))
                 })?)
             }
             "FLOAT" => Value::F32(row.try_get_unchecked::<f32, _>(i).map_err(err)?),
@@ -197,7 +204,7 @@ impl Backend for sqlx::MySql {
                 match s.parse::<i64>() {
                     Ok(n) => Value::I64(n),
                     Err(_) => Value::F64(s.parse().map_err(|_| {
-                        decode_err(Dialect::MySql, &ty, format!("{s:?} is not a number"))
+                        decode_refused(Dialect::MySql, &ty, format!("{s:?} is not a number"))
                     })?),
                 }
             }
