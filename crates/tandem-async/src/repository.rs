@@ -1,6 +1,7 @@
 //! [`Repository`]: the same repository method set as the blocking side, with the same names and options,
 //! async: every method builds its plan in `tandem-core` (the very plans the blocking repository runs) and
-//! awaits it here; `find_all` and `find_by` return streams.
+//! awaits it here; `find_all` and `find_by` return streams. `find_by_id`, the call made most often, runs
+//! its plan's one statement and decodes the first row (see `tandem_core::repo::find_by_id_statement`).
 
 use std::marker::PhantomData;
 
@@ -11,6 +12,7 @@ use tandem_sql::typed::{ColumnList, Entity, UpdateQuery};
 
 use crate::Executor;
 use crate::database::Database;
+use crate::executor::sealed::Keep;
 use crate::stream::RowStream;
 
 /// The repository of entity `E`, over an [`Executor`]: a [`Database`] (the default) or a
@@ -37,9 +39,11 @@ impl<'a, E: Entity, X: Executor> Repository<'a, E, X> {
 
     /// The row with this key, if any.
     pub async fn find_by_id(&self, id: Key<E>) -> Result<Option<E>> {
-        self.exec
-            .run(repo::find_by_id::<E>(self.exec.dialect(), id)?)
-            .await
+        // The plan `repo::find_by_id`'s one statement, its first row decoded (see
+        // `repo::find_by_id_statement`).
+        let r = repo::find_by_id_statement::<E>(self.exec.dialect(), id)?;
+        let (rows, _) = self.exec.run_statement(r, Keep::First).await?;
+        Ok(rows.into_iter().next().map(E::from_row).transpose()?)
     }
 
     /// The row with this key, or `Error::NotFound`.

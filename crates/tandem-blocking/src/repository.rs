@@ -1,6 +1,7 @@
 //! [`Repository`]: the seed's repository method set for one entity, over a [`Database`] or inside a
 //! [`Transaction`]. Every method builds its plan in `tandem-core` and runs it here; the async repository
-//! runs the very same plans.
+//! runs the very same plans. `find_by_id`, the call made most often, runs its plan's one statement
+//! straight into the entity (see `tandem_core::repo::find_by_id_statement`).
 
 use std::marker::PhantomData;
 
@@ -37,8 +38,15 @@ impl<'a, E: Entity, X: Executor> Repository<'a, E, X> {
 
     /// The row with this key, if any.
     pub fn find_by_id(&self, id: Key<E>) -> Result<Option<E>> {
-        self.exec
-            .run(repo::find_by_id::<E>(self.exec.dialect(), id)?)
+        // The plan `repo::find_by_id`'s one statement, its row decoded as it comes (see
+        // `repo::find_by_id_statement`).
+        let r = repo::find_by_id_statement::<E>(self.exec.dialect(), id)?;
+        let mut found = None;
+        self.exec.run_statement(&r, &mut |row| {
+            found = Some(E::from_row(row)?);
+            Ok(false)
+        })?;
+        Ok(found)
     }
 
     /// The row with this key, or `Error::NotFound`.

@@ -256,6 +256,21 @@ thread_local! {
 
 /// `find_by_id`: the row with this key, if any.
 pub fn find_by_id<E: Entity>(dialect: Dialect, key: E::Key) -> Result<Plan<Option<E>>> {
+    // The key is unique: at most one row, decoded without a list around it.
+    Ok(Plan::one(find_by_id_statement::<E>(dialect, key)?, |o| {
+        o.rows
+            .into_iter()
+            .next()
+            .map(|r| E::from_row(r).map_err(Error::from))
+            .transpose()
+    }))
+}
+
+/// `find_by_id`'s one statement, for the executors' repositories: a point read is the call made most
+/// often, and running its statement straight into `E::from_row` skips the plan's step list, outcome list
+/// and row list — three allocations of the nine left in a SQLite `find_by_id` (see `tandem-bench point`).
+/// The plan [`find_by_id`] and this run the same statement.
+pub fn find_by_id_statement<E: Entity>(dialect: Dialect, key: E::Key) -> Result<Rendered> {
     let shape = (std::any::TypeId::of::<E>(), dialect);
     let cached = FIND_BY_ID_SQL.with(|c| {
         c.borrow()
@@ -277,14 +292,7 @@ pub fn find_by_id<E: Entity>(dialect: Dialect, key: E::Key) -> Result<Plan<Optio
             r
         }
     };
-    // The key is unique: at most one row, decoded without a list around it.
-    Ok(Plan::one(rendered, |o| {
-        o.rows
-            .into_iter()
-            .next()
-            .map(|r| E::from_row(r).map_err(Error::from))
-            .transpose()
-    }))
+    Ok(rendered)
 }
 
 /// `get`: the row with this key, or [`Error::NotFound`].
