@@ -68,6 +68,22 @@ pub fn check_unique_violation_source(
     }
 }
 
+/// A statement whose one cell is TEXT that is not UTF-8 (SQLite keeps whatever bytes it is given).
+pub const NOT_UTF8_TEXT: &str = "SELECT CAST(x'ff' AS TEXT)";
+
+/// Checks what reading [`NOT_UTF8_TEXT`] gave: a decode error that names SQLite and the TEXT type, with
+/// the driver's own error as its source.
+pub fn check_not_utf8_decode<T: std::fmt::Debug>(got: &Result<T, tandem_core::Error>) {
+    assert!(
+        matches!(
+            got,
+            Err(tandem_core::Error::Decode { dialect: tandem_sql::Dialect::Sqlite, column_type, source, .. })
+                if column_type == "TEXT" && source.is_some()
+        ),
+        "{got:?}"
+    );
+}
+
 /// A statement that the server fails with a real retriable error (PostgreSQL serialization failure 40001,
 /// MariaDB deadlock 1213), and what must run once before it; `None` on SQLite, whose retriable error (busy)
 /// takes a second writer and its busy timeout to produce.
