@@ -1,6 +1,5 @@
 //! One pooled sqlx connection of any engine, and the generic statement loop every operation goes through.
 
-use std::future::Future;
 use std::sync::Arc;
 
 use futures_util::TryStreamExt;
@@ -13,50 +12,17 @@ use tandem_pool::WriterGate;
 use tandem_sql::{Dialect, Rendered, Row};
 
 use crate::backend::{Backend, error};
+pub(crate) use crate::executor::sealed::Sink;
 #[cfg(feature = "sqlite")]
 use crate::sqlite::PooledWorker;
 use crate::transaction::{Slot, gone, lock_slot, stream_from_slot};
 
-/// Receives rows; returns `false` to stop reading. Async so that a stream's sink can wait for its
-/// consumer: that wait is the backpressure.
-pub(crate) trait Sink: Send {
-    fn push(&mut self, row: Row) -> impl Future<Output = Result<bool>> + Send;
-    /// How many rows a driver that cannot call back into async code should hand over (rusqlite on its
-    /// worker thread): all of them, or only the first.
-    fn keep(&self) -> usize {
-        usize::MAX
-    }
-}
-
-/// Collects every row.
+/// Collects every row (a plan's step, whose outcome holds its rows).
 pub(crate) struct Collect(pub Vec<Row>);
 impl Sink for Collect {
     async fn push(&mut self, row: Row) -> Result<bool> {
         self.0.push(row);
         Ok(true)
-    }
-}
-
-/// Keeps the first row and stops.
-pub(crate) struct First(pub Option<Row>);
-impl Sink for First {
-    async fn push(&mut self, row: Row) -> Result<bool> {
-        self.0 = Some(row);
-        Ok(false)
-    }
-    fn keep(&self) -> usize {
-        1
-    }
-}
-
-/// Discards rows.
-pub(crate) struct Discard;
-impl Sink for Discard {
-    async fn push(&mut self, _: Row) -> Result<bool> {
-        Ok(true)
-    }
-    fn keep(&self) -> usize {
-        0
     }
 }
 
@@ -529,12 +495,12 @@ impl crate::Executor for PooledConnection {
 }
 
 impl crate::executor::sealed::Run for PooledConnection {
-    async fn run_statement(&self, r: Rendered, keep: crate::Keep) -> Result<(Vec<Row>, Done)> {
+    async fn run_statement<S: Sink>(&self, r: Rendered, sink: &mut S) -> Result<Done> {
         let mut slot = lock_slot(&self.slot).await?;
         let Slot::Here(c) = &mut *slot else {
             return Err(gone());
         };
-        crate::database::run_kept(c, &r, keep).await
+        c.run(&r, sink).await
     }
 
     async fn run<T: Send>(&self, plan: tandem_core::Plan<T>) -> Result<T> {

@@ -1,6 +1,7 @@
 //! [`Executor`]: what runs statements — a [`crate::Database`] (a pooled connection per call) or a
-//! [`crate::Transaction`]. A few required methods (the engine, one statement, a plan, a stream) and
-//! everything users call (`execute`, `fetch_*`, `load`, `fetch`, `repository`) provided on top, once. Every
+//! [`crate::Transaction`]. Everything users call (`execute`, `fetch_*`, `load`, `fetch`, `repository`) is
+//! provided once, on top of the plumbing each executor implements — one statement into a row sink, a
+//! plan, a stream — which sits in a sealed supertrait (`sealed::Run`), as on the blocking side. Every
 //! future it returns is `Send`, so functions written against `&impl Executor` run inside `tokio::spawn`.
 
 use std::future::Future;
@@ -12,31 +13,32 @@ use tandem_sql::{Dialect, FromRow, Render, Rendered, Row};
 
 use crate::repository::Repository;
 use crate::stream::RowStream;
-use sealed::Keep;
+use sealed::{Decode, DecodeFirst, Discard};
 
 pub(crate) mod sealed {
     use super::*;
 
-    /// How many rows of a statement to keep.
-    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-    pub enum Keep {
-        /// Every row.
-        All,
-        /// The first row; the rest are not read.
-        First,
-        /// None (a statement run for its effect).
-        None,
+    /// Receives a statement's rows; `push` returns `false` to stop reading. Async so that a stream's sink
+    /// can wait for its consumer: that wait is the backpressure.
+    pub trait Sink: Send {
+        /// Takes one row.
+        fn push(&mut self, row: Row) -> impl Future<Output = Result<bool>> + Send;
+        /// How many rows a driver that cannot call back into async code should hand over (rusqlite on
+        /// its worker thread, which returns them in one reply): all of them, only the first, or none.
+        fn keep(&self) -> usize {
+            usize::MAX
+        }
     }
 
     /// The plumbing under [`Executor`](super::Executor), implemented by tandem's executors only: it is
     /// public in a private module, so other crates can neither name it nor implement it.
     pub trait Run: Sync {
-        /// Runs one statement, keeping the rows `keep` asks for.
-        fn run_statement(
+        /// Runs one statement, handing its rows to `sink`.
+        fn run_statement<S: Sink>(
             &self,
             r: Rendered,
-            keep: Keep,
-        ) -> impl Future<Output = Result<(Vec<Row>, Done)>> + Send;
+            sink: &mut S,
+        ) -> impl Future<Output = Result<Done>> + Send;
 
         /// Runs a plan (a repository method): its steps together when they belong together (a
         /// transaction, or a savepoint inside one).
@@ -47,6 +49,41 @@ pub(crate) mod sealed {
             &self,
             r: Rendered,
         ) -> impl Future<Output = Result<RowStream<T>>> + Send;
+    }
+
+    /// Decodes every row as it arrives.
+    pub(crate) struct Decode<T>(pub(crate) Vec<T>);
+
+    impl<T: FromRow + Send> Sink for Decode<T> {
+        async fn push(&mut self, row: Row) -> Result<bool> {
+            self.0.push(T::from_row(row)?);
+            Ok(true)
+        }
+    }
+
+    /// Decodes the first row and stops reading.
+    pub(crate) struct DecodeFirst<T>(pub(crate) Option<T>);
+
+    impl<T: FromRow + Send> Sink for DecodeFirst<T> {
+        async fn push(&mut self, row: Row) -> Result<bool> {
+            self.0 = Some(T::from_row(row)?);
+            Ok(false)
+        }
+        fn keep(&self) -> usize {
+            1
+        }
+    }
+
+    /// Reads no rows (a statement run for its effect).
+    pub(crate) struct Discard;
+
+    impl Sink for Discard {
+        async fn push(&mut self, _: Row) -> Result<bool> {
+            Ok(true)
+        }
+        fn keep(&self) -> usize {
+            0
+        }
     }
 }
 
@@ -62,41 +99,40 @@ pub trait Executor: sealed::Run {
     /// Runs a statement; returns rows affected.
     fn execute(&self, stmt: &impl Render) -> impl Future<Output = Result<u64>> + Send {
         let r = stmt.render(self.dialect());
-        async move { Ok(self.run_statement(r?, Keep::None).await?.1.affected) }
+        async move { Ok(self.run_statement(r?, &mut Discard).await?.affected) }
     }
 
-    /// All rows, decoded.
-    fn fetch_all<T: FromRow>(
+    /// All rows, decoded as they arrive (on SQLite's worker threads, once the worker hands them over).
+    fn fetch_all<T: FromRow + Send>(
         &self,
         stmt: &impl Render,
     ) -> impl Future<Output = Result<Vec<T>>> + Send {
         let r = stmt.render(self.dialect());
         async move {
-            let (rows, _) = self.run_statement(r?, Keep::All).await?;
-            rows.into_iter()
-                .map(|row| T::from_row(row).map_err(Error::from))
-                .collect()
+            let mut rows = Decode(Vec::new());
+            self.run_statement(r?, &mut rows).await?;
+            Ok(rows.0)
         }
     }
 
     /// The first row, if any (the rest are not read).
-    fn fetch_optional<T: FromRow>(
+    fn fetch_optional<T: FromRow + Send>(
         &self,
         stmt: &impl Render,
     ) -> impl Future<Output = Result<Option<T>>> + Send {
         let r = stmt.render(self.dialect());
         async move {
-            let (rows, _) = self.run_statement(r?, Keep::First).await?;
-            rows.into_iter()
-                .next()
-                .map(T::from_row)
-                .transpose()
-                .map_err(Error::from)
+            let mut first = DecodeFirst(None);
+            self.run_statement(r?, &mut first).await?;
+            Ok(first.0)
         }
     }
 
     /// The first row, or [`Error::RowNotFound`].
-    fn fetch_one<T: FromRow>(&self, stmt: &impl Render) -> impl Future<Output = Result<T>> + Send {
+    fn fetch_one<T: FromRow + Send>(
+        &self,
+        stmt: &impl Render,
+    ) -> impl Future<Output = Result<T>> + Send {
         let first = self.fetch_optional(stmt);
         async move { first.await?.ok_or(Error::RowNotFound) }
     }
@@ -108,7 +144,7 @@ pub trait Executor: sealed::Run {
         query: &SelectQuery<QS, Out>,
     ) -> impl Future<Output = Result<Vec<T>>> + Send
     where
-        T: Load<Out>,
+        T: Load<Out> + Send,
     {
         self.fetch_all(query)
     }

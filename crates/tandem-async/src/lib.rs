@@ -43,7 +43,6 @@ mod transaction;
 pub use conn::PooledConnection;
 pub use database::Database;
 pub use executor::Executor;
-pub(crate) use executor::sealed::Keep;
 pub use repository::Repository;
 pub use stream::{BATCH as STREAM_BATCH, BUFFERED as STREAM_BUFFERED, RowStream};
 pub use tandem_core::{

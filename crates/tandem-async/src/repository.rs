@@ -12,7 +12,7 @@ use tandem_sql::typed::{ColumnList, Entity, UpdateQuery};
 
 use crate::Executor;
 use crate::database::Database;
-use crate::executor::sealed::Keep;
+use crate::executor::sealed::DecodeFirst;
 use crate::stream::RowStream;
 
 /// The repository of entity `E`, over an [`Executor`]: a [`Database`] (the default) or a
@@ -42,8 +42,9 @@ impl<'a, E: Entity, X: Executor> Repository<'a, E, X> {
         // The plan `repo::find_by_id`'s one statement, its first row decoded (see
         // `repo::find_by_id_statement`).
         let r = repo::find_by_id_statement::<E>(self.exec.dialect(), id)?;
-        let (rows, _) = self.exec.run_statement(r, Keep::First).await?;
-        Ok(rows.into_iter().next().map(E::from_row).transpose()?)
+        let mut first = DecodeFirst(None);
+        self.exec.run_statement(r, &mut first).await?;
+        Ok(first.0)
     }
 
     /// The row with this key, or `Error::NotFound`.

@@ -196,16 +196,12 @@ impl crate::Executor for Transaction {
 }
 
 impl crate::executor::sealed::Run for Transaction {
-    async fn run_statement(
-        &self,
-        r: Rendered,
-        keep: crate::Keep,
-    ) -> Result<(Vec<tandem_sql::Row>, Done)> {
+    async fn run_statement<S: crate::conn::Sink>(&self, r: Rendered, sink: &mut S) -> Result<Done> {
         let mut slot = self.conn().await?;
         let Slot::Here(c) = &mut *slot else {
             return Err(gone());
         };
-        crate::database::run_kept(c, &r, keep).await
+        c.run(&r, sink).await
     }
 
     fn run<T: Send>(&self, plan: Plan<T>) -> impl std::future::Future<Output = Result<T>> + Send {

@@ -18,7 +18,8 @@ use tandem_sql::{Dialect, Rendered};
 
 use crate::Executor;
 use crate::backend::error;
-use crate::conn::{Collect, Conn, Discard, First, Link};
+use crate::conn::{Conn, Link};
+use crate::executor::sealed::Discard;
 use crate::stream::RowStream;
 use crate::transaction::Transaction;
 
@@ -554,13 +555,8 @@ impl crate::Executor for Database {
 }
 
 impl crate::executor::sealed::Run for Database {
-    async fn run_statement(
-        &self,
-        r: Rendered,
-        keep: crate::Keep,
-    ) -> Result<(Vec<tandem_sql::Row>, Done)> {
-        let mut conn = self.acquire().await?;
-        run_kept(&mut conn, &r, keep).await
+    async fn run_statement<S: crate::conn::Sink>(&self, r: Rendered, sink: &mut S) -> Result<Done> {
+        self.acquire().await?.run(&r, sink).await
     }
 
     fn run<T: Send>(&self, plan: Plan<T>) -> impl Future<Output = Result<T>> + Send {
@@ -572,26 +568,5 @@ impl crate::executor::sealed::Run for Database {
         r: Rendered,
     ) -> impl Future<Output = Result<RowStream<T>>> + Send {
         self.stream(r)
-    }
-}
-
-/// Runs one statement on a connection, keeping the rows asked for.
-pub(crate) async fn run_kept(
-    conn: &mut Conn,
-    r: &Rendered,
-    keep: crate::Keep,
-) -> Result<(Vec<tandem_sql::Row>, Done)> {
-    match keep {
-        crate::Keep::All => {
-            let mut rows = Collect(Vec::new());
-            let done = conn.run(r, &mut rows).await?;
-            Ok((rows.0, done))
-        }
-        crate::Keep::First => {
-            let mut first = First(None);
-            let done = conn.run(r, &mut first).await?;
-            Ok((first.0.into_iter().collect(), done))
-        }
-        crate::Keep::None => Ok((Vec::new(), conn.run(r, &mut Discard).await?)),
     }
 }
