@@ -24,21 +24,19 @@ struct ADb {
 }
 
 async fn adb(dialect: Dialect, name: &str, config: PoolConfig) -> ADb {
-    adb_with(dialect, tandem_core::SqliteDriver::default(), name, config).await
+    adb_with(dialect, |_| {}, name, config).await
 }
 
-async fn adb_with(
-    dialect: Dialect,
-    driver: tandem_core::SqliteDriver,
-    name: &str,
-    config: PoolConfig,
-) -> ADb {
+/// How a case changes the target's options: which SQLite driver, how its workers wait.
+type Tweak = fn(&mut tandem_core::ConnectOptions);
+
+async fn adb_with(dialect: Dialect, tweak: Tweak, name: &str, config: PoolConfig) -> ADb {
     let name = name.to_owned();
     // The blocking admin client cannot run on the runtime's threads.
     let mut target = tokio::task::spawn_blocking(move || db::target(dialect, &name))
         .await
         .unwrap();
-    target.options.sqlite_driver = driver;
+    tweak(&mut target.options);
     let db = Database::open(target.options.clone(), config)
         .await
         .expect("open the test database");
@@ -50,26 +48,30 @@ macro_rules! async_engine_test {
         $(#[$doc])*
         pub(crate) mod $name {
             use super::*;
-            async fn run_with(dialect: Dialect, driver: tandem_core::SqliteDriver) {
-                let t = adb_with(dialect, driver, stringify!($name), PoolConfig::default()).await;
+            async fn run_with(dialect: Dialect, tweak: crate::Tweak) {
+                let t = adb_with(dialect, tweak, stringify!($name), PoolConfig::default()).await;
                 super::$name(&t).await;
             }
-            /// The engine's cases: SQLite through rusqlite (the default) and through sqlx's driver,
-            /// PostgreSQL, MariaDB.
+            /// The engine's cases: SQLite through rusqlite (the default), with its workers parking
+            /// instead of polling, and through sqlx's driver; PostgreSQL, MariaDB.
             pub(crate) fn cases() -> Vec<crate::harness::Case> {
                 let name = stringify!($name);
-                let case = |engine: &str, dialect: Dialect, driver: tandem_core::SqliteDriver| {
+                let case = |engine: &str, dialect: Dialect, tweak: crate::Tweak| {
                     crate::harness::Case::new(format!("{name}::{engine}"), move || {
-                        crate::harness::block_on(run_with(dialect, driver))
+                        crate::harness::block_on(run_with(dialect, tweak))
                     })
                     .on(dialect)
                 };
-                let default = tandem_core::SqliteDriver::default();
                 vec![
-                    case("sqlite", Dialect::Sqlite, default),
-                    case("sqlite_sqlx", Dialect::Sqlite, tandem_core::SqliteDriver::Sqlx),
-                    case("postgres", Dialect::Postgres, default),
-                    case("mysql", Dialect::MySql, default),
+                    case("sqlite", Dialect::Sqlite, |_| {}),
+                    case("sqlite_parked", Dialect::Sqlite, |o| {
+                        o.sqlite_worker_wait = tandem_core::WorkerWait::Park
+                    }),
+                    case("sqlite_sqlx", Dialect::Sqlite, |o| {
+                        o.sqlite_driver = tandem_core::SqliteDriver::Sqlx
+                    }),
+                    case("postgres", Dialect::Postgres, |_| {}),
+                    case("mysql", Dialect::MySql, |_| {}),
                 ]
             }
         }

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use deadpool::managed::{Metrics, PoolError, RecycleError, RecycleResult};
 
-use tandem_core::{ConnectOptions, Error, Result};
+use tandem_core::{ConnectOptions, Error, Result, WorkerWait};
 use tandem_pool::Admission;
 use tandem_pool::PoolConfig;
 use tandem_sqlite::{Connection, InterruptHandle};
@@ -51,31 +51,46 @@ impl Drop for InterruptOnDrop {
 /// polled doubles the next poll (up to [`SPIN_MAX`] yields), a poll that ended in parking halves it (down to
 /// [`SPIN_MIN`]), so a connection in a tight request loop keeps answering without a wake-up and an idle or
 /// lock-bound one stops burning the core others need. Measured here (`tandem-bench point`, 4 tasks, 2
-/// cores): parking at once 75–78k selects/s, a fixed 64-yield poll 70–100k, this 136–167k.
-struct Spin(usize);
+/// cores): parking at once 75–78k selects/s, a fixed 64-yield poll 70–100k, this 136–167k. With
+/// `?worker_wait=park` ([`WorkerWait::Park`]) the worker parks at once, every time.
+struct Spin {
+    polls: usize,
+    adaptive: bool,
+}
 
 const SPIN_MIN: usize = 16;
 const SPIN_START: usize = 512;
 const SPIN_MAX: usize = 2048;
 
 impl Spin {
-    fn new() -> Spin {
-        Spin(SPIN_START)
+    fn new(wait: WorkerWait) -> Spin {
+        match wait {
+            WorkerWait::Poll => Spin {
+                polls: SPIN_START,
+                adaptive: true,
+            },
+            WorkerWait::Park => Spin {
+                polls: 0,
+                adaptive: false,
+            },
+        }
     }
 
     /// The next call, or `None` once the connection's owner is gone.
     fn next_job(&mut self, rx: &std::sync::mpsc::Receiver<Job>) -> Option<Job> {
-        for _ in 0..self.0 {
+        for _ in 0..self.polls {
             match rx.try_recv() {
                 Ok(job) => {
-                    self.0 = (self.0 * 2).min(SPIN_MAX);
+                    self.polls = (self.polls * 2).min(SPIN_MAX);
                     return Some(job);
                 }
                 Err(std::sync::mpsc::TryRecvError::Empty) => std::thread::yield_now(),
                 Err(std::sync::mpsc::TryRecvError::Disconnected) => return None,
             }
         }
-        self.0 = (self.0 / 2).max(SPIN_MIN);
+        if self.adaptive {
+            self.polls = (self.polls / 2).max(SPIN_MIN);
+        }
         rx.recv().ok()
     }
 }
@@ -111,7 +126,7 @@ impl Worker {
                 if opened.send(Ok(conn.interrupt_handle())).is_err() {
                     return;
                 }
-                let mut spin = Spin::new();
+                let mut spin = Spin::new(options.sqlite_worker_wait);
                 while let Some(job) = spin.next_job(&rx) {
                     job(&mut conn);
                 }

@@ -286,14 +286,23 @@ pub fn run(
         let adb = if ctx.runs(Executor::Async) {
             Some(
                 ctx.rt
-                    .block_on(tandem_async::Database::connect_with(&url, config))?,
+                    .block_on(tandem_async::Database::connect_with(&url, config.clone()))?,
             )
         } else {
             None
         };
+        // SQLite's async workers once more, parking at once instead of polling for their next call
+        // (`?worker_wait=park`): what the default's polling buys.
+        let parked = match &adb {
+            Some(_) if dialect == Dialect::Sqlite => Some(ctx.rt.block_on(
+                tandem_async::Database::connect_with(&format!("{url}?worker_wait=park"), config),
+            )?),
+            _ => None,
+        };
         let (mut tandem_threads, mut tandem_held, mut raw_threads_seen) =
             (Rounds::default(), Rounds::default(), Rounds::default());
-        let (mut tandem_tasks, mut sqlx_seen) = (Rounds::default(), Rounds::default());
+        let (mut tandem_tasks, mut parked_tasks, mut sqlx_seen) =
+            (Rounds::default(), Rounds::default(), Rounds::default());
         let mut raw_variant = "raw threads";
         for _ in 0..rounds.max(1) {
             if ctx.runs(Executor::Blocking) {
@@ -316,6 +325,10 @@ pub fn run(
             if let Some(adb) = &adb {
                 let (took, all) = tandem_tasks_round(&ctx.rt, adb, workers, window)?;
                 tandem_tasks.push(took, all);
+                if let Some(parked) = &parked {
+                    let (took, all) = tandem_tasks_round(&ctx.rt, parked, workers, window)?;
+                    parked_tasks.push(took, all);
+                }
                 let (took, all) = raw_sqlx(&ctx.rt, dialect, &url, workers, window)?;
                 sqlx_seen.push(took, all);
             }
@@ -325,6 +338,7 @@ pub fn run(
             (&tandem_held, "tandem-blocking threads, connection held"),
             (&raw_threads_seen, raw_variant),
             (&tandem_tasks, "tandem-async tasks"),
+            (&parked_tasks, "tandem-async tasks, workers park"),
             (&sqlx_seen, "raw sqlx tasks"),
         ] {
             if let Some(r) = rounds.record(dialect, variant, workers) {

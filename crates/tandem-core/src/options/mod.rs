@@ -54,6 +54,8 @@ pub struct ConnectOptions {
     /// SQLite: which driver the async executor uses (`?driver=rusqlite|sqlx`); the blocking executor always
     /// uses rusqlite.
     pub sqlite_driver: SqliteDriver,
+    /// SQLite: how the async executor's worker threads wait for their next call (`?worker_wait=poll|park`).
+    pub sqlite_worker_wait: WorkerWait,
     /// How server connections use TLS (`sslmode=` / `ssl-mode=`); SQLite: [`TlsMode::Disable`].
     pub tls: TlsMode,
     /// A PEM file of root certificates to trust for [`TlsMode::VerifyCa`] and [`TlsMode::VerifyFull`]
@@ -73,6 +75,21 @@ pub enum SqliteDriver {
     Rusqlite,
     /// sqlx's own SQLite driver (its worker thread per connection).
     Sqlx,
+}
+
+/// How an async SQLite worker thread (one per connection, see [`SqliteDriver::Rusqlite`]) waits for its
+/// next call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum WorkerWait {
+    /// Poll for a while before parking, longer after a call arrived while polling, shorter after parking:
+    /// a connection in a tight request loop answers without a wake-up (two context switches), an idle one
+    /// soon stops using its core. The default: the faster on a busy machine (`tandem-bench point`, the
+    /// `workers park` variant beside it).
+    #[default]
+    Poll,
+    /// Park at once: every call wakes the thread. For a machine whose cores are better spent elsewhere
+    /// than on a worker waiting for work.
+    Park,
 }
 
 impl ConnectOptions {
@@ -160,6 +177,7 @@ impl ConnectOptions {
             application_name: None,
             wsrep_sync_wait: None,
             sqlite_driver: SqliteDriver::default(),
+            sqlite_worker_wait: WorkerWait::default(),
             tls: TlsMode::default(),
             tls_root_cert: None,
             display: redact(original),
@@ -237,18 +255,23 @@ impl ConnectOptions {
         Ok(options)
     }
 
-    /// `sqlite::memory:`, `sqlite:path`, `sqlite://path`, `sqlite:///absolute/path`, with `?driver=` and
+    /// `sqlite::memory:`, `sqlite:path`, `sqlite://path`, `sqlite:///absolute/path`, with `?driver=`,
+    /// `?worker_wait=` and
     /// sqlx's `?mode=rwc` (tandem always creates a missing file). A file path is not a network URL: the path
     /// is kept as written (percent-decoded), only the query goes through the url crate's form decoder.
     fn parse_sqlite(rest: &str, url: &str) -> std::result::Result<Self, String> {
         let path = rest.strip_prefix("//").unwrap_or(rest);
         let (path, query) = path.split_once('?').unwrap_or((path, ""));
         let mut sqlite_driver = SqliteDriver::default();
+        let mut sqlite_worker_wait = WorkerWait::default();
         for (key, value) in url::form_urlencoded::parse(query.as_bytes()) {
             match (&*key, &*value) {
                 ("driver", "sqlx") => sqlite_driver = SqliteDriver::Sqlx,
                 ("driver", "rusqlite") => sqlite_driver = SqliteDriver::Rusqlite,
                 ("driver", _) => return Err("driver must be rusqlite or sqlx".into()),
+                ("worker_wait", "poll") => sqlite_worker_wait = WorkerWait::Poll,
+                ("worker_wait", "park") => sqlite_worker_wait = WorkerWait::Park,
+                ("worker_wait", _) => return Err("worker_wait must be poll or park".into()),
                 ("mode", "rwc") => {}
                 ("mode", other) => {
                     return Err(format!(
@@ -256,7 +279,9 @@ impl ConnectOptions {
                     ));
                 }
                 (other, _) => {
-                    return Err(format!("unknown parameter {other:?} (known: driver, mode)"));
+                    return Err(format!(
+                        "unknown parameter {other:?} (known: driver, worker_wait, mode)"
+                    ));
                 }
             }
         }
@@ -279,6 +304,7 @@ impl ConnectOptions {
             application_name: None,
             wsrep_sync_wait: None,
             sqlite_driver,
+            sqlite_worker_wait,
             tls: TlsMode::Disable,
             tls_root_cert: None,
             display: redact(url),

@@ -16,6 +16,14 @@ fn url_forms() {
         (Some("x.db"), SqliteDriver::Sqlx)
     );
     assert!(ConnectOptions::parse("sqlite://x.db?driver=odbc").is_err());
+    assert_eq!(sqlx.sqlite_worker_wait, WorkerWait::Poll);
+    let park = ConnectOptions::parse("sqlite://x.db?worker_wait=park").unwrap();
+    assert_eq!(park.sqlite_worker_wait, WorkerWait::Park);
+    let bad = ConnectOptions::parse("sqlite://x.db?worker_wait=sleep").unwrap_err();
+    assert!(
+        bad.to_string().contains("worker_wait must be poll or park"),
+        "{bad}"
+    );
     let pg = ConnectOptions::parse(
         "postgres://me:p%40ss@db.local:6543/app?search_path=t1&sslmode=disable",
     )
