@@ -23,7 +23,6 @@ use tandem_sqlite::{Connection, InterruptHandle};
 
 type Job = Box<dyn FnOnce(&mut Connection) + Send>;
 
-// ANCHOR: worker
 /// One connection on its worker thread. Dropping it closes the channel; the thread closes the connection
 /// once the calls already sent have run, and ends.
 pub(crate) struct Worker {
@@ -32,7 +31,6 @@ pub(crate) struct Worker {
     /// Cleared by the thread as it ends, and by a cleanup that could not end a transaction.
     fit: Arc<AtomicBool>,
 }
-// ANCHOR_END: worker
 
 /// Interrupts the running statement when dropped armed: a caller that gives up stops its statement instead
 /// of letting it run to its end.
@@ -46,6 +44,7 @@ impl Drop for InterruptOnDrop {
     }
 }
 
+// ANCHOR: worker
 /// How long a worker polls for its next call before it parks: parking and being woken costs two context
 /// switches, more than a point select; polling costs a core. The worker adapts: a call that arrived while it
 /// polled doubles the next poll (up to [`SPIN_MAX`] yields), a poll that ended in parking halves it (down to
@@ -94,6 +93,7 @@ impl Spin {
         rx.recv().ok()
     }
 }
+// ANCHOR_END: worker
 
 /// Clears the worker's `fit` flag when its thread ends, by a panic included.
 struct Ended(Arc<AtomicBool>);

@@ -22,7 +22,6 @@ use crate::conn::{Conn, Link, Sink};
 pub const BATCH: usize = 256;
 /// Messages the channel holds.
 pub const BUFFERED: usize = 2;
-// ANCHOR_END: backpressure
 
 type Message = Result<Vec<Row>>;
 
@@ -43,12 +42,14 @@ impl Sink for ChannelSink {
         self.batch.push(row);
         if self.batch.len() == BATCH {
             let full = std::mem::replace(&mut self.batch, Vec::with_capacity(BATCH));
-            // The consumer is gone: stop reading.
+            // Waits while BUFFERED batches are unread: a slow consumer holds the producer (and the
+            // server's reads) back. The consumer is gone: stop reading.
             return Ok(self.tx.send(Ok(full)).await.is_ok());
         }
         Ok(true)
     }
 }
+// ANCHOR_END: backpressure
 
 impl<T> RowStream<T> {
     /// Starts the producer; the connection comes back through `home` when the statement ends.

@@ -403,7 +403,10 @@ fn money_is_neither_created_nor_lost() {
                     })
                 })
                 .collect();
-            handles.into_iter().map(|h| h.join().unwrap()).collect()
+            handles
+                .into_iter()
+                .map(|h| workshop_support::joined(h.join()))
+                .collect()
         });
         let mut expected = start.to_vec();
         for (a, b, amount) in done.into_iter().flatten() {
@@ -487,7 +490,10 @@ fn conflicts_are_waited_for_or_retried() {
                     })
                 })
                 .collect();
-            handles.into_iter().map(|h| h.join().unwrap()).collect()
+            handles
+                .into_iter()
+                .map(|h| workshop_support::joined(h.join()))
+                .collect()
         });
         assert!(
             runs.iter().any(|r| *r > 1),

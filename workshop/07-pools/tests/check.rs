@@ -95,7 +95,9 @@ fn callers_get_in_in_arrival_order() {
         until_waiting(&g, i + 1);
     }
     drop(held);
-    threads.into_iter().for_each(|t| t.join().unwrap());
+    threads
+        .into_iter()
+        .for_each(|t| workshop_support::joined(t.join()));
     rt.block_on(async {
         for t in tasks {
             t.await.unwrap();
@@ -140,7 +142,7 @@ fn a_full_line_refuses_at_once() {
     );
     drop(held);
     for t in waiting {
-        t.join().unwrap().unwrap();
+        workshop_support::joined(t.join()).unwrap();
     }
     assert_eq!(
         g.status(),
@@ -279,7 +281,7 @@ fn sixty_four_workers_against_four_connections() {
                     .collect();
                 handles
                     .into_iter()
-                    .map(|h| h.join().unwrap())
+                    .map(|h| workshop_support::joined(h.join()))
                     .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1))
             });
             assert_eq!(ok + refused, 64);

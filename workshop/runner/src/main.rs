@@ -254,6 +254,9 @@ fn check(stage: &Stage, mode: Mode, verbose: bool) -> Result<bool, String> {
                 println!(
                     "   ✓ all {total} tests pass ({secs:.1} s). On to the next stage: just next"
                 );
+                if warnings.is_empty() {
+                    println!("   ✓ and the compiler has no warnings about your code");
+                }
                 show_warnings(&warnings, verbose);
                 return Ok(true);
             }

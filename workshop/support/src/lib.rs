@@ -8,3 +8,16 @@ use tandem_sql::Dialect;
 
 /// The engines a stage's tests run on: SQLite always, the servers when reachable.
 pub const ENGINES: [Dialect; 3] = [Dialect::Sqlite, Dialect::Postgres, Dialect::MySql];
+
+/// The value a worker thread returned, from its `join()`; when it panicked, this test panics with the
+/// worker's own message (which engine, which error) instead of `unwrap`'s "Any { .. }".
+pub fn joined<T>(result: std::thread::Result<T>) -> T {
+    result.unwrap_or_else(|payload| {
+        let message = payload
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| payload.downcast_ref::<&str>().copied())
+            .unwrap_or("(a panic without a message)");
+        panic!("a worker thread panicked: {message}")
+    })
+}
