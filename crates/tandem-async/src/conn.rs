@@ -318,7 +318,7 @@ impl Conn {
         steps: &Arc<[Step]>,
         opts: &tandem_core::TxOptions,
     ) -> Result<Vec<Outcome>> {
-        use tandem_core::{Ending, tx};
+        use tandem_core::tx;
         let dialect = self.dialect();
         self.in_transaction = true;
         #[cfg(feature = "sqlite")]
@@ -339,29 +339,18 @@ impl Conn {
             self.simple(&sql).await?;
         }
         let outcomes = self.run_steps(steps).await;
-        let mut ending = Ending::new(outcomes.is_ok());
-        for sql in tx::end(dialect, opts, outcomes.is_ok()) {
-            ending.record(self.simple(&sql).await);
+        // COMMIT, or ROLLBACK after failed steps, by the rule of `tx::Closing`; a failed COMMIT is rolled
+        // back (on the servers the transaction is over already: ROLLBACK answers with a warning at most).
+        let mut closing = tx::Closing::new(dialect, opts, outcomes.is_ok());
+        while let Some(sql) = closing.next(|| None) {
+            let result = self.simple(&sql).await;
+            closing.record(result);
         }
-        if ending.all_ok() {
+        let (ended, over) = closing.finish(|| None);
+        if over {
             self.in_transaction = false;
-            return outcomes;
         }
-        match ending.finish() {
-            Ok(()) => outcomes,
-            // COMMIT failed: the transaction is over on the servers (ROLLBACK answers with a warning at
-            // most); a ROLLBACK that fails too leaves the connection unfit to reuse.
-            Err(commit) => {
-                let mut rollback = Ok(());
-                for sql in tx::end(dialect, opts, false) {
-                    rollback = rollback.and(self.simple(&sql).await);
-                }
-                if rollback.is_ok() {
-                    self.in_transaction = false;
-                }
-                Err(Error::commit_failed(commit, rollback))
-            }
-        }
+        outcomes.and_then(|outcomes| ended.map(|()| outcomes))
     }
 
     /// A connection that broke is closed instead of going back to the pool; a retriable failure is

@@ -57,15 +57,14 @@ impl Transaction {
     }
 
     pub(crate) async fn end(&self, opts: &TxOptions, commit: bool) -> Result<()> {
-        let mut result = self.run_all(tx::end(self.dialect, opts, commit)).await;
-        let mut ended = result.is_ok();
-        // A failed COMMIT can leave the transaction open (SQLite busy): end it before the connection is
-        // reused; if that fails too, the error keeps both.
-        if commit && let Err(e) = result {
-            let rollback = self.run_all(tx::end(self.dialect, opts, false)).await;
-            ended = rollback.is_ok();
-            result = Err(Error::commit_failed(e, rollback));
+        // The rule of `tx::Closing`: a failed COMMIT (SQLite busy can leave the transaction open) is
+        // rolled back before the connection is reused; if that fails too, the error keeps both.
+        let mut closing = tx::Closing::new(self.dialect, opts, commit);
+        while let Some(sql) = closing.next(|| None) {
+            let result = self.simple(&sql).await;
+            closing.record(result);
         }
+        let (result, ended) = closing.finish(|| None);
         if ended
             && let Ok(mut slot) = self.conn().await
             && let Slot::Here(c) = &mut *slot
@@ -86,13 +85,6 @@ impl Transaction {
             Ok(Slot::Here(c)) => c.health.retriable_seen,
             _ => false,
         }
-    }
-
-    async fn run_all(&self, statements: Vec<String>) -> Result<()> {
-        for sql in statements {
-            self.simple(&sql).await?;
-        }
-        Ok(())
     }
 
     async fn conn(&self) -> Result<MutexGuard<'_, Slot>> {

@@ -94,22 +94,28 @@ impl Transaction {
         self.end(false)
     }
 
-    /// COMMIT or ROLLBACK, once. A failed COMMIT can leave the transaction open (SQLite busy): it is rolled
-    /// back before the connection goes back to the pool. (Whatever still stays open there, the pool ends
-    /// as it takes a SQLite connection back; a server connection that fails a ROLLBACK is a lost one.)
+    /// COMMIT or ROLLBACK, once, by the rule of [`tx::Closing`] (a failed COMMIT is rolled back). A
+    /// connection whose transaction may still be open afterwards is not pooled again. (Whatever stays open
+    /// on SQLite, the pool ends as it takes the connection back.)
     fn end(&self, commit: bool) -> Result<()> {
         self.ended.set(true);
-        match self.finish(commit) {
-            Err(e) if commit => Err(Error::commit_failed(e, self.finish(false))),
-            other => other,
+        let open = || {
+            self.with_conn(|c| Ok(tandem_core::Runner::in_transaction(c)))
+                .ok()
+                .flatten()
+        };
+        let mut closing = tx::Closing::new(self.dialect, &self.opts, commit);
+        while let Some(sql) = closing.next(open) {
+            closing.record(self.simple(&sql));
         }
-    }
-
-    fn finish(&self, commit: bool) -> Result<()> {
-        for sql in tx::end(self.dialect, &self.opts, commit) {
-            self.simple(&sql)?;
+        let (result, over) = closing.finish(open);
+        if !over {
+            let _ = self.with_conn(|c| {
+                c.health.broken = true;
+                Ok(())
+            });
         }
-        Ok(())
+        result
     }
 
     pub(crate) fn with_conn<R>(&self, f: impl FnOnce(&mut Conn) -> Result<R>) -> Result<R> {

@@ -241,12 +241,90 @@ pub fn end(dialect: Dialect, opts: &TxOptions, commit: bool) -> Vec<String> {
     out
 }
 
+/// The end of a transaction — COMMIT or ROLLBACK — as the statements to run and the rule for what their
+/// results mean, without running anything: each executor, blocking or async, runs the statements
+/// [`Closing::next`] gives and hands each result to [`Closing::record`]. The rule, written once:
+/// - every statement of the end runs, whatever an earlier one did, and the first failure is the error;
+/// - a COMMIT that fails can leave the transaction open (SQLite busy), so a ROLLBACK follows it — unless
+///   the driver says no transaction is open — and when that fails too the error keeps both
+///   ([`Error::RollbackAfterCommit`]);
+/// - the transaction is over for sure when the last statements run all succeeded, or the driver says none
+///   is open; when it is not, the connection must not be reused.
+#[derive(Debug)]
+pub struct Closing {
+    dialect: Dialect,
+    opts: TxOptions,
+    todo: std::vec::IntoIter<String>,
+    /// The first failure of the statements run so far in this phase.
+    failed: Option<Error>,
+    /// Whether every statement of this phase so far succeeded.
+    all_ok: bool,
+    /// Committing: a failed COMMIT moves on to the ROLLBACK phase.
+    committing: bool,
+    /// The COMMIT's failure, once the ROLLBACK that follows it has begun.
+    commit_failed: Option<Error>,
+}
+
+impl Closing {
+    /// The end of a transaction begun with `opts` on `dialect`: COMMIT when `commit`, ROLLBACK otherwise.
+    pub fn new(dialect: Dialect, opts: &TxOptions, commit: bool) -> Self {
+        Closing {
+            dialect,
+            opts: opts.clone(),
+            todo: end(dialect, opts, commit).into_iter(),
+            failed: None,
+            all_ok: true,
+            committing: commit,
+            commit_failed: None,
+        }
+    }
+
+    /// The next statement to run, `None` when the end is done. `open` asks the driver whether a
+    /// transaction is still open (`None` when it cannot tell); it is called only after a failed COMMIT.
+    pub fn next(&mut self, open: impl FnOnce() -> Option<bool>) -> Option<String> {
+        if let Some(sql) = self.todo.next() {
+            return Some(sql);
+        }
+        if !self.committing || self.all_ok {
+            return None;
+        }
+        // The COMMIT failed: roll back, unless the driver knows the transaction is over already.
+        self.committing = false;
+        self.commit_failed = self.failed.take();
+        self.all_ok = true;
+        if open() != Some(false) {
+            self.todo = end(self.dialect, &self.opts, false).into_iter();
+        }
+        self.todo.next()
+    }
+
+    /// The result of the statement [`Closing::next`] gave last.
+    pub fn record(&mut self, result: crate::Result<()>) {
+        if let Err(e) = result {
+            self.all_ok = false;
+            self.failed.get_or_insert(e);
+        }
+    }
+
+    /// What the end came to: `Ok`, the first failure, or a failed COMMIT with what its ROLLBACK did; and
+    /// whether the transaction is over for sure (`open` as in [`Closing::next`], asked only when a
+    /// statement failed).
+    pub fn finish(self, open: impl FnOnce() -> Option<bool>) -> (crate::Result<()>, bool) {
+        let over = self.all_ok || open() == Some(false);
+        let rollback = self.failed.map_or(Ok(()), Err);
+        let result = match self.commit_failed {
+            Some(commit) => Err(Error::commit_failed(commit, rollback)),
+            None => rollback,
+        };
+        (result, over)
+    }
+}
+
 /// Runs `work` in one transaction with `opts` on a blocking connection: the statements of [`begin`], the
-/// work, then COMMIT when it succeeded and ROLLBACK when it failed, each recorded in an [`Ending`]. A
-/// COMMIT that fails can leave the transaction open (SQLite busy): it is rolled back then, and when that
-/// fails too the error keeps both ([`Error::RollbackAfterCommit`]). The flag says whether the transaction
-/// is over for sure; when it is not, the connection must not be reused. The one sequence of every
-/// synchronous path (the blocking executor's, and the async executor's SQLite worker threads).
+/// work, then its [`Closing`] — COMMIT when it succeeded, ROLLBACK when it failed (whose own failure
+/// leaves the work's error as the one reported). The flag says whether the transaction is over for sure;
+/// when it is not, the connection must not be reused. The one sequence of every synchronous path (the
+/// blocking executor's, and the async executor's SQLite worker threads).
 pub fn run_atomically<C: crate::plan::Runner + ?Sized, R>(
     conn: &mut C,
     dialect: Dialect,
@@ -257,27 +335,13 @@ pub fn run_atomically<C: crate::plan::Runner + ?Sized, R>(
         .iter()
         .try_for_each(|sql| conn.simple(sql))
         .and_then(|()| work(conn));
-    let mut ending = Ending::new(work.is_ok());
-    for sql in end(dialect, opts, work.is_ok()) {
-        ending.record(conn.simple(&sql));
+    let mut closing = Closing::new(dialect, opts, work.is_ok());
+    while let Some(sql) = closing.next(|| conn.in_transaction()) {
+        let result = conn.simple(&sql);
+        closing.record(result);
     }
-    if ending.all_ok() {
-        return (work, true);
-    }
-    match ending.finish() {
-        // The work failed and so did its ROLLBACK: the work's error; the transaction may be open.
-        Ok(()) => (work, conn.in_transaction() == Some(false)),
-        Err(commit) => {
-            let rollback = match conn.in_transaction() {
-                Some(false) => Ok(()),
-                _ => end(dialect, opts, false)
-                    .iter()
-                    .try_for_each(|sql| conn.simple(sql)),
-            };
-            let over = rollback.is_ok();
-            (Err(Error::commit_failed(commit, rollback)), over)
-        }
-    }
+    let (ended, over) = closing.finish(|| conn.in_transaction());
+    (work.and_then(|value| ended.map(|()| value)), over)
 }
 
 /// `SAVEPOINT` for nesting level `depth` (1 for the first nested transaction).
@@ -414,6 +478,35 @@ mod tests {
         let (r, over) = run_atomically(&mut c, Dialect::Sqlite, &opts, |_| Ok(()));
         assert!(r.is_err() && over);
         assert_eq!(c.sent, ["BEGIN IMMEDIATE", "COMMIT"]);
+    }
+
+    /// Closing on its own (a hand-driven `rollback()`): every statement runs, the first failure is the
+    /// error, and the transaction counts as over only when they all worked or the driver says so.
+    #[test]
+    fn closing_a_rollback_reports_its_failure() {
+        let read_only = TxOptions::default().read_only();
+        let mut c = scripted(&["PRAGMA query_only = OFF"], None);
+        let mut closing = Closing::new(Dialect::Sqlite, &read_only, false);
+        while let Some(sql) = closing.next(|| unreachable!("asked only after a failed COMMIT")) {
+            let r = crate::plan::Runner::simple(&mut c, &sql);
+            closing.record(r);
+        }
+        assert_eq!(c.sent, ["PRAGMA query_only = OFF", "ROLLBACK"], "both ran");
+        let (r, over) = closing.finish(|| None);
+        assert!(
+            r.unwrap_err()
+                .to_string()
+                .contains("PRAGMA query_only = OFF refused")
+        );
+        assert!(!over);
+        let mut closing = Closing::new(Dialect::Postgres, &TxOptions::default(), false);
+        assert_eq!(closing.next(|| None).as_deref(), Some("ROLLBACK"));
+        closing.record(Err(Error::RowNotFound));
+        assert_eq!(closing.next(|| None), None);
+        assert!(
+            closing.finish(|| Some(false)).1,
+            "the driver says it is over"
+        );
     }
 
     /// Ending: a failed end statement is the error only after successful work, and the first one wins.
