@@ -279,7 +279,8 @@ impl Database {
 
     /// Runs `f` in a transaction: `Ok` commits, `Err` rolls back, and a retriable failure of one of its
     /// statements runs all of `f` again, up to [`ATTEMPTS`] times. A future dropped mid-way (or a panic)
-    /// rolls back too, when the connection is next taken from the pool.
+    /// rolls back too: at once, in the task `Pooled`'s `Drop` spawns (or at the connection's next
+    /// checkout, when there is no runtime to spawn on).
     pub async fn transaction<R, E: From<Error>>(
         &self,
         mut f: impl AsyncFnMut(&mut Transaction) -> Result<R, E>,
@@ -291,7 +292,8 @@ impl Database {
 
 // ANCHOR: transaction
 /// A transaction: every statement on its one connection until `commit` or `rollback` — or until it is
-/// dropped, which rolls it back (on the connection's next checkout).
+/// dropped, which rolls it back (in the task `Pooled`'s `Drop` spawns; without a runtime, at the
+/// connection's next checkout).
 pub struct Transaction {
     conn: Pooled,
     dialect: Dialect,
@@ -324,7 +326,8 @@ impl Transaction {
         todo!("commit")
     }
 
-    /// Rolls back now (dropping the transaction does the same, later).
+    /// Rolls back, and says whether that worked (dropping the transaction rolls back too, in a task of
+    /// its own that nobody awaits).
     pub async fn rollback(mut self) -> Result<()> {
         todo!("roll back")
     }
