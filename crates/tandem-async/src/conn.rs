@@ -309,7 +309,7 @@ impl Conn {
     }
 
     /// Runs plan steps in one transaction with `opts`: BEGIN, the steps, then COMMIT — or ROLLBACK when a
-    /// step failed — by the rules of [`tandem_core::Ending`]. The caller holds the writer gate's turn. On a
+    /// step failed — by the rule of [`tandem_core::Closing`]. The caller holds the writer gate's turn. On a
     /// rusqlite connection the whole transaction is one call on its worker thread: one wake-up each way
     /// instead of one per statement. A connection whose transaction did not surely end is not pooled as
     /// it is (see `in_transaction`).

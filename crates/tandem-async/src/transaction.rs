@@ -131,14 +131,16 @@ impl Transaction {
         result
     }
 
-    /// Releases the savepoint, or rolls back to it and releases it (see [`tx::end_savepoint`]); only a
+    /// Releases the savepoint, or rolls back to it and releases it ([`tx::Closing::savepoint`]); only a
     /// failed release after success is an error.
     async fn end_savepoint(&self, depth: u32, ok: bool) -> Result<()> {
-        let mut ending = tx::Ending::new(ok);
-        for sql in tx::end_savepoint(depth, ok) {
-            ending.record(self.simple(&sql).await);
+        let mut closing = tx::Closing::savepoint(depth, ok);
+        while let Some(sql) = closing.next(|| None) {
+            let result = self.simple(&sql).await;
+            closing.record(result);
         }
-        ending.finish()
+        let (ended, _) = closing.finish(|| None);
+        if ok { ended } else { Ok(()) }
     }
 
     pub(crate) async fn run_steps(&self, steps: &std::sync::Arc<[Step]>) -> Result<Vec<Outcome>> {

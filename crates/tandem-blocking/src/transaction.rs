@@ -153,11 +153,15 @@ impl Transaction {
         let result = catch_unwind(AssertUnwindSafe(|| f(self)));
         self.depth.set(depth - 1);
         let ok = matches!(result, Ok(Ok(_)));
-        let mut ending = tx::Ending::new(ok);
-        for sql in tx::end_savepoint(depth, ok) {
-            ending.record(self.simple(&sql));
+        let mut closing = tx::Closing::savepoint(depth, ok);
+        while let Some(sql) = closing.next(|| None) {
+            closing.record(self.simple(&sql));
         }
-        ending.finish()?;
+        // After failed work, the work's error (or panic) is the one reported.
+        let (ended, _) = closing.finish(|| None);
+        if ok {
+            ended?;
+        }
         match result {
             Ok(Ok(v)) => Ok(v),
             Ok(Err(e)) => Err(e),

@@ -32,4 +32,4 @@ pub use hosts::{HostWalk, ServerRole, SessionAttrs, Verdict};
 pub use options::{ConnectOptions, SqliteDriver, TlsMode, WorkerWait};
 pub use plan::{Atomicity, CopyIn, Done, Outcome, Outcomes, Plan, Runner, Step, StepId, Steps};
 pub use repo::{BatchOptions, BatchResult, BatchTransaction, CursorPage, Find, Page};
-pub use tx::{Attempts, Closing, Ending, Isolation, TxOptions};
+pub use tx::{Attempts, Closing, Isolation, TxOptions};

@@ -92,50 +92,6 @@ impl TxOptions {
     }
 }
 
-/// The outcome of running the statements that end a transaction or a savepoint ([`end`],
-/// [`end_savepoint`]): every statement is run whatever fails, and a failure counts only when the work
-/// succeeded — after a failed attempt the rollback is best effort and the work's own error is the one to
-/// report. The one place this rule is written; each executor runs the statements and records them here.
-#[derive(Debug)]
-pub struct Ending {
-    work_ok: bool,
-    first_error: Option<Error>,
-    all_ok: bool,
-}
-
-impl Ending {
-    /// The ending of work that succeeded (`work_ok`) or failed.
-    pub fn new(work_ok: bool) -> Self {
-        Ending {
-            work_ok,
-            first_error: None,
-            all_ok: true,
-        }
-    }
-
-    /// Records one end statement's result.
-    pub fn record(&mut self, result: crate::Result<()>) {
-        self.all_ok &= result.is_ok();
-        if let Err(e) = result
-            && self.work_ok
-            && self.first_error.is_none()
-        {
-            self.first_error = Some(e);
-        }
-    }
-
-    /// Whether every end statement succeeded: the transaction is over for sure (after failed work too,
-    /// where [`Ending::finish`] says `Ok` whatever the rollback did).
-    pub fn all_ok(&self) -> bool {
-        self.all_ok
-    }
-
-    /// `Err` with the first failure of an end statement after successful work; `Ok` otherwise.
-    pub fn finish(self) -> crate::Result<()> {
-        self.first_error.map_or(Ok(()), Err)
-    }
-}
-
 /// The attempts of a retried transaction: the one place that counts them, applies
 /// [`TxOptions::should_retry_any`] and logs a rerun. Every retry loop of both executors is
 /// `loop { match attempt() { Err(e) if attempts.again(&e, seen) => continue, other => return other } }`.
@@ -252,15 +208,13 @@ pub fn end(dialect: Dialect, opts: &TxOptions, commit: bool) -> Vec<String> {
 ///   is open; when it is not, the connection must not be reused.
 #[derive(Debug)]
 pub struct Closing {
-    dialect: Dialect,
-    opts: TxOptions,
     todo: std::vec::IntoIter<String>,
+    /// Committing: the ROLLBACK that follows a COMMIT that fails.
+    after_failed_commit: Option<Vec<String>>,
     /// The first failure of the statements run so far in this phase.
     failed: Option<Error>,
     /// Whether every statement of this phase so far succeeded.
     all_ok: bool,
-    /// Committing: a failed COMMIT moves on to the ROLLBACK phase.
-    committing: bool,
     /// The COMMIT's failure, once the ROLLBACK that follows it has begun.
     commit_failed: Option<Error>,
 }
@@ -268,13 +222,25 @@ pub struct Closing {
 impl Closing {
     /// The end of a transaction begun with `opts` on `dialect`: COMMIT when `commit`, ROLLBACK otherwise.
     pub fn new(dialect: Dialect, opts: &TxOptions, commit: bool) -> Self {
+        Closing::of(
+            end(dialect, opts, commit),
+            commit.then(|| end(dialect, opts, false)),
+        )
+    }
+
+    /// The end of the savepoint of `depth` ([`end_savepoint`]): released after work that succeeded
+    /// (`ok`), rolled back to and released after work that failed. The outer transaction goes on either
+    /// way; after failed work, the work's error is the one to report, not these statements'.
+    pub fn savepoint(depth: u32, ok: bool) -> Self {
+        Closing::of(end_savepoint(depth, ok), None)
+    }
+
+    fn of(statements: Vec<String>, after_failed_commit: Option<Vec<String>>) -> Self {
         Closing {
-            dialect,
-            opts: opts.clone(),
-            todo: end(dialect, opts, commit).into_iter(),
+            todo: statements.into_iter(),
+            after_failed_commit,
             failed: None,
             all_ok: true,
-            committing: commit,
             commit_failed: None,
         }
     }
@@ -285,15 +251,15 @@ impl Closing {
         if let Some(sql) = self.todo.next() {
             return Some(sql);
         }
-        if !self.committing || self.all_ok {
+        if self.all_ok {
             return None;
         }
         // The COMMIT failed: roll back, unless the driver knows the transaction is over already.
-        self.committing = false;
+        let rollback = self.after_failed_commit.take()?;
         self.commit_failed = self.failed.take();
         self.all_ok = true;
         if open() != Some(false) {
-            self.todo = end(self.dialect, &self.opts, false).into_iter();
+            self.todo = rollback.into_iter();
         }
         self.todo.next()
     }
@@ -509,22 +475,32 @@ mod tests {
         );
     }
 
-    /// Ending: a failed end statement is the error only after successful work, and the first one wins.
+    /// A savepoint's end: every statement runs, and the first failure is the error.
     #[test]
-    fn ending_reports_only_after_success() {
-        let mut after_success = Ending::new(true);
-        after_success.record(Ok(()));
-        after_success.record(Err(Error::RowNotFound));
-        after_success.record(Err(Error::Usage("second".into())));
-        assert!(matches!(after_success.finish(), Err(Error::RowNotFound)));
-        let mut after_failure = Ending::new(false);
-        after_failure.record(Err(Error::RowNotFound));
-        assert!(
-            !after_failure.all_ok(),
-            "the rollback failed: the transaction may be open"
+    fn closing_a_savepoint_runs_every_statement() {
+        let mut c = scripted(&["ROLLBACK TO SAVEPOINT tandem_sp_2"], None);
+        let mut closing = Closing::savepoint(2, false);
+        while let Some(sql) = closing.next(|| unreachable!("no COMMIT here")) {
+            let r = crate::plan::Runner::simple(&mut c, &sql);
+            closing.record(r);
+        }
+        assert_eq!(
+            c.sent,
+            [
+                "ROLLBACK TO SAVEPOINT tandem_sp_2",
+                "RELEASE SAVEPOINT tandem_sp_2"
+            ]
         );
-        assert!(after_failure.finish().is_ok());
-        assert!(Ending::new(true).finish().is_ok());
+        let (r, over) = closing.finish(|| None);
+        assert!(r.is_err() && !over);
+        let mut released = Closing::savepoint(1, true);
+        assert_eq!(
+            released.next(|| None).as_deref(),
+            Some("RELEASE SAVEPOINT tandem_sp_1")
+        );
+        released.record(Ok(()));
+        assert_eq!(released.next(|| None), None);
+        assert!(matches!(released.finish(|| None), (Ok(()), true)));
     }
 
     /// Attempts: a retriable failure runs again until the bound, anything else never; a caller's own error
