@@ -319,6 +319,10 @@ fn next() -> Result<bool, String> {
                 s.slug(),
                 s.number
             );
+            println!(
+                "      (next stops at the first stage that does not pass yet; a later stage you worked on\n      \
+                 does not need this one: just check NN runs it on the reference solutions of the stages before)"
+            );
             return Ok(true);
         }
         println!("   ✓ stage {} passes", s.slug());
