@@ -171,7 +171,17 @@ async fn lock<S, T>(
         return Err(already_running(job));
     }
     let lease = match db.dialect() {
-        Dialect::MySql => Some(Lease::take(db, &conn, job).await?),
+        Dialect::MySql => match Lease::take(db, &conn, job).await {
+            Ok(lease) => Some(lease),
+            Err(e) => {
+                // Released before the refusal, as at a run's end: a rerun right after must not find the
+                // lock still held by this session while it closes.
+                let _ = conn
+                    .execute(&server_unlock_statement(db.dialect(), job_key(job)))
+                    .await;
+                return Err(e);
+            }
+        },
         _ => None,
     };
     Ok((RunLock::Server(Box::new(conn)), lease))
