@@ -1,6 +1,7 @@
 //! `e2e`: the essay's batch job over `data_size` source rows with `parallelism` partitions, on each runner,
-//! next to the server doing the same work alone (`INSERT … SELECT`) and, on SQLite, the job written by hand
-//! on rusqlite (`raw-driver`, one partition). Target and job tables are recreated
+//! next to the server doing the same work alone (`INSERT … SELECT`) and the job written by hand on the raw
+//! blocking driver (`raw-driver`: on SQLite one partition on rusqlite, on the servers `parallelism`
+//! partitions on `postgres` / `mysql`). Target and job tables are recreated
 //! before each measured op; every op is verified (row count, distinct names, checksum).
 
 use std::time::Instant;
@@ -43,6 +44,51 @@ fn verify(db: &Database, n: usize) -> anyhow::Result<()> {
         ));
     }
     Ok(())
+}
+
+/// The job by hand on the server's blocking driver (see [`crate::raw::postgres_job`]), `p` partitions on
+/// `p` threads and connections, opened before the clock starts.
+fn server_job_by_hand(
+    db: &Database,
+    url: &str,
+    n: usize,
+    p: usize,
+    iterations: usize,
+) -> anyhow::Result<crate::report::Measured> {
+    let opts = tandem_core::ConnectOptions::parse(url)?;
+    let page = essay::job(p).page_size as usize;
+    let checkpoints = |drop: bool| -> anyhow::Result<()> {
+        for sql in crate::raw::server_job_checkpoints(p, drop) {
+            db.execute(&raw(sql, vec![]))?;
+        }
+        Ok(())
+    };
+    let m = measure(iterations, || {
+        reset_target(db)?;
+        checkpoints(false)?;
+        let took = match db.dialect() {
+            Dialect::Postgres => {
+                let clients = (0..p)
+                    .map(|_| seed::pg_client(&opts))
+                    .collect::<anyhow::Result<Vec<_>>>()?;
+                let started = Instant::now();
+                crate::raw::postgres_job(clients, page)?;
+                started.elapsed()
+            }
+            _ => {
+                let conns = (0..p)
+                    .map(|_| seed::mysql_conn(&opts))
+                    .collect::<anyhow::Result<Vec<_>>>()?;
+                let started = Instant::now();
+                crate::raw::mysql_job(conns, page)?;
+                started.elapsed()
+            }
+        };
+        verify(db, n)?;
+        Ok(took)
+    })?;
+    checkpoints(true)?;
+    Ok(m)
 }
 
 /// Runs the scenario for every engine, data size, pool size and parallelism.
@@ -116,6 +162,8 @@ pub fn run(
                     record("insert-select", ceiling);
                     if let Some(m) = by_hand {
                         record("raw-driver", m);
+                    } else {
+                        record("raw-driver", server_job_by_hand(&db, &url, n, p, it)?);
                     }
                     let job = essay::job(p);
                     if ctx.executors.contains(&Executor::Blocking) {

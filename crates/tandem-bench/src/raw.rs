@@ -1,6 +1,7 @@
 //! The seed workload written by hand on each raw driver, with no tandem layer: the same multi-row INSERT of
 //! `chunk` rows per statement, each statement its own (implicit) transaction, exactly as tandem sends it.
-//! And the essay's batch job by hand on rusqlite ([`sqlite_job`]): what the engine needs for that job's shape.
+//! And the essay's batch job by hand ([`sqlite_job`] on rusqlite, [`postgres_job`], [`mysql_job`]): what the
+//! engine needs for that job's shape, before any library code.
 
 use postgres::types::ToSql;
 
@@ -194,13 +195,8 @@ pub fn sqlite_job(conn: &rusqlite::Connection, page: usize) -> rusqlite::Result<
             .iter()
             .map(|(_, name, value)| (name.to_uppercase(), value * 2))
             .collect();
-        let mut sql =
-            String::from("INSERT INTO benchmark_target (source_name, transformed_value) VALUES ");
-        for i in 0..out.len() {
-            sql.push_str(if i == 0 { "(?, ?)" } else { ", (?, ?)" });
-        }
         conn.execute_batch("BEGIN IMMEDIATE")?;
-        conn.prepare_cached(&sql)?
+        conn.prepare_cached(&insert_target_sql(out.len(), false))?
             .execute(rusqlite::params_from_iter(out.iter().flat_map(|(n, v)| {
                 [n as &dyn rusqlite::ToSql, v as &dyn rusqlite::ToSql]
             })))?;
@@ -211,4 +207,150 @@ pub fn sqlite_job(conn: &rusqlite::Connection, page: usize) -> rusqlite::Result<
         conn.execute_batch("COMMIT")?;
         after = last;
     }
+}
+
+/// The checkpoint table the server jobs update, one row per partition (made before the clock starts;
+/// `drop` drops it afterwards).
+pub fn server_job_checkpoints(partitions: usize, drop: bool) -> Vec<String> {
+    if drop {
+        return vec!["DROP TABLE IF EXISTS raw_job_checkpoint".into()];
+    }
+    let mut sql = vec![
+        "DROP TABLE IF EXISTS raw_job_checkpoint".into(),
+        "CREATE TABLE raw_job_checkpoint (id BIGINT PRIMARY KEY, checkpoint BIGINT NOT NULL, \
+         read_count BIGINT NOT NULL, chunk_count BIGINT NOT NULL)"
+            .into(),
+    ];
+    sql.extend(
+        (1..=partitions).map(|i| format!("INSERT INTO raw_job_checkpoint VALUES ({i}, 0, 0, 0)")),
+    );
+    sql
+}
+
+/// Runs `partition` on its own thread for each of `parallelism` key ranges of the source (its bounds read
+/// first, as the job does), each with a connection from `open` made before the clock starts.
+fn partitioned<C: Send, E: Send>(
+    mut conns: Vec<C>,
+    bounds: (i64, i64),
+    partition: impl Fn(&mut C, usize, (i64, i64)) -> Result<(), E> + Sync,
+) -> Result<(), E> {
+    let ranges = tandem_batch::job::partitions(bounds.0, bounds.1, conns.len());
+    std::thread::scope(|s| {
+        let running: Vec<_> = conns
+            .iter_mut()
+            .zip(ranges)
+            .enumerate()
+            .map(|(i, (conn, range))| {
+                let partition = &partition;
+                s.spawn(move || partition(conn, i + 1, range))
+            })
+            .collect();
+        running
+            .into_iter()
+            .try_for_each(|t| t.join().expect("a raw job partition panicked"))
+    })
+}
+
+/// The essay's batch job by hand on the `postgres` crate: `clients.len()` partitions, each on its own
+/// thread and connection, reading keyset pages of `page` rows, transforming them in Rust, and writing each
+/// page in one transaction with its multi-row INSERT and its checkpoint UPDATE (statements prepared once
+/// per connection). The same round trips per chunk as the job, and no library code.
+pub fn postgres_job(clients: Vec<postgres::Client>, page: usize) -> Result<(), postgres::Error> {
+    let mut clients = clients;
+    let bounds: (Option<i64>, Option<i64>) = {
+        let row = clients[0].query_one("SELECT MIN(id), MAX(id) FROM benchmark_source", &[])?;
+        (row.get(0), row.get(1))
+    };
+    let (Some(lo), Some(hi)) = bounds else {
+        return Ok(());
+    };
+    partitioned(clients, (lo, hi), |client, id, (lo, hi)| {
+        let select = client.prepare(
+            "SELECT id, name, value FROM benchmark_source WHERE id > $1 AND id <= $2 ORDER BY id LIMIT $3",
+        )?;
+        let checkpoint = client.prepare(
+            "UPDATE raw_job_checkpoint SET checkpoint = $1, read_count = read_count + $2, \
+             chunk_count = chunk_count + 1 WHERE id = $3",
+        )?;
+        let mut inserts = std::collections::HashMap::new();
+        let mut after = lo - 1;
+        loop {
+            let rows = client.query(&select, &[&after, &hi, &(page as i64)])?;
+            let Some(last) = rows.last().map(|r| r.get::<_, i64>(0)) else {
+                return Ok(());
+            };
+            let out: Vec<(String, i32)> = rows
+                .iter()
+                .map(|r| (r.get::<_, &str>(1).to_uppercase(), r.get::<_, i32>(2) * 2))
+                .collect();
+            let insert = match inserts.get(&out.len()) {
+                Some(s) => s,
+                None => {
+                    let s = client.prepare(&insert_target_sql(out.len(), true))?;
+                    inserts.entry(out.len()).or_insert(s)
+                }
+            };
+            let params: Vec<&(dyn ToSql + Sync)> = out
+                .iter()
+                .flat_map(|(n, v)| [n as &(dyn ToSql + Sync), v as &(dyn ToSql + Sync)])
+                .collect();
+            let mut tx = client.transaction()?;
+            tx.execute(insert, &params)?;
+            tx.execute(&checkpoint, &[&last, &(rows.len() as i64), &(id as i64)])?;
+            tx.commit()?;
+            after = last;
+        }
+    })
+}
+
+/// [`postgres_job`] on the `mysql` crate (its statement cache prepares each statement once per connection).
+pub fn mysql_job(conns: Vec<mysql::Conn>, page: usize) -> Result<(), mysql::Error> {
+    use mysql::prelude::Queryable;
+    let mut conns = conns;
+    let bounds: Option<(Option<i64>, Option<i64>)> =
+        conns[0].query_first("SELECT MIN(id), MAX(id) FROM benchmark_source")?;
+    let Some((Some(lo), Some(hi))) = bounds else {
+        return Ok(());
+    };
+    partitioned(conns, (lo, hi), |conn, id, (lo, hi)| {
+        let mut after = lo - 1;
+        loop {
+            let rows: Vec<(i64, String, i32)> = conn.exec(
+                "SELECT id, name, value FROM benchmark_source WHERE id > ? AND id <= ? ORDER BY id LIMIT ?",
+                (after, hi, page as i64),
+            )?;
+            let Some(&(last, _, _)) = rows.last() else {
+                return Ok(());
+            };
+            let params: Vec<mysql::Value> = rows
+                .iter()
+                .flat_map(|(_, name, value)| {
+                    [
+                        mysql::Value::from(name.to_uppercase()),
+                        mysql::Value::from(value * 2),
+                    ]
+                })
+                .collect();
+            let mut tx = conn.start_transaction(mysql::TxOpts::default())?;
+            tx.exec_drop(
+                insert_target_sql(rows.len(), false),
+                mysql::Params::Positional(params),
+            )?;
+            tx.exec_drop(
+                "UPDATE raw_job_checkpoint SET checkpoint = ?, read_count = read_count + ?, \
+                 chunk_count = chunk_count + 1 WHERE id = ?",
+                (last, rows.len() as i64, id as i64),
+            )?;
+            tx.commit()?;
+            after = last;
+        }
+    })
+}
+
+fn insert_target_sql(rows: usize, pg: bool) -> String {
+    insert_sql(rows, pg).replacen(
+        "benchmark_source (name, value)",
+        "benchmark_target (source_name, transformed_value)",
+        1,
+    )
 }

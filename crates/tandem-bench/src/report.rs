@@ -314,10 +314,14 @@ impl Results {
             let secs = |v: &str| self.find(r, v).map(|o| o.time.secs());
             let own = Some(r.time.secs());
             println!(
-                "e2e       {:<9} {:>7} rows par {:>2}: the job by hand on the raw driver (one partition) {:>9.3} ops/s = {} of INSERT…SELECT; blocking at {} of it, async at {}",
+                "e2e       {:<9} {:>7} rows par {:>2}: the job by hand on the raw driver ({}) {:>9.3} ops/s = {} of INSERT…SELECT; blocking at {} of it, async at {}",
                 r.db,
                 r.rows,
                 r.parallelism,
+                match (r.db.as_str(), r.parallelism) {
+                    ("sqlite", _) | (_, 1) => "one partition".to_owned(),
+                    (_, p) => format!("{p} partitions"),
+                },
                 r.ops_per_s(),
                 speed(secs("insert-select"), own),
                 speed(own, secs("tandem-blocking")),
