@@ -271,7 +271,7 @@ pub fn markdown(results: &Results) -> String {
             cell(ceiling)
         );
     }
-    md.push_str("\n\"By hand\": the same job written directly on the raw blocking driver (rusqlite with one partition; `postgres` / `mysql` with one thread and connection per partition): what the job's shape costs before any library code — 200 page reads, INSERTs and checkpointed commits per 100,000 rows, where `INSERT … SELECT` is one statement.\n\n");
+    md.push_str("\n\"By hand\": the same job written directly on the raw blocking driver (rusqlite with one partition; `postgres` / `mysql` with one thread and connection per partition): what the job's shape costs before any library code — 200 page reads, INSERTs and checkpointed commits per 100,000 rows, where `INSERT … SELECT` is one statement.\n");
     md.push_str("\nThe essay's H2 end-to-end figures (~2,000 ops/s at every size) cannot have read and written every row: seeding 100,000 rows alone took them 169 ms. tandem's figures are checked after every op.\n");
     pool_tables(results, &mut md);
     md
