@@ -57,15 +57,11 @@ fn server_job_by_hand(
 ) -> anyhow::Result<crate::report::Measured> {
     let opts = tandem_core::ConnectOptions::parse(url)?;
     let page = essay::job(p).page_size as usize;
-    let checkpoints = |drop: bool| -> anyhow::Result<()> {
-        for sql in crate::raw::server_job_checkpoints(p, drop) {
-            db.execute(&raw(sql, vec![]))?;
-        }
-        Ok(())
-    };
     let m = measure(iterations, || {
         reset_target(db)?;
-        checkpoints(false)?;
+        for sql in crate::raw::job_checkpoints(p) {
+            db.execute(&raw(sql, vec![]))?;
+        }
         let took = match db.dialect() {
             Dialect::Postgres => {
                 let clients = (0..p)
@@ -87,7 +83,7 @@ fn server_job_by_hand(
         verify(db, n)?;
         Ok(took)
     })?;
-    checkpoints(true)?;
+    db.execute(&raw(crate::raw::END_JOB, vec![]))?;
     Ok(m)
 }
 

@@ -45,13 +45,7 @@ pub fn postgres(
 ) -> Result<(), postgres::Error> {
     let mut prepared = std::collections::HashMap::new();
     for part in rows.chunks(chunk) {
-        let stmt = match prepared.get(&part.len()) {
-            Some(s) => s,
-            None => {
-                let s = client.prepare(&insert_sql(part.len(), true))?;
-                prepared.entry(part.len()).or_insert(s)
-            }
-        };
+        let stmt = prepared_insert(client, &mut prepared, part.len(), insert_sql)?;
         let params: Vec<&(dyn ToSql + Sync)> = part
             .iter()
             .flat_map(|s| {
@@ -64,6 +58,20 @@ pub fn postgres(
         client.execute(stmt, &params)?;
     }
     Ok(())
+}
+
+/// The multi-row INSERT of `rows` rows that `sql` writes (PostgreSQL placeholders), prepared once per row
+/// count on `client` and kept in `cache`.
+fn prepared_insert<'c>(
+    client: &mut postgres::Client,
+    cache: &'c mut std::collections::HashMap<usize, postgres::Statement>,
+    rows: usize,
+    sql: fn(usize, bool) -> String,
+) -> Result<&'c postgres::Statement, postgres::Error> {
+    Ok(match cache.entry(rows) {
+        std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+        std::collections::hash_map::Entry::Vacant(v) => v.insert(client.prepare(&sql(rows, true))?),
+    })
 }
 
 /// mysql.
@@ -160,16 +168,32 @@ pub fn mysql_load_data(conn: &mut mysql::Conn, rows: &[Source]) -> Result<(), my
     )
 }
 
-/// Makes the checkpoint table [`sqlite_job`] updates (before the clock starts); [`end_sqlite_job`] drops it.
+/// The statements that make the checkpoint table the hand-written jobs update, one row per partition (run
+/// before the clock starts; [`END_JOB`] drops it afterwards). `INTEGER PRIMARY KEY`: on SQLite the row id.
+pub fn job_checkpoints(partitions: usize) -> Vec<String> {
+    let mut sql = vec![
+        END_JOB.into(),
+        "CREATE TABLE raw_job_checkpoint (id INTEGER PRIMARY KEY, checkpoint BIGINT NOT NULL, \
+         read_count BIGINT NOT NULL, chunk_count BIGINT NOT NULL)"
+            .into(),
+    ];
+    sql.extend(
+        (1..=partitions).map(|i| format!("INSERT INTO raw_job_checkpoint VALUES ({i}, 0, 0, 0)")),
+    );
+    sql
+}
+
+/// Drops what [`job_checkpoints`] made.
+pub const END_JOB: &str = "DROP TABLE IF EXISTS raw_job_checkpoint";
+
+/// [`job_checkpoints`] for [`sqlite_job`]'s one partition.
 pub fn prepare_sqlite_job(conn: &rusqlite::Connection) -> rusqlite::Result<()> {
-    conn.execute_batch(
-        "DROP TABLE IF EXISTS raw_job_checkpoint; CREATE TABLE raw_job_checkpoint (id INTEGER PRIMARY KEY, checkpoint INTEGER NOT NULL, read_count INTEGER NOT NULL, chunk_count INTEGER NOT NULL); INSERT INTO raw_job_checkpoint VALUES (1, 0, 0, 0);",
-    )
+    conn.execute_batch(&job_checkpoints(1).join(";"))
 }
 
 /// Drops what [`prepare_sqlite_job`] made.
 pub fn end_sqlite_job(conn: &rusqlite::Connection) -> rusqlite::Result<()> {
-    conn.execute_batch("DROP TABLE raw_job_checkpoint")
+    conn.execute_batch(END_JOB)
 }
 
 /// The essay's batch job by hand on one rusqlite connection, one partition: keyset pages of `page` source
@@ -209,26 +233,8 @@ pub fn sqlite_job(conn: &rusqlite::Connection, page: usize) -> rusqlite::Result<
     }
 }
 
-/// The checkpoint table the server jobs update, one row per partition (made before the clock starts;
-/// `drop` drops it afterwards).
-pub fn server_job_checkpoints(partitions: usize, drop: bool) -> Vec<String> {
-    if drop {
-        return vec!["DROP TABLE IF EXISTS raw_job_checkpoint".into()];
-    }
-    let mut sql = vec![
-        "DROP TABLE IF EXISTS raw_job_checkpoint".into(),
-        "CREATE TABLE raw_job_checkpoint (id BIGINT PRIMARY KEY, checkpoint BIGINT NOT NULL, \
-         read_count BIGINT NOT NULL, chunk_count BIGINT NOT NULL)"
-            .into(),
-    ];
-    sql.extend(
-        (1..=partitions).map(|i| format!("INSERT INTO raw_job_checkpoint VALUES ({i}, 0, 0, 0)")),
-    );
-    sql
-}
-
-/// Runs `partition` on its own thread for each of `parallelism` key ranges of the source (its bounds read
-/// first, as the job does), each with a connection from `open` made before the clock starts.
+/// Runs `partition` on its own thread and connection for each of `conns.len()` key ranges of `bounds`
+/// (the connections are opened by the caller, before the clock starts).
 fn partitioned<C: Send, E: Send>(
     mut conns: Vec<C>,
     bounds: (i64, i64),
@@ -255,8 +261,10 @@ fn partitioned<C: Send, E: Send>(
 /// thread and connection, reading keyset pages of `page` rows, transforming them in Rust, and writing each
 /// page in one transaction with its multi-row INSERT and its checkpoint UPDATE (statements prepared once
 /// per connection). The same round trips per chunk as the job, and no library code.
-pub fn postgres_job(clients: Vec<postgres::Client>, page: usize) -> Result<(), postgres::Error> {
-    let mut clients = clients;
+pub fn postgres_job(
+    mut clients: Vec<postgres::Client>,
+    page: usize,
+) -> Result<(), postgres::Error> {
     let bounds: (Option<i64>, Option<i64>) = {
         let row = clients[0].query_one("SELECT MIN(id), MAX(id) FROM benchmark_source", &[])?;
         (row.get(0), row.get(1))
@@ -283,20 +291,14 @@ pub fn postgres_job(clients: Vec<postgres::Client>, page: usize) -> Result<(), p
                 .iter()
                 .map(|r| (r.get::<_, &str>(1).to_uppercase(), r.get::<_, i32>(2) * 2))
                 .collect();
-            let insert = match inserts.get(&out.len()) {
-                Some(s) => s,
-                None => {
-                    let s = client.prepare(&insert_target_sql(out.len(), true))?;
-                    inserts.entry(out.len()).or_insert(s)
-                }
-            };
+            let insert = prepared_insert(client, &mut inserts, out.len(), insert_target_sql)?;
             let params: Vec<&(dyn ToSql + Sync)> = out
                 .iter()
                 .flat_map(|(n, v)| [n as &(dyn ToSql + Sync), v as &(dyn ToSql + Sync)])
                 .collect();
             let mut tx = client.transaction()?;
             tx.execute(insert, &params)?;
-            tx.execute(&checkpoint, &[&last, &(rows.len() as i64), &(id as i64)])?;
+            tx.execute(&checkpoint, &[&last, &(rows.len() as i64), &(id as i32)])?;
             tx.commit()?;
             after = last;
         }
@@ -304,9 +306,8 @@ pub fn postgres_job(clients: Vec<postgres::Client>, page: usize) -> Result<(), p
 }
 
 /// [`postgres_job`] on the `mysql` crate (its statement cache prepares each statement once per connection).
-pub fn mysql_job(conns: Vec<mysql::Conn>, page: usize) -> Result<(), mysql::Error> {
+pub fn mysql_job(mut conns: Vec<mysql::Conn>, page: usize) -> Result<(), mysql::Error> {
     use mysql::prelude::Queryable;
-    let mut conns = conns;
     let bounds: Option<(Option<i64>, Option<i64>)> =
         conns[0].query_first("SELECT MIN(id), MAX(id) FROM benchmark_source")?;
     let Some((Some(lo), Some(hi))) = bounds else {
