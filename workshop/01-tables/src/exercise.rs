@@ -1,8 +1,8 @@
 //! Stage 1 — tables and typed columns. Your code. Read `book/src/01-tables.md`, then make `just check 01`
 //! pass. The order that works: the `table!` macro (until it exists, the tests do not compile), then the
 //! conversions of `SqlValue`, then `quote` and `create_table`.
-// Allowed while the bodies are `todo!()`s (unused parameters, imports, helpers). Delete this allowance
-// when you are done: the warnings it hides are then worth reading.
+// When you are done, delete this comment and the `#![allow(…)]` under it: they keep the compiler quiet
+// while the bodies are `todo!()`s (unused parameters, imports, helpers); then its warnings are worth reading.
 #![allow(unused_variables)]
 
 use crate::{DecodeError, Dialect, SqlType, Value};

@@ -1,8 +1,8 @@
 //! Stage 2 — expressions and NULL. Your code. Read `book/src/02-expressions.md`, then make
 //! `just check 02` pass. The order that works: `Sql::param`, the typed layer at the bottom (`ColumnExt`,
 //! `Condition`), `Expr::render`, then `Expr::eval` — SQL's three-valued logic.
-// Allowed while the bodies are `todo!()`s (unused parameters, imports, helpers). Delete this allowance
-// when you are done: the warnings it hides are then worth reading.
+// When you are done, delete this comment and the `#![allow(…)]` under it: they keep the compiler quiet
+// while the bodies are `todo!()`s (unused parameters, imports, helpers); then its warnings are worth reading.
 #![allow(unused_variables, dead_code)]
 
 use std::fmt;

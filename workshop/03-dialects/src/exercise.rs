@@ -1,8 +1,8 @@
 //! Stage 3 — dialects and parameters. Your code. Read `book/src/03-dialects.md`, then make `just check 03`
 //! pass. The builders are given; you write what turns them into SQL for each engine: `param_limit`,
 //! `Select::render`, `Update::render` and `Delete::render`, then `Insert::render` and `render_chunks`.
-// Allowed while the bodies are `todo!()`s (unused parameters, imports, helpers). Delete this allowance
-// when you are done: the warnings it hides are then worth reading.
+// When you are done, delete this comment and the `#![allow(…)]` under it: they keep the compiler quiet
+// while the bodies are `todo!()`s (unused parameters, imports, helpers); then its warnings are worth reading.
 #![allow(unused_variables, unused_imports, dead_code)]
 
 use std::fmt;

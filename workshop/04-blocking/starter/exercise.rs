@@ -2,8 +2,8 @@
 //! `just check 04` pass. The order that works: the error classification and `Conn`'s three methods (SQLite
 //! first), the tuple `FromRow`s, the pool, `Database` and its `Executor`, transactions, savepoints and
 //! retries, and last the transfer that uses all of it.
-// Allowed while the bodies are `todo!()`s (unused parameters, imports, helpers). Delete this allowance
-// when you are done: the warnings it hides are then worth reading.
+// When you are done, delete this comment and the `#![allow(…)]` under it: they keep the compiler quiet
+// while the bodies are `todo!()`s (unused parameters, imports, helpers); then its warnings are worth reading.
 #![allow(
     unused_variables,
     unused_imports,

@@ -1,7 +1,7 @@
 //! Stage 5 — repositories. Your code. Read `book/src/05-repositories.md`, then make `just check 05` pass.
 //! First `Account`'s `Entity` impl, then the repository's methods, one check at a time.
-// Allowed while the bodies are `todo!()`s (unused parameters, imports, helpers). Delete this allowance
-// when you are done: the warnings it hides are then worth reading.
+// When you are done, delete this comment and the `#![allow(…)]` under it: they keep the compiler quiet
+// while the bodies are `todo!()`s (unused parameters, imports, helpers); then its warnings are worth reading.
 #![allow(unused_variables, unused_imports, dead_code)]
 
 use std::marker::PhantomData;

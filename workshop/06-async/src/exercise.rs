@@ -1,8 +1,8 @@
 //! Stage 6 — an async executor, streams and cancellation. Your code. Read `book/src/06-async.md`, then make
 //! `just check 06` pass. The order that works: the SQLite worker, `Link` (SQLite first), the pool and its
 //! `Drop`, `Database` and `Transaction`, the stream, and last the transfer.
-// Allowed while the bodies are `todo!()`s (unused parameters, imports, helpers). Delete this allowance
-// when you are done: the warnings it hides are then worth reading.
+// When you are done, delete this comment and the `#![allow(…)]` under it: they keep the compiler quiet
+// while the bodies are `todo!()`s (unused parameters, imports, helpers); then its warnings are worth reading.
 #![allow(
     unused_variables,
     unused_imports,

@@ -1,8 +1,8 @@
 //! Stage 7 — a pool gate. Your code. Read `book/src/07-pools.md`, then make `just check 07` pass. The
 //! types and the shape of the queue are given; you write how callers arrive, wait (a thread and a task
 //! each their own way), give up, and how a permit is handed on.
-// Allowed while the bodies are `todo!()`s (unused parameters, imports, helpers). Delete this allowance
-// when you are done: the warnings it hides are then worth reading.
+// When you are done, delete this comment and the `#![allow(…)]` under it: they keep the compiler quiet
+// while the bodies are `todo!()`s (unused parameters, imports, helpers); then its warnings are worth reading.
 #![allow(
     unused_variables,
     unused_imports,
@@ -40,7 +40,8 @@ pub enum GateError {
     },
     /// The caller waited its whole deadline.
     Timeout {
-        /// How long it waited.
+        /// How long it waited: its whole deadline, `GateConfig::deadline` (a caller's deadline runs from
+        /// the moment it joins the line).
         waited: Duration,
     },
 }
@@ -71,6 +72,10 @@ pub struct GateStatus {
 // ANCHOR: gate
 /// First come, first served admission for threads and tasks alike: at most `max` inside, at most
 /// `max_waiting` in line, nobody waiting past the deadline.
+///
+/// Two kinds of lock: the gate's `state`, and each waiter's `granted`. Never hold both at once: `release`
+/// lets go of `state` before it sets a waiter's flag, and a waiting thread lets go of its flag before it
+/// calls `give_up`. Two threads taking them in opposite orders wait for each other for ever.
 #[derive(Clone)]
 pub struct Gate {
     inner: Arc<Inner>,
@@ -87,7 +92,9 @@ struct State {
 }
 
 /// One caller in line. The one who lets it in sets `granted` and wakes it, whichever way it waits: a
-/// thread on the condition variable, a task on the `Notify`.
+/// thread on the condition variable, a task on the `Notify`. Wake both with `notify_one`: a `Notify` keeps
+/// one `notify_one` for a task that is not waiting yet, while `notify_waiters` wakes only tasks already
+/// waiting — one between checking its flag and waiting would sleep to its deadline.
 #[derive(Default)]
 struct Waiter {
     granted: Mutex<bool>,
@@ -133,6 +140,9 @@ impl Gate {
 
     /// Enters from a task, as [`Gate::enter_blocking`] does from a thread. Dropping the future while it
     /// waits takes it out of line — and hands on a permit that reached it as it was dropped.
+    ///
+    /// The deadline: `tokio::time::timeout_at` takes a `tokio::time::Instant` (`tokio::time::Instant::now()
+    /// + deadline`, or `tokio::time::Instant::from_std`), not a `std::time::Instant`.
     pub async fn enter(&self) -> Result<Permit, GateError> {
         todo!("enter from a task")
     }
@@ -142,8 +152,8 @@ impl Gate {
         todo!("come to the gate")
     }
 
-    /// A waiter stops waiting. Still in line: it leaves the line. Not in line any more: a permit was handed
-    /// to it in the meantime, and it is its own.
+    /// A waiter stops waiting. Still in line: it leaves the line (`Timeout`, with the whole deadline as
+    /// `waited`). Not in line any more: a permit was handed to it in the meantime, and it is its own.
     fn give_up(&self, waiter: &Arc<Waiter>) -> Result<Permit, GateError> {
         todo!("leave the line, or keep a permit that arrived")
     }
@@ -168,6 +178,10 @@ enum Arrival {
 }
 
 /// A task in line; dropped before it got in (its future was cancelled), it gives up its place.
+///
+/// Disarm it once the task is in or has given up by itself: set `waiter` to `None`. Armed, its `Drop`
+/// calls `give_up` again — and for a task already let in, that hands its permit on a second time: one
+/// caller too many gets in.
 struct InLine<'g> {
     gate: &'g Gate,
     waiter: Option<Arc<Waiter>>,

@@ -1,8 +1,8 @@
 //! Stage 8 — a batch job runner. Your code. Read `book/src/08-batch.md`, then make `just check 08` pass.
 //! First `split`, then the blocking runner, then the async one — what they share (the statements of each
 //! step of the job) is worth writing once, beside them.
-// Allowed while the bodies are `todo!()`s (unused parameters, imports, helpers). Delete this allowance
-// when you are done: the warnings it hides are then worth reading.
+// When you are done, delete this comment and the `#![allow(…)]` under it: they keep the compiler quiet
+// while the bodies are `todo!()`s (unused parameters, imports, helpers); then its warnings are worth reading.
 #![allow(unused_variables, unused_imports, dead_code)]
 
 use blocking::{Error, Executor, Result};

@@ -1,8 +1,8 @@
 //! Stage 9 — a benchmark of your own. Your code. Read `book/src/09-choosing.md`, then make `just check 09`
 //! pass: the median, the verification, your seed on both executors, `measure`, and the table. Then run the
 //! benchmark and fill in the chapter's selection guide with your numbers.
-// Allowed while the bodies are `todo!()`s (unused parameters, imports, helpers). Delete this allowance
-// when you are done: the warnings it hides are then worth reading.
+// When you are done, delete this comment and the `#![allow(…)]` under it: they keep the compiler quiet
+// while the bodies are `todo!()`s (unused parameters, imports, helpers); then its warnings are worth reading.
 #![allow(unused_variables, unused_imports, dead_code)]
 
 use std::collections::{BTreeMap, HashMap, HashSet};

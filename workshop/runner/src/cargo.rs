@@ -16,8 +16,8 @@ pub enum Progress {
 /// How the build went.
 pub enum Built {
     /// It compiled (the tests then ran; their report says how they went), with the warnings the compiler
-    /// gave the stage's own library — the learner's code.
-    Ok(Vec<String>),
+    /// gave the stage's own library — the learner's code — and the engines the checks skipped.
+    Ok(Vec<String>, Vec<String>),
     /// It did not: the compiler's rendered errors (or cargo's own words when there were none).
     Failed(Vec<String>),
 }
@@ -99,12 +99,27 @@ pub fn run(mut cmd: Command, progress: Progress, package: &str) -> Result<Built,
     let _ = child.wait().map_err(|e| e.to_string())?;
     let stderr = stderr.join().unwrap_or_default();
     match built {
-        Some(true) => Ok(Built::Ok(warnings)),
+        Some(true) => Ok(Built::Ok(warnings, skipped(&stderr))),
         _ if errors.is_empty() => Ok(Built::Failed(vec![format!(
             "cargo stopped before compiling anything:\n{stderr}"
         )])),
         _ => Ok(Built::Failed(errors)),
     }
+}
+
+/// The checks' `SKIPPED <check> on <engine>: <why>` lines (a server that did not answer, with the URL tried
+/// and the variable that sets it), without the prefix, each once.
+pub fn skipped(stderr: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for line in stderr
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("SKIPPED "))
+    {
+        if !out.iter().any(|o| o == line) {
+            out.push(line.to_owned());
+        }
+    }
+    out
 }
 
 /// Rebuilding a stage's own crates and its tests is quick; more than this many crates is a first build.
@@ -126,7 +141,7 @@ fn report_artifact(compiled: usize, name: &str, tty: bool) {
     if tty {
         print!("\r   {compiled:>4} crates compiled · {name:<40}");
     } else if compiled.is_multiple_of(25) {
-        println!("   {compiled} crates compiled · {name}");
+        println!("   … {compiled} crates so far ({name})");
     }
     let _ = std::io::stdout().flush();
 }

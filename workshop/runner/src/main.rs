@@ -53,12 +53,31 @@ struct Mode {
 enum Run {
     /// The code did not compile: the compiler's rendered messages.
     DoesNotCompile(Vec<String>),
-    /// The checks ran; the compiler's warnings about the learner's code.
-    Ran(Report, Vec<String>),
+    /// The checks ran; the compiler's warnings about the learner's code; the engines skipped.
+    Ran(Report, Vec<String>, Vec<String>),
 }
 
-fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+/// The checkout the learner works in: the nearest directory, from `start` up, holding the workshop's runner.
+///
+/// Found at run time, never fixed when the runner is compiled: two checkouts sharing one `CARGO_TARGET_DIR`
+/// share one runner binary, and each must check its own files.
+fn find_workspace(start: &Path) -> Option<PathBuf> {
+    start
+        .ancestors()
+        .find(|dir| dir.join("workshop/runner/Cargo.toml").is_file())
+        .map(Path::to_path_buf)
+}
+
+/// The workspace around the current directory (`just` runs the runner from the justfile's directory).
+fn workspace() -> Result<PathBuf, String> {
+    let here = std::env::current_dir().map_err(|e| format!("the current directory: {e}"))?;
+    find_workspace(&here).ok_or_else(|| {
+        format!(
+            "{} is not inside a tandem checkout (no workshop/runner/Cargo.toml here or above): run just check \
+             from the checkout",
+            here.display()
+        )
+    })
 }
 
 /// A `key = "value"` line of a manifest's `[package]`.
@@ -70,7 +89,12 @@ fn manifest_field(manifest: &str, key: &str) -> Option<String> {
 }
 
 fn stages() -> Result<Vec<Stage>, String> {
-    let dir = workspace().join("workshop");
+    stages_in(&workspace()?)
+}
+
+/// The stages of the checkout at `root`.
+fn stages_in(root: &Path) -> Result<Vec<Stage>, String> {
+    let dir = root.join("workshop");
     let mut out = Vec::new();
     for entry in std::fs::read_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))? {
         let path = entry.map_err(|e| e.to_string())?.path();
@@ -118,7 +142,7 @@ fn run(stage: &Stage, mode: Mode, progress: Progress) -> Result<Run, String> {
     ));
     let _ = std::fs::remove_file(&report);
     let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
-    cmd.current_dir(workspace())
+    cmd.current_dir(&stage.dir)
         .args([
             "test",
             "-q",
@@ -137,11 +161,11 @@ fn run(stage: &Stage, mode: Mode, progress: Progress) -> Result<Run, String> {
     }
     match cargo::run(cmd, progress, &stage.package)? {
         Built::Failed(errors) => Ok(Run::DoesNotCompile(errors)),
-        Built::Ok(warnings) => {
+        Built::Ok(warnings, skipped) => {
             let report = workshop_harness::read_report(&report).map_err(|e| {
                 format!("the checks of stage {} left no report ({e})", stage.number)
             })?;
-            Ok(Run::Ran(report, warnings))
+            Ok(Run::Ran(report, warnings, skipped))
         }
     }
 }
@@ -216,7 +240,12 @@ fn is_todo_stop(errors: &[String]) -> bool {
 fn check(stage: &Stage, mode: Mode, verbose: bool) -> Result<bool, String> {
     let slug = stage.slug();
     println!("== stage {} · {}", stage.number, stage.title);
-    println!("   chapter: book/src/{slug}.md · your code: workshop/{slug}/src/exercise.rs");
+    println!("   chapter: book/src/{slug}.md");
+    // The whole path: it says which checkout is built when there are several.
+    println!(
+        "   your code: {}",
+        stage.dir.join("src/exercise.rs").display()
+    );
     if stage.number != "01" {
         println!(
             "   built on: {}",
@@ -246,7 +275,10 @@ fn check(stage: &Stage, mode: Mode, verbose: bool) -> Result<bool, String> {
             }
             Ok(false)
         }
-        Run::Ran(report, warnings) => {
+        Run::Ran(report, warnings, skipped) => {
+            for s in &skipped {
+                println!("   ⚠ not checked: {s}");
+            }
             let failed = failing(&report);
             let total = report.checks.len();
             let secs = started.elapsed().as_secs_f64();
@@ -289,9 +321,9 @@ fn next() -> Result<bool, String> {
     for s in stages()? {
         println!("== stage {} · {}", s.number, s.title);
         let why = match run(&s, Mode::default(), Progress::Show)? {
-            Run::Ran(r, _) if failing(&r).is_empty() && !r.checks.is_empty() => None,
-            Run::Ran(r, _) if r.checks.is_empty() => Some("no test ran".to_owned()),
-            Run::Ran(r, _) => {
+            Run::Ran(r, ..) if failing(&r).is_empty() && !r.checks.is_empty() => None,
+            Run::Ran(r, ..) if r.checks.is_empty() => Some("no test ran".to_owned()),
+            Run::Ran(r, ..) => {
                 let names: Vec<&str> = failing(&r).iter().map(|f| f.name.as_str()).collect();
                 let more = names.len().saturating_sub(3);
                 Some(format!(
@@ -398,7 +430,7 @@ fn verify() -> Result<bool, String> {
     }
     // The reference solutions are code learners read: lint them as the project's own code.
     let mut clippy = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
-    clippy.current_dir(workspace()).arg("clippy");
+    clippy.current_dir(workspace()?).arg("clippy");
     for s in &all {
         clippy.args(["-p", &s.package]);
     }
@@ -426,13 +458,13 @@ fn verify() -> Result<bool, String> {
         };
         let started = Instant::now();
         let solved = match run(s, solution, Progress::Quiet)? {
-            Run::Ran(r, _) if failing(&r).is_empty() && !r.checks.is_empty() => r.checks.len(),
-            Run::Ran(r, _) if r.checks.is_empty() => {
+            Run::Ran(r, ..) if failing(&r).is_empty() && !r.checks.is_empty() => r.checks.len(),
+            Run::Ran(r, ..) if r.checks.is_empty() => {
                 println!("✗ {name}: no check ran");
                 ok = false;
                 continue;
             }
-            Run::Ran(r, _) => {
+            Run::Ran(r, ..) => {
                 for f in failing(&r) {
                     println!("   {}: {}", f.name, f.message.as_deref().unwrap_or(""));
                 }
@@ -457,7 +489,7 @@ fn verify() -> Result<bool, String> {
                 println!("✗ {name}: the starter does not compile");
                 ok = false;
             }
-            Run::Ran(r, _) => {
+            Run::Ran(r, ..) => {
                 let failed = failing(&r).len();
                 if r.checks.len() != solved || failed != solved {
                     println!(
@@ -535,6 +567,46 @@ mod tests {
         assert_eq!(stage("1").unwrap().number, "01", "1 means 01");
     }
 
+    /// With two checkouts (one runner binary shared through `CARGO_TARGET_DIR`), the runner works on the one
+    /// it is started in, found from the current directory at run time.
+    #[test]
+    fn works_on_the_checkout_it_is_started_in() {
+        let base = std::env::temp_dir().join(format!("tandem-runner-test-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        for clone in ["a", "b"] {
+            let runner = base.join(clone).join("workshop/runner");
+            let stage = base.join(clone).join("workshop/01-tables/src");
+            std::fs::create_dir_all(&runner).unwrap();
+            std::fs::create_dir_all(&stage).unwrap();
+            std::fs::write(
+                runner.join("Cargo.toml"),
+                "[package]\nname = \"workshop-runner\"\n",
+            )
+            .unwrap();
+            std::fs::write(
+                base.join(clone).join("workshop/01-tables/Cargo.toml"),
+                format!("[package]\nname = \"stage-in-{clone}\"\ndescription = \"Tables\"\n"),
+            )
+            .unwrap();
+        }
+        let b = base.join("b");
+        assert_eq!(
+            find_workspace(&b.join("workshop/01-tables/src")),
+            Some(b.clone())
+        );
+        assert_eq!(find_workspace(&base.join("a")), Some(base.join("a")));
+        assert_eq!(
+            find_workspace(&base),
+            None,
+            "above both checkouts there is none"
+        );
+        let found = stages_in(&b).unwrap();
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].package, "stage-in-b");
+        assert!(found[0].dir.starts_with(&b));
+        std::fs::remove_dir_all(&base).unwrap();
+    }
+
     /// A property test's counters are dropped and long messages cut, unless verbose.
     #[test]
     fn messages_keep_what_helps() {
@@ -548,6 +620,17 @@ mod tests {
         let shown = shown_message(&long, false);
         assert_eq!(shown.len(), 15);
         assert!(shown[14].contains("26 more lines"));
+    }
+
+    /// A server the checks could not reach is shown once per check and engine, with its reason.
+    #[test]
+    fn skipped_engines_are_reported() {
+        let stderr = "running 6 checks\nSKIPPED w7crowd on postgres: postgres unreachable at postgres://127.0.0.1:5432/test (refused); set TANDEM_POSTGRES_URL to a reachable server\nSKIPPED w7crowd on postgres: postgres unreachable at postgres://127.0.0.1:5432/test (refused); set TANDEM_POSTGRES_URL to a reachable server\nthread 'x' panicked\n";
+        let s = cargo::skipped(stderr);
+        assert_eq!(s.len(), 1);
+        assert!(s[0].starts_with("w7crowd on postgres: "));
+        assert!(s[0].ends_with("set TANDEM_POSTGRES_URL to a reachable server"));
+        assert!(cargo::skipped("all fine\n").is_empty());
     }
 
     /// Only a starter's own `compile_error!("TODO …")` counts as the intended first stop.
