@@ -30,6 +30,7 @@ impl std::fmt::Debug for WriterGate {
 }
 
 impl WriterGate {
+    // ANCHOR: enter
     /// The gate for a database with these options: one for a SQLite file, none otherwise (an in-memory
     /// database belongs to one connection; the servers lock rows, not the database).
     pub fn for_database(options: &ConnectOptions) -> Option<WriterGate> {
@@ -45,7 +46,6 @@ impl WriterGate {
     /// Waits (blocking the thread) for the turn of a transaction with these options, when there is a gate
     /// and the transaction writes (all but read-only ones, which SQLite begins DEFERRED). The turn ends when
     /// the permit is dropped.
-    // ANCHOR: enter
     pub fn enter_blocking(gate: Option<&WriterGate>, opts: &TxOptions) -> Result<Option<Permit>> {
         match gate {
             Some(g) if !opts.read_only => g.0.acquire_blocking().map(Some).map_err(busy),

@@ -87,10 +87,20 @@ pub(crate) fn probe(dialect: Dialect) -> Result<(), String> {
         .map(drop)
         .map_err(|e| {
             format!(
-                "{dialect} unreachable at {} ({e}); set {var} to a reachable server",
+                "{} unreachable at {} ({e}); set {var} to a reachable server",
+                server_name(dialect),
                 tandem_core::options::redact(&url)
             )
         })
+}
+
+/// The server a dialect's tests talk to, as the docs name it: the MySQL dialect's is MariaDB (or MySQL).
+pub fn server_name(dialect: Dialect) -> &'static str {
+    match dialect {
+        Dialect::Sqlite => "SQLite",
+        Dialect::Postgres => "PostgreSQL",
+        Dialect::MySql => "MariaDB/MySQL",
+    }
 }
 
 /// Runs the cases with libtest's command line (filters, `--list`, `--test-threads`, …).

@@ -113,6 +113,20 @@ fn callers_get_in_in_arrival_order() {
 /// A full line refuses the next caller at once with `Saturated`, thread or task; the line never grows
 /// past its bound.
 fn a_full_line_refuses_at_once() {
+    // No room in line at all: whoever finds no permit is refused.
+    let no_line = gate(1, 0, 30_000);
+    let only = no_line.enter_blocking().unwrap();
+    assert_eq!(
+        no_line.enter_blocking().err(),
+        Some(GateError::Saturated { waiting: 0 })
+    );
+    assert_eq!(
+        runtime().block_on(no_line.enter()).err(),
+        Some(GateError::Saturated { waiting: 0 })
+    );
+    drop(only);
+    assert!(no_line.enter_blocking().is_ok(), "a free permit is taken");
+
     let g = gate(4, 8, 30_000);
     let held: Vec<_> = (0..4).map(|_| g.enter_blocking().unwrap()).collect();
     let waiting: Vec<_> = (0..8)
@@ -157,18 +171,21 @@ fn a_full_line_refuses_at_once() {
 fn a_waiter_times_out() {
     let g = gate(1, 4, 100);
     let _held = g.enter_blocking().unwrap();
+    let deadline = Duration::from_millis(100);
     let start = Instant::now();
-    assert!(matches!(g.enter_blocking(), Err(GateError::Timeout { .. })));
-    assert!(
-        start.elapsed() >= Duration::from_millis(100),
-        "waited its deadline"
+    assert_eq!(
+        g.enter_blocking().err(),
+        Some(GateError::Timeout { waited: deadline }),
+        "a thread: Timeout, with its whole deadline as `waited`"
     );
+    assert!(start.elapsed() >= deadline, "waited its deadline");
     let start = Instant::now();
-    assert!(matches!(
-        runtime().block_on(g.enter()),
-        Err(GateError::Timeout { .. })
-    ));
-    assert!(start.elapsed() >= Duration::from_millis(100));
+    assert_eq!(
+        runtime().block_on(g.enter()).err(),
+        Some(GateError::Timeout { waited: deadline }),
+        "a task: Timeout, with its whole deadline as `waited`"
+    );
+    assert!(start.elapsed() >= deadline);
     assert_eq!(g.status().waiting, 0, "the line is empty again");
 }
 

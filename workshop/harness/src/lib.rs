@@ -9,6 +9,8 @@
 //! (what differs between two SQL texts, said so a learner can act on it) and [`proptest_config`].
 
 #[cfg(feature = "checks")]
+mod panics;
+#[cfg(feature = "checks")]
 pub mod ui;
 
 #[cfg(feature = "checks")]
@@ -89,7 +91,8 @@ fn in_own_process(name: &str) {
         let message = said
             .split_once("CHECK FAILED: ")
             .map_or(said.as_ref(), |(_, m)| m);
-        panic!("{}", message.trim_end());
+        // Without the panic hook: the child's message already says where it failed.
+        std::panic::resume_unwind(Box::new(message.trim_end().to_owned()));
     }
 }
 
@@ -109,16 +112,6 @@ macro_rules! checks {
 }
 
 #[cfg(feature = "checks")]
-/// The text of a panic payload.
-fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
-    payload
-        .downcast_ref::<&str>()
-        .map(|s| (*s).to_owned())
-        .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "the check panicked".to_owned())
-}
-
-#[cfg(feature = "checks")]
 /// Runs the checks with libtest's command line; writes the report when asked; exits with libtest's code.
 pub fn main(checks: Vec<Check>) {
     if let Ok(name) = std::env::var(ALONE_VAR) {
@@ -127,16 +120,22 @@ pub fn main(checks: Vec<Check>) {
             eprintln!("CHECK FAILED: no check is called {name}");
             std::process::exit(2);
         };
-        std::panic::set_hook(Box::new(|_| {}));
+        panics::install(true);
+        let mark = panics::start();
         match catch_unwind(AssertUnwindSafe(check.run)) {
             Ok(()) => std::process::exit(0),
             Err(p) => {
-                eprintln!("CHECK FAILED: {}", panic_text(&*p));
+                eprintln!(
+                    "CHECK FAILED: {}",
+                    panics::failure(&panics::text(&*p), &mark)
+                );
                 std::process::exit(101);
             }
         }
     }
     let args = Arguments::from_args();
+    // Remembers where panics happen (the standard hook still prints them for `cargo test`).
+    panics::install(false);
     let outcomes = Arc::new(Mutex::new(Vec::new()));
     let trials = checks
         .into_iter()
@@ -149,7 +148,9 @@ pub fn main(checks: Vec<Check>) {
                 c.run
             };
             Trial::test(c.name, move || {
-                let result = catch_unwind(AssertUnwindSafe(run)).map_err(|p| panic_text(&*p));
+                let mark = panics::start();
+                let result = catch_unwind(AssertUnwindSafe(run))
+                    .map_err(|p| panics::failure(&panics::text(&*p), &mark));
                 outcomes
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())

@@ -3,6 +3,7 @@
 
 use std::io::{BufRead, BufReader, IsTerminal, Read, Write};
 use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 /// Whether to tell the learner about the build while it runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -16,10 +17,20 @@ pub enum Progress {
 /// How the build went.
 pub enum Built {
     /// It compiled (the tests then ran; their report says how they went), with the warnings the compiler
-    /// gave the stage's own library — the learner's code — and the engines the checks skipped.
-    Ok(Vec<String>, Vec<String>),
+    /// gave the stage's own library — the learner's code — and what the tests said of their run.
+    Ok(Vec<String>, TestRun),
     /// It did not: the compiler's rendered errors (or cargo's own words when there were none).
     Failed(Vec<String>),
+}
+
+/// What the tests said of their run, besides their report.
+pub struct TestRun {
+    /// The engines the checks reached.
+    pub engines: Vec<String>,
+    /// Checks left out on an engine that did not answer, with why.
+    pub skipped: Vec<String>,
+    /// How long the tests took (from the end of the build).
+    pub took: Duration,
 }
 
 /// Runs `cmd` (a cargo command with `--message-format=json`), following its build; `package` is the stage
@@ -43,6 +54,7 @@ pub fn run(mut cmd: Command, progress: Progress, package: &str) -> Result<Built,
     let mut errors = Vec::new();
     let mut warnings = Vec::new();
     let mut built = None;
+    let mut tests_started = Instant::now();
     for line in BufReader::new(stdout).lines() {
         let line = line.map_err(|e| e.to_string())?;
         // The tests' own output is interleaved as plain text: only cargo's messages are JSON.
@@ -80,6 +92,7 @@ pub fn run(mut cmd: Command, progress: Progress, package: &str) -> Result<Built,
             Some("build-finished") => {
                 let ok = msg["success"].as_bool().unwrap_or(false);
                 built = Some(ok);
+                tests_started = Instant::now();
                 if progress == Progress::Show {
                     if compiled >= NOTICE_AFTER {
                         if tty {
@@ -99,7 +112,14 @@ pub fn run(mut cmd: Command, progress: Progress, package: &str) -> Result<Built,
     let _ = child.wait().map_err(|e| e.to_string())?;
     let stderr = stderr.join().unwrap_or_default();
     match built {
-        Some(true) => Ok(Built::Ok(warnings, skipped(&stderr))),
+        Some(true) => Ok(Built::Ok(
+            warnings,
+            TestRun {
+                engines: tagged(&stderr, "ENGINE "),
+                skipped: tagged(&stderr, "SKIPPED "),
+                took: tests_started.elapsed(),
+            },
+        )),
         _ if errors.is_empty() => Ok(Built::Failed(vec![format!(
             "cargo stopped before compiling anything:\n{stderr}"
         )])),
@@ -107,14 +127,12 @@ pub fn run(mut cmd: Command, progress: Progress, package: &str) -> Result<Built,
     }
 }
 
-/// The checks' `SKIPPED <check> on <engine>: <why>` lines (a server that did not answer, with the URL tried
-/// and the variable that sets it), without the prefix, each once.
-pub fn skipped(stderr: &str) -> Vec<String> {
+/// The checks' lines that start with `tag` (`SKIPPED <check>: <why>` for a server that did not answer, with
+/// the URL tried and the variable that sets it; `ENGINE <name>` for one that did), without the tag, each
+/// once, in order.
+pub fn tagged(stderr: &str, tag: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
-    for line in stderr
-        .lines()
-        .filter_map(|l| l.trim().strip_prefix("SKIPPED "))
-    {
+    for line in stderr.lines().filter_map(|l| l.trim().strip_prefix(tag)) {
         if !out.iter().any(|o| o == line) {
             out.push(line.to_owned());
         }

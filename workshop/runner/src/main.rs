@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 use std::time::Instant;
 
-use cargo::{Built, Progress};
+use cargo::{Built, Progress, TestRun};
 use workshop_harness::{Outcome, REPORT_VAR, Report};
 
 /// One stage: `workshop/NN-name`.
@@ -53,8 +53,8 @@ struct Mode {
 enum Run {
     /// The code did not compile: the compiler's rendered messages.
     DoesNotCompile(Vec<String>),
-    /// The checks ran; the compiler's warnings about the learner's code; the engines skipped.
-    Ran(Report, Vec<String>, Vec<String>),
+    /// The checks ran; the compiler's warnings about the learner's code; what the tests said of their run.
+    Ran(Report, Vec<String>, TestRun),
 }
 
 /// The checkout the learner works in: the nearest directory, from `start` up, holding the workshop's runner.
@@ -161,11 +161,11 @@ fn run(stage: &Stage, mode: Mode, progress: Progress) -> Result<Run, String> {
     }
     match cargo::run(cmd, progress, &stage.package)? {
         Built::Failed(errors) => Ok(Run::DoesNotCompile(errors)),
-        Built::Ok(warnings, skipped) => {
+        Built::Ok(warnings, tests) => {
             let report = workshop_harness::read_report(&report).map_err(|e| {
                 format!("the checks of stage {} left no report ({e})", stage.number)
             })?;
-            Ok(Run::Ran(report, warnings, skipped))
+            Ok(Run::Ran(report, warnings, tests))
         }
     }
 }
@@ -256,7 +256,6 @@ fn check(stage: &Stage, mode: Mode, verbose: bool) -> Result<bool, String> {
             }
         );
     }
-    let started = Instant::now();
     match run(stage, mode, Progress::Show)? {
         Run::DoesNotCompile(errors) => {
             // A starter's TODO stop repeats at every use of the missing piece: once says it.
@@ -275,13 +274,17 @@ fn check(stage: &Stage, mode: Mode, verbose: bool) -> Result<bool, String> {
             }
             Ok(false)
         }
-        Run::Ran(report, warnings, skipped) => {
-            for s in &skipped {
+        Run::Ran(report, warnings, tests) => {
+            if !tests.engines.is_empty() {
+                println!("   engines: {}", tests.engines.join(", "));
+            }
+            for s in &tests.skipped {
                 println!("   ⚠ not checked: {s}");
             }
             let failed = failing(&report);
             let total = report.checks.len();
-            let secs = started.elapsed().as_secs_f64();
+            // The tests' own time: a first build's minutes are not theirs.
+            let secs = tests.took.as_secs_f64();
             if failed.is_empty() {
                 println!(
                     "   ✓ all {total} tests pass ({secs:.1} s). On to the next stage: just next"
@@ -622,15 +625,20 @@ mod tests {
         assert!(shown[14].contains("26 more lines"));
     }
 
-    /// A server the checks could not reach is shown once per check and engine, with its reason.
+    /// A server the checks could not reach is shown once per check, with its reason; the engines reached
+    /// once each.
     #[test]
-    fn skipped_engines_are_reported() {
-        let stderr = "running 6 checks\nSKIPPED w7crowd on postgres: postgres unreachable at postgres://127.0.0.1:5432/test (refused); set TANDEM_POSTGRES_URL to a reachable server\nSKIPPED w7crowd on postgres: postgres unreachable at postgres://127.0.0.1:5432/test (refused); set TANDEM_POSTGRES_URL to a reachable server\nthread 'x' panicked\n";
-        let s = cargo::skipped(stderr);
+    fn engines_reached_and_skipped_are_reported() {
+        let stderr = "running 6 checks\nENGINE SQLite\nSKIPPED w7crowd: PostgreSQL unreachable at postgres://127.0.0.1:5432/test (refused); set TANDEM_POSTGRES_URL to a reachable server\nENGINE SQLite\nSKIPPED w7crowd: PostgreSQL unreachable at postgres://127.0.0.1:5432/test (refused); set TANDEM_POSTGRES_URL to a reachable server\nENGINE MariaDB/MySQL\nthread 'x' panicked\n";
+        let s = cargo::tagged(stderr, "SKIPPED ");
         assert_eq!(s.len(), 1);
-        assert!(s[0].starts_with("w7crowd on postgres: "));
+        assert!(s[0].starts_with("w7crowd: PostgreSQL unreachable"));
         assert!(s[0].ends_with("set TANDEM_POSTGRES_URL to a reachable server"));
-        assert!(cargo::skipped("all fine\n").is_empty());
+        assert_eq!(
+            cargo::tagged(stderr, "ENGINE "),
+            ["SQLite", "MariaDB/MySQL"]
+        );
+        assert!(cargo::tagged("all fine\n", "SKIPPED ").is_empty());
     }
 
     /// Only a starter's own `compile_error!("TODO …")` counts as the intended first stop.

@@ -258,7 +258,8 @@ pub(crate) fn error(e: mysql::Error) -> Error {
                     DbErrorKind::Other
                 },
                 None,
-                e.to_string(),
+                // The driver's own words, without `DriverError { … }` around them.
+                d.to_string(),
             )
         }
         _ => (DbErrorKind::Other, None, e.to_string()),
