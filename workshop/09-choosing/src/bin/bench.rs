@@ -19,6 +19,18 @@ fn list<T: std::str::FromStr>(args: &[String], flag: &str, default: Vec<T>) -> V
         .unwrap_or(default)
 }
 
+/// `url` in plain TCP unless it says otherwise: your executors speak no TLS, and tandem's would use it
+/// where the server offers it (`sslmode=prefer` is the default) — a comparison gives both sides the same
+/// transport.
+fn plain_tcp(url: String, setting: &str) -> String {
+    let key = setting.split('=').next().unwrap_or(setting);
+    if url.contains(&format!("{key}=")) {
+        return url;
+    }
+    let sep = if url.contains('?') { '&' } else { '?' };
+    format!("{url}{sep}{setting}")
+}
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let quick = args.iter().any(|a| a == "--quick");
@@ -32,10 +44,16 @@ fn main() -> ExitCode {
     for db in &dbs {
         let url = match db.as_str() {
             "sqlite" => format!("sqlite://{}", dir.join("bench.db").display()),
-            "postgres" => std::env::var("TANDEM_POSTGRES_URL")
-                .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into()),
-            "mysql" => std::env::var("TANDEM_MYSQL_URL")
-                .unwrap_or_else(|_| "mysql://root@127.0.0.1:3306/test".into()),
+            "postgres" => plain_tcp(
+                std::env::var("TANDEM_POSTGRES_URL")
+                    .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into()),
+                "sslmode=disable",
+            ),
+            "mysql" => plain_tcp(
+                std::env::var("TANDEM_MYSQL_URL")
+                    .unwrap_or_else(|_| "mysql://root@127.0.0.1:3306/test".into()),
+                "ssl-mode=DISABLED",
+            ),
             other => {
                 eprintln!("bench: unknown engine {other} (sqlite, postgres, mysql)");
                 return ExitCode::from(2);
