@@ -216,6 +216,33 @@ fn ratio(a: Option<f64>, b: Option<f64>) -> String {
     }
 }
 
+/// The seed over TLS beside plain TCP, where the run measured it (a server that offers TLS).
+fn seed_over_tls(results: &Results, md: &mut String) {
+    let mut rows_md = String::new();
+    for (db, rows, _, _) in SEED {
+        let b = ops(results, "seed", db, rows, 0, "tandem-blocking tls");
+        let a = ops(results, "seed", db, rows, 0, "tandem-async tls");
+        if b.is_none() && a.is_none() {
+            continue;
+        }
+        let plain_b = ops(results, "seed", db, rows, 0, "tandem-blocking");
+        let plain_a = ops(results, "seed", db, rows, 0, "tandem-async");
+        let _ = writeln!(
+            rows_md,
+            "| {db} | {rows} | {} | {} | {} | {} |",
+            cell(b),
+            cell(a),
+            ratio(b, plain_b),
+            ratio(a, plain_a)
+        );
+    }
+    if rows_md.is_empty() {
+        return;
+    }
+    md.push_str("\nThe same seed over TLS (`sslmode=require` / `ssl-mode=REQUIRED`, on servers that offer it; the columns above are plain TCP, as every raw-driver baseline is):\n\n| engine | rows | blocking over TLS | async over TLS | TLS ÷ plain, blocking | TLS ÷ plain, async |\n|---|--:|--:|--:|--:|--:|\n");
+    md.push_str(&rows_md);
+}
+
 /// `results.md`: the essay's tables with ours beside them.
 pub fn markdown(results: &Results) -> String {
     let mut md = String::from("# Results: the essay's benchmark beside tandem's\n\n");
@@ -247,6 +274,7 @@ pub fn markdown(results: &Results) -> String {
             ratio(b, a)
         );
     }
+    seed_over_tls(results, &mut md);
     md.push_str("\n## end-to-end batch job (ops/s)\n\n| engine | rows | parallelism | essay JDBC | essay R2DBC | tandem blocking | tandem async | blocking/async | by hand | INSERT…SELECT |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n");
     for (db, rows, par, jdbc, r2dbc) in E2E {
         let b = ops(results, "e2e", db, rows, par, "tandem-blocking");
@@ -275,4 +303,54 @@ pub fn markdown(results: &Results) -> String {
     md.push_str("\nThe essay's H2 end-to-end figures (~2,000 ops/s at every size) cannot have read and written every row: seeding 100,000 rows alone took them 169 ms. tandem's figures are checked after every op.\n");
     pool_tables(results, &mut md);
     md
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::report::{Measured, Record};
+
+    fn seed(variant: &str, ms: u64) -> Record {
+        let median = Duration::from_millis(ms);
+        Record {
+            scenario: "seed",
+            db: "postgres".into(),
+            variant: variant.into(),
+            rows: 1_000,
+            pool: 10,
+            parallelism: 0,
+            time: Measured {
+                median,
+                min: median,
+                max: median,
+            },
+            extra: None,
+            details: Vec::new(),
+        }
+    }
+
+    /// The TLS table appears only when the run measured TLS, with each side's TLS ÷ plain ratio: a
+    /// transport that stalls (async ten times slower over TLS here) is in plain sight.
+    #[test]
+    fn seed_over_tls_beside_plain() {
+        let plain = vec![seed("tandem-blocking", 4), seed("tandem-async", 4)];
+        let md = markdown(&Results {
+            records: plain.clone(),
+            machine: Vec::new(),
+        });
+        assert!(!md.contains("over TLS"), "{md}");
+        let mut records = plain;
+        records.push(seed("tandem-blocking tls", 5));
+        records.push(seed("tandem-async tls", 40));
+        let md = markdown(&Results {
+            records,
+            machine: Vec::new(),
+        });
+        assert!(
+            md.contains("| postgres | 1000 | 200.000 | 25.000 | 0.80 | 0.10 |"),
+            "{md}"
+        );
+    }
 }

@@ -3,6 +3,11 @@
 //! and sqlx for the async side), and at the engine's bulk limit (PostgreSQL binary COPY, MySQL
 //! `LOAD DATA LOCAL INFILE`, SQLite one prepared statement in one transaction). The table is recreated before
 //! every op and checked after it.
+//!
+//! Every comparison runs in plain TCP (see [`crate::url`]); where the server also offers TLS, both
+//! repositories are measured over it too (`tandem-blocking tls`, `tandem-async tls`): the transport
+//! tandem's default `sslmode=prefer` picks on such a server. A driver that leaves Nagle's algorithm on
+//! shows there at once — sqlx 0.9.0 did, and each message longer than one TLS record waited ~40 ms.
 
 use std::time::{Duration, Instant};
 use tandem_async::Executor as _;
@@ -96,8 +101,9 @@ pub fn run(ctx: &mut Ctx, dbs: &[Dialect], sizes: &[usize], pools: &[u32]) -> an
                 .map_err(|e| anyhow::anyhow!("{dialect} at {url}: {e}"))?;
             let adb = ctx
                 .rt
-                .block_on(tandem_async::Database::connect_with(&url, config))
+                .block_on(tandem_async::Database::connect_with(&url, config.clone()))
                 .map_err(|e| anyhow::anyhow!("{dialect} at {url}: {e}"))?;
+            let tls = over_tls(ctx, dialect, &url, &config);
             for &n in sizes {
                 let rows = seed_rows(n);
                 let mut record = |variant: &str, time| {
@@ -147,6 +153,32 @@ pub fn run(ctx: &mut Ctx, dbs: &[Dialect], sizes: &[usize], pools: &[u32]) -> an
                 }
                 let m = measure(it, || timed(&db, n, || bulk_limit(dialect, &url, &rows)))?;
                 record("bulk-limit", m);
+                if let Some((tdb, tadb)) = &tls {
+                    let rt = &ctx.rt;
+                    if ctx.executors.contains(&Executor::Blocking) {
+                        let m = measure(it, || {
+                            timed(&db, n, || {
+                                let r = tdb
+                                    .repository::<Source>()
+                                    .batch_insert(&rows, &per_chunk())?;
+                                check_inserted(r.inserted, n)
+                            })
+                        })?;
+                        record("tandem-blocking tls", m);
+                    }
+                    if ctx.executors.contains(&Executor::Async) {
+                        let m = measure(it, || {
+                            timed(&db, n, || {
+                                let r = rt.block_on(
+                                    tadb.repository::<Source>()
+                                        .batch_insert(&rows, &per_chunk()),
+                                )?;
+                                check_inserted(r.inserted, n)
+                            })
+                        })?;
+                        record("tandem-async tls", m);
+                    }
+                }
                 if let Some(peers) = &ctx.peers {
                     for (name, m) in run_peers(peers, dialect, &url, n, it)? {
                         record(&format!("peer {name}"), m);
@@ -157,6 +189,55 @@ pub fn run(ctx: &mut Ctx, dbs: &[Dialect], sizes: &[usize], pools: &[u32]) -> an
         }
     }
     Ok(())
+}
+
+/// Both repositories over TLS (`require`: encrypted, the certificate not checked), when `url` is a server's
+/// in plain TCP and the server offers TLS; otherwise `None`, said once on stderr when the server refused.
+fn over_tls(
+    ctx: &Ctx,
+    dialect: Dialect,
+    url: &str,
+    config: &PoolConfig,
+) -> Option<(Database, tandem_async::Database)> {
+    let plain = format!(
+        "{}={}",
+        tls_key(dialect)?,
+        tandem_core::TlsMode::Disable.spelling(dialect)
+    );
+    if !url.contains(&plain) {
+        return None;
+    }
+    let tls = url.replace(
+        &plain,
+        &format!(
+            "{}={}",
+            tls_key(dialect)?,
+            tandem_core::TlsMode::Require.spelling(dialect)
+        ),
+    );
+    let open = || -> Result<_, tandem_core::Error> {
+        let db = Database::connect_with(&tls, config.clone())?;
+        let adb = ctx
+            .rt
+            .block_on(tandem_async::Database::connect_with(&tls, config.clone()))?;
+        Ok((db, adb))
+    };
+    match open() {
+        Ok(dbs) => Some(dbs),
+        Err(e) => {
+            eprintln!("seed: {dialect} over TLS left out: {e}");
+            None
+        }
+    }
+}
+
+/// The URL parameter that sets TLS; none for SQLite.
+fn tls_key(dialect: Dialect) -> Option<&'static str> {
+    match dialect {
+        Dialect::Postgres => Some("sslmode"),
+        Dialect::MySql => Some("ssl-mode"),
+        Dialect::Sqlite => None,
+    }
 }
 
 fn check_inserted(inserted: u64, n: usize) -> anyhow::Result<()> {
