@@ -41,6 +41,16 @@ async fn crud(t: &ADb) {
         1
     );
     assert_eq!(repo.get(id).await.unwrap().age, 37);
+    // Writing the values already there still counts the row (MySQL: CLIENT_FOUND_ROWS).
+    assert_eq!(
+        repo.update_by_id(&User {
+            age: 37,
+            ..ada.clone()
+        })
+        .await
+        .unwrap(),
+        1
+    );
     assert_eq!(repo.delete_by_id(id).await.unwrap(), 1);
     assert_eq!(repo.delete_by_id(id).await.unwrap(), 0);
     assert_eq!(repo.count().await.unwrap(), 1);

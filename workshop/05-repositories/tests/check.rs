@@ -175,6 +175,10 @@ fn crud_on_every_engine() {
             "{d}: a row was updated"
         );
         assert_eq!(repo.find_by_id(ids[1]).unwrap(), Some(changed.clone()));
+        assert!(
+            repo.update_by_id(&changed).unwrap(),
+            "{d}: an update that writes the values already there still found its row"
+        );
         assert_eq!(
             repo.find_by_id(ids[2]).unwrap().map(|a| a.owner),
             Some(account(2).owner),
