@@ -297,7 +297,11 @@ proptest! {
             if let Some(diff) = sql_mismatch(&out.text, &sql) {
                 prop_assert!(false, "{}: {}", d, diff);
             }
-            prop_assert_eq!(&out.params, &params, "{}: the parameters of {}", d, out.text);
+            prop_assert!(
+                out.params == params,
+                "{}: the parameters of {} differ:\n      yours: {:?}\n   expected: {:?}",
+                d, out.text, out.params, params
+            );
         }
     }
 

@@ -82,14 +82,21 @@ fn same(mine: &Statement, theirs: &Statement, d: Dialect) -> Result<(), TestCase
     if let Some(diff) = sql_mismatch(&mine.sql, &theirs.sql) {
         prop_assert!(false, "{}: {}", d, diff);
     }
-    prop_assert_eq!(
-        &mine.params,
-        &theirs.params,
-        "{}: the parameters of {}",
+    prop_assert!(
+        mine.params == theirs.params,
+        "{}: the parameters of {} differ:\n      yours: {:?}\n   expected: {:?}",
         d,
-        mine.sql
+        mine.sql,
+        mine.params,
+        theirs.params
     );
-    prop_assert_eq!(mine.key, theirs.key, "{}: how the keys come back", d);
+    prop_assert!(
+        mine.key == theirs.key,
+        "{}: how the keys come back differs:\n      yours: {:?}\n   expected: {:?}",
+        d,
+        mine.key,
+        theirs.key
+    );
     Ok(())
 }
 

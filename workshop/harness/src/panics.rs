@@ -62,12 +62,16 @@ fn record(at: String, said: &str) {
         *seq += 1;
         *seq
     };
-    let file = at.rsplitn(3, ':').nth(2).unwrap_or(&at);
     let mut mine = lock(&MINE);
-    if is_learners(file) && mine.len() < KEPT {
+    if is_learners(file_of(&at)) && mine.len() < KEPT {
         let said = said.lines().next().unwrap_or("").to_owned();
         mine.push(Mine { seq, at, said });
     }
+}
+
+/// The file of a `file:line:column` place.
+fn file_of(at: &str) -> &str {
+    at.rsplitn(3, ':').nth(2).unwrap_or(at)
 }
 
 /// A source file the learner writes.
@@ -87,10 +91,13 @@ pub(crate) fn start() -> Mark {
 /// A failed check's message: what it said, where it stopped, and where the learner's code panicked since
 /// `mark` saying what the check repeats (at most three places, each once).
 pub(crate) fn failure(said: &str, mark: &Mark) -> String {
-    // Only a place in the workspace (a relative path): not one inside a dependency's macro.
+    // Only a place in the workspace (a relative path): not one inside a dependency's macro, and not a
+    // second place in a file the message already names (a property test's message says where its
+    // assertion is; its panic is at the `proptest!` block).
     let own = LAST
         .with(|l| l.borrow().clone())
-        .filter(|at| !at.starts_with('/'));
+        .filter(|at| !at.starts_with('/'))
+        .filter(|at| !said.contains(&format!("{}:", file_of(at))));
     let mut out = said.trim_end().to_owned();
     if let Some(at) = &own {
         out.push_str(&format!("\n   at {at}"));
@@ -158,5 +165,13 @@ mod tests {
             format!("   your code panicked at workshop/07-pools/src/exercise.rs:12:5: {overflow}")
         );
         assert_eq!(lines.len(), 3, "{message}");
+
+        // A message that already names the file it stopped in gets no second place in it.
+        let mark = start();
+        let here = file!();
+        let payload =
+            catch_unwind(|| panic!("Test failed: differs at {}:83.", file!())).unwrap_err();
+        let message = failure(&text(&*payload), &mark);
+        assert_eq!(message, format!("Test failed: differs at {here}:83."));
     }
 }

@@ -289,7 +289,13 @@ fn check(stage: &Stage, mode: Mode, verbose: bool) -> Result<bool, String> {
                 println!(
                     "   ✓ all {total} tests pass ({secs:.1} s). On to the next stage: just next"
                 );
-                if warnings.is_empty() {
+                let mine =
+                    std::fs::read_to_string(stage.dir.join("src/exercise.rs")).unwrap_or_default();
+                if warnings.is_empty() && mine.contains("#![allow(") {
+                    println!(
+                        "   ✓ and no warnings the starter's #![allow(…)] lets through: delete it, as its comment says, to see them all"
+                    );
+                } else if warnings.is_empty() {
                     println!("   ✓ and the compiler has no warnings about your code");
                 }
                 show_warnings(&warnings, verbose);
