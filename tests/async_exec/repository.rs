@@ -31,26 +31,14 @@ async fn crud(t: &ADb) {
     assert!(repo.exists_by_id(id).await.unwrap());
     assert!(!repo.exists_by_id(id + 100).await.unwrap());
     assert_eq!(repo.count().await.unwrap(), 2);
-    assert_eq!(
-        repo.update_by_id(&User {
-            age: 37,
-            ..ada.clone()
-        })
-        .await
-        .unwrap(),
-        1
-    );
+    let older = User {
+        age: 37,
+        ..ada.clone()
+    };
+    assert_eq!(repo.update_by_id(&older).await.unwrap(), 1);
     assert_eq!(repo.get(id).await.unwrap().age, 37);
     // Writing the values already there still counts the row (MySQL: CLIENT_FOUND_ROWS).
-    assert_eq!(
-        repo.update_by_id(&User {
-            age: 37,
-            ..ada.clone()
-        })
-        .await
-        .unwrap(),
-        1
-    );
+    assert_eq!(repo.update_by_id(&older).await.unwrap(), 1);
     assert_eq!(repo.delete_by_id(id).await.unwrap(), 1);
     assert_eq!(repo.delete_by_id(id).await.unwrap(), 0);
     assert_eq!(repo.count().await.unwrap(), 1);

@@ -310,25 +310,10 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::report::{Measured, Record};
+    use crate::report::{Record, seed_cell};
 
     fn seed(variant: &str, ms: u64) -> Record {
-        let median = Duration::from_millis(ms);
-        Record {
-            scenario: "seed",
-            db: "postgres".into(),
-            variant: variant.into(),
-            rows: 1_000,
-            pool: 10,
-            parallelism: 0,
-            time: Measured {
-                median,
-                min: median,
-                max: median,
-            },
-            extra: None,
-            details: Vec::new(),
-        }
+        seed_cell("postgres", variant, Duration::from_millis(ms))
     }
 
     /// The TLS table appears only when the run measured TLS, with each side's TLS ÷ plain ratio: a

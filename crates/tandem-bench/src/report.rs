@@ -435,25 +435,35 @@ impl Latencies {
     }
 }
 
+/// A seed cell for the reports' tests: 1,000 rows, pool 10, `median` every time.
+#[cfg(test)]
+pub(crate) fn seed_cell(db: &str, variant: &str, median: Duration) -> Record {
+    Record {
+        scenario: "seed",
+        db: db.into(),
+        variant: variant.into(),
+        rows: 1_000,
+        pool: 10,
+        parallelism: 0,
+        time: Measured {
+            median,
+            min: median,
+            max: median,
+        },
+        extra: None,
+        details: Vec::new(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn record(variant: &str, median: Duration) -> Record {
         Record {
-            scenario: "seed",
-            db: "sqlite".into(),
-            variant: variant.into(),
-            rows: 1_000,
-            pool: 10,
-            parallelism: 0,
-            time: Measured {
-                median,
-                min: median,
-                max: median,
-            },
             extra: Some(f64::INFINITY),
             details: vec![("wait_p99_ms", 1.5)],
+            ..seed_cell("sqlite", variant, median)
         }
     }
 

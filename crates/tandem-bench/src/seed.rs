@@ -124,59 +124,46 @@ pub fn run(ctx: &mut Ctx, dbs: &[Dialect], sizes: &[usize], pools: &[u32]) -> an
                     )
                 };
                 let it = ctx.iterations;
-                if ctx.executors.contains(&Executor::Blocking) {
-                    let m = measure(it, || {
+                let rt = &ctx.rt;
+                // One op of each repository, through `via` (plain TCP, or TLS); checked on `db`.
+                let blocking = |via: &Database| {
+                    measure(it, || {
                         timed(&db, n, || {
-                            let r = db
+                            let r = via
                                 .repository::<Source>()
                                 .batch_insert(&rows, &per_chunk())?;
                             check_inserted(r.inserted, n)
                         })
-                    })?;
-                    record("tandem-blocking", m);
+                    })
+                };
+                let asynchronous = |via: &tandem_async::Database| {
+                    measure(it, || {
+                        timed(&db, n, || {
+                            let r = rt.block_on(
+                                via.repository::<Source>().batch_insert(&rows, &per_chunk()),
+                            )?;
+                            check_inserted(r.inserted, n)
+                        })
+                    })
+                };
+                if ctx.executors.contains(&Executor::Blocking) {
+                    record("tandem-blocking", blocking(&db)?);
                     let m = measure(it, || timed(&db, n, || raw_driver(dialect, &url, &rows)))?;
                     record("raw-driver", m);
                 }
                 if ctx.executors.contains(&Executor::Async) {
-                    let rt = &ctx.rt;
-                    let m = measure(it, || {
-                        timed(&db, n, || {
-                            let r = rt.block_on(
-                                adb.repository::<Source>().batch_insert(&rows, &per_chunk()),
-                            )?;
-                            check_inserted(r.inserted, n)
-                        })
-                    })?;
-                    record("tandem-async", m);
+                    record("tandem-async", asynchronous(&adb)?);
                     let m = measure(it, || timed(&db, n, || raw_sqlx(rt, dialect, &url, &rows)))?;
                     record("raw-sqlx", m);
                 }
                 let m = measure(it, || timed(&db, n, || bulk_limit(dialect, &url, &rows)))?;
                 record("bulk-limit", m);
                 if let Some((tdb, tadb)) = &tls {
-                    let rt = &ctx.rt;
                     if ctx.executors.contains(&Executor::Blocking) {
-                        let m = measure(it, || {
-                            timed(&db, n, || {
-                                let r = tdb
-                                    .repository::<Source>()
-                                    .batch_insert(&rows, &per_chunk())?;
-                                check_inserted(r.inserted, n)
-                            })
-                        })?;
-                        record("tandem-blocking tls", m);
+                        record("tandem-blocking tls", blocking(tdb)?);
                     }
                     if ctx.executors.contains(&Executor::Async) {
-                        let m = measure(it, || {
-                            timed(&db, n, || {
-                                let r = rt.block_on(
-                                    tadb.repository::<Source>()
-                                        .batch_insert(&rows, &per_chunk()),
-                                )?;
-                                check_inserted(r.inserted, n)
-                            })
-                        })?;
-                        record("tandem-async tls", m);
+                        record("tandem-async tls", asynchronous(tadb)?);
                     }
                 }
                 if let Some(peers) = &ctx.peers {
