@@ -83,7 +83,7 @@ async fn atomic_plans_are_all_or_nothing(t: &ADb) {
 
     // Cancelled while its statements run: nothing of it stays, and the next call works (on PostgreSQL the
     // 20,000 rows go through COPY: a connection cut off mid-COPY is closed, not pooled out of step).
-    cancel_mid_way(&db, &repo, &whole).await;
+    cancel_mid_way(&db, &repo, &whole, &t.target).await;
     assert_eq!(
         repo.batch_insert(&rows[..3], &whole)
             .await
@@ -94,21 +94,25 @@ async fn atomic_plans_are_all_or_nothing(t: &ADb) {
     assert_eq!(names(&db).await, ["a", "b", "c", "d"]);
 }
 
-/// Cuts a 20,000-row insert short at several points: each time every row is there or none.
+/// Cuts a 20,000-row insert short at several points: each time every row is there or none, once the
+/// server has ended the cut-off session.
 async fn cancel_mid_way(
     db: &Database,
     repo: &tandem_async::Repository<'_, User>,
     whole: &BatchOptions,
+    target: &db::TestTarget,
 ) {
     let many: Vec<User> = (0..20_000).map(|i| user(&format!("x{i}"), 3)).collect();
     let mut cancelled = 0;
     for budget_us in [50, 200, 1_000, 5_000] {
         let call = repo.batch_insert(&many, whole);
+        let session = session_id(db).await;
         if tokio::time::timeout(Duration::from_micros(budget_us), call)
             .await
             .is_err()
         {
             cancelled += 1;
+            settled(target, session).await;
             // A connection left out of step with its server can wait for a reply forever: bounded.
             let n = tokio::time::timeout(Duration::from_secs(10), repo.count())
                 .await
@@ -123,6 +127,56 @@ async fn cancel_mid_way(
         }
     }
     assert!(cancelled > 0, "at least one call was cut short");
+}
+
+/// The server's id of the session the pool's one connection has now (`None` on in-process SQLite).
+async fn session_id(db: &Database) -> Option<i64> {
+    let sql = match db.dialect() {
+        Dialect::Postgres => "SELECT CAST(pg_backend_pid() AS BIGINT)",
+        Dialect::MySql => "SELECT CAST(CONNECTION_ID() AS SIGNED)",
+        Dialect::Sqlite => return None,
+    };
+    Some(db.fetch_one::<(i64,)>(&raw(sql, vec![])).await.unwrap().0)
+}
+
+/// Waits (10 s at most) until `session` is idle or gone. A call cut off after its COMMIT went out still
+/// commits: tandem closes that connection at once, the server ends the session when it has done what it
+/// was sent, and only then is the call's outcome settled. (In-process SQLite has no such lag.)
+async fn settled(target: &db::TestTarget, session: Option<i64>) {
+    let Some(id) = session else { return };
+    let busy = match target.options.dialect {
+        Dialect::Postgres => {
+            "SELECT COUNT(*) FROM pg_stat_activity WHERE pid = $1 AND state <> 'idle'"
+        }
+        _ => {
+            "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = ? AND COMMAND <> 'Sleep'"
+        }
+    };
+    let admin = target
+        .admin
+        .as_ref()
+        .expect("server engines have an admin connection");
+    // On the blocking admin connection, which must not run inside the async runtime.
+    let working = || {
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                admin
+                    .fetch_one::<(i64,)>(&raw(busy, vec![Value::I64(id)]))
+                    .expect("look the session up")
+                    .0
+            })
+            .join()
+            .expect("look the session up")
+        })
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while working() > 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the cut-off session never ended"
+        );
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
 }
 
 async_engine_test!(atomic_plans_are_all_or_nothing);
