@@ -4,12 +4,12 @@
 //! has no location.
 
 use std::cell::RefCell;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, Once};
 
-/// Panics in the learner's file recorded at most (a property test's shrinking panics many times).
-const KEPT: usize = 1_000;
-
-/// One panic in the learner's `src/exercise.rs`: its number among all panics, where, what it said.
+/// A place in the learner's `src/exercise.rs` that panicked: the number of its latest panic among all
+/// panics, where, what it said. One entry per place and message, however often it panics (a property
+/// test's shrinking panics many times), so the list stays short and never goes stale.
 struct Mine {
     seq: usize,
     at: String,
@@ -17,7 +17,8 @@ struct Mine {
 }
 
 static MINE: Mutex<Vec<Mine>> = Mutex::new(Vec::new());
-static SEQ: Mutex<usize> = Mutex::new(0);
+/// Panics so far, in this process.
+static SEQ: AtomicUsize = AtomicUsize::new(0);
 
 thread_local! {
     /// Where the last panic on this thread happened: for a failed check, the one that ended it.
@@ -57,15 +58,15 @@ pub(crate) fn install(quiet: bool) {
 /// Records a panic at `at` (`file:line:column`) on this thread.
 fn record(at: String, said: &str) {
     LAST.with(|l| *l.borrow_mut() = Some(at.clone()));
-    let seq = {
-        let mut seq = lock(&SEQ);
-        *seq += 1;
-        *seq
-    };
+    let seq = SEQ.fetch_add(1, Ordering::SeqCst) + 1;
+    if !is_learners(file_of(&at)) {
+        return;
+    }
+    let said = said.lines().next().unwrap_or("").to_owned();
     let mut mine = lock(&MINE);
-    if is_learners(file_of(&at)) && mine.len() < KEPT {
-        let said = said.lines().next().unwrap_or("").to_owned();
-        mine.push(Mine { seq, at, said });
+    match mine.iter_mut().find(|m| m.at == at && m.said == said) {
+        Some(m) => m.seq = seq,
+        None => mine.push(Mine { seq, at, said }),
     }
 }
 
@@ -85,7 +86,7 @@ pub(crate) struct Mark(usize);
 /// Marks the start of a check on this thread.
 pub(crate) fn start() -> Mark {
     LAST.with(|l| *l.borrow_mut() = None);
-    Mark(*lock(&SEQ))
+    Mark(SEQ.load(Ordering::SeqCst))
 }
 
 /// A failed check's message: what it said, where it stopped, and where the learner's code panicked since
@@ -102,7 +103,7 @@ pub(crate) fn failure(said: &str, mark: &Mark) -> String {
     if let Some(at) = &own {
         out.push_str(&format!("\n   at {at}"));
     }
-    let mut shown: Vec<&str> = own.iter().map(String::as_str).collect();
+    let mut shown: Vec<&str> = Vec::new();
     let mine = lock(&MINE);
     // Checks run side by side, and a thread or task does not say which check it works for: a panic in the
     // learner's file counts for this check when it came after the check started and the check's own
@@ -111,7 +112,7 @@ pub(crate) fn failure(said: &str, mark: &Mark) -> String {
         .iter()
         .filter(|m| m.seq > mark.0 && !m.said.is_empty() && said.contains(&m.said))
     {
-        if shown.len() > 3 || shown.contains(&m.at.as_str()) {
+        if shown.len() == 3 || shown.contains(&m.at.as_str()) || own.as_deref() == Some(&m.at) {
             continue;
         }
         out.push_str(&format!("\n   your code panicked at {}: {}", m.at, m.said));
