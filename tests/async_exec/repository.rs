@@ -144,33 +144,16 @@ async fn session_id(db: &Database) -> Option<i64> {
 /// was sent, and only then is the call's outcome settled. (In-process SQLite has no such lag.)
 async fn settled(target: &db::TestTarget, session: Option<i64>) {
     let Some(id) = session else { return };
-    let busy = match target.options.dialect {
-        Dialect::Postgres => {
-            "SELECT COUNT(*) FROM pg_stat_activity WHERE pid = $1 AND state <> 'idle'"
-        }
-        _ => {
-            "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = ? AND COMMAND <> 'Sleep'"
-        }
-    };
-    let admin = target
-        .admin
-        .as_ref()
-        .expect("server engines have an admin connection");
     // On the blocking admin connection, which must not run inside the async runtime.
     let working = || {
         std::thread::scope(|s| {
-            s.spawn(|| {
-                admin
-                    .fetch_one::<(i64,)>(&raw(busy, vec![Value::I64(id)]))
-                    .expect("look the session up")
-                    .0
-            })
-            .join()
-            .expect("look the session up")
+            s.spawn(|| tandem_test_support::pools::session_working(target, id))
+                .join()
+                .expect("look the session up")
         })
     };
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while working() > 0 {
+    while working() {
         assert!(
             std::time::Instant::now() < deadline,
             "the cut-off session never ended"

@@ -383,6 +383,25 @@ pub fn connections(target: &TestTarget) -> u64 {
     n as u64
 }
 
+/// Whether the server's session `id` (`pg_backend_pid()` / `CONNECTION_ID()`) is still working: neither
+/// idle nor gone. A connection closed while its last statements were still on their way keeps running on
+/// the server until it has done them.
+pub fn session_working(target: &TestTarget, id: i64) -> bool {
+    let (admin, _, _) = own_connections(target);
+    let sql = match target.options.dialect {
+        Dialect::Postgres => {
+            "SELECT COUNT(*) FROM pg_stat_activity WHERE pid = $1 AND state <> 'idle'"
+        }
+        _ => {
+            "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = ? AND COMMAND <> 'Sleep'"
+        }
+    };
+    let (n,): (i64,) = admin
+        .fetch_one(&raw(sql, vec![Value::I64(id)]))
+        .expect("look the session up");
+    n > 0
+}
+
 /// Kills every connection of this test's pool on the server; returns how many.
 pub fn kill_connections(target: &TestTarget) -> usize {
     let (admin, from, name) = own_connections(target);
