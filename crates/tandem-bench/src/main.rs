@@ -199,18 +199,15 @@ pub fn record(progress: &indicatif::ProgressBar, results: &mut Results, r: repor
 /// without a TLS setting gets plain TCP (`sslmode=disable`, `ssl-mode=DISABLED`), as the raw-driver
 /// baselines use: every driver in a comparison then speaks the same transport.
 pub fn url(dialect: Dialect, out: &std::path::Path) -> String {
-    let (url, key) = match dialect {
+    let url = match dialect {
         Dialect::Sqlite => return format!("sqlite://{}", out.join("bench.db").display()),
-        Dialect::Postgres => (
-            std::env::var("TANDEM_POSTGRES_URL")
-                .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into()),
-            "sslmode",
-        ),
-        Dialect::MySql => (
-            std::env::var("TANDEM_MYSQL_URL")
-                .unwrap_or_else(|_| "mysql://root@127.0.0.1:3306/test".into()),
-            "ssl-mode",
-        ),
+        Dialect::Postgres => std::env::var("TANDEM_POSTGRES_URL")
+            .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into()),
+        Dialect::MySql => std::env::var("TANDEM_MYSQL_URL")
+            .unwrap_or_else(|_| "mysql://root@127.0.0.1:3306/test".into()),
+    };
+    let Some(key) = tls_key(dialect) else {
+        return url;
     };
     if url.contains(&format!("{key}=")) {
         return url;
@@ -218,6 +215,15 @@ pub fn url(dialect: Dialect, out: &std::path::Path) -> String {
     let plain = tandem_core::TlsMode::Disable.spelling(dialect);
     let sep = if url.contains('?') { '&' } else { '?' };
     format!("{url}{sep}{key}={plain}")
+}
+
+/// The URL parameter that sets TLS on a server; none for SQLite.
+pub fn tls_key(dialect: Dialect) -> Option<&'static str> {
+    match dialect {
+        Dialect::Postgres => Some("sslmode"),
+        Dialect::MySql => Some("ssl-mode"),
+        Dialect::Sqlite => None,
+    }
 }
 
 /// The raw-driver baselines connect in plain TCP only: a URL that asks for TLS would compare unequal

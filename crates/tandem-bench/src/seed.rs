@@ -19,7 +19,7 @@ use tandem_sql::prelude::*;
 use tandem_sql::{Dialect, raw};
 
 use crate::report::{Record, measure};
-use crate::{Ctx, Executor, raw as rawdrv, url};
+use crate::{Ctx, Executor, raw as rawdrv, tls_key, url};
 
 /// Rows per statement and per transaction, as in the essay.
 pub const CHUNK: usize = 1_000;
@@ -215,15 +215,6 @@ fn over_tls(
             eprintln!("seed: {dialect} over TLS left out: {e}");
             None
         }
-    }
-}
-
-/// The URL parameter that sets TLS; none for SQLite.
-fn tls_key(dialect: Dialect) -> Option<&'static str> {
-    match dialect {
-        Dialect::Postgres => Some("sslmode"),
-        Dialect::MySql => Some("ssl-mode"),
-        Dialect::Sqlite => None,
     }
 }
 
