@@ -7,9 +7,10 @@ use std::time::{Duration, Instant};
 use tandem_test_support::{db, harness, pools};
 
 use pools::{Exec, Side, connections, kill_connections, until};
+use tandem_blocking::Executor as _;
 use tandem_core::{DbErrorKind, Error, TxOptions};
 use tandem_pool::PoolConfig;
-use tandem_sql::Dialect;
+use tandem_sql::{Dialect, raw};
 
 fn small(max_size: u32, max_pending: u32, timeout_ms: u64) -> PoolConfig {
     PoolConfig {
@@ -387,6 +388,180 @@ fn recovers_after_every_connection_is_terminated() {
     }
 }
 
+/// The TEMP tables the connection running this sees: only that one connection sees them, so they tell
+/// connections apart.
+fn marks(exec: &impl tandem_blocking::Executor) -> Vec<String> {
+    exec.fetch_all::<(String,)>(&raw(
+        "SELECT name FROM temp.sqlite_master WHERE type = 'table' ORDER BY name",
+        vec![],
+    ))
+    .unwrap()
+    .into_iter()
+    .map(|(n,)| n)
+    .collect()
+}
+
+/// Blocking, on a SQLite file: a connection given back stays with the thread that used it. Three threads
+/// take turns, each giving its connection back before the next checks out; every thread meets its own
+/// connection again each turn, through a checkout and through the database, though two others were used
+/// in between (a shared idle stack would hand each the connection the last thread gave back). The pool
+/// counts kept connections idle; a connection closed on drop is not kept.
+fn sqlite_connections_stay_with_their_thread() {
+    let target = db::target(Dialect::Sqlite, "homes");
+    let config = PoolConfig {
+        min_idle: Some(4),
+        ..small(4, 16, 5_000)
+    };
+    let db = tandem_blocking::Database::open(target.options.clone(), config).unwrap();
+    // The main thread gives the turns: one thread at a time, told its round over a channel. (A failing
+    // thread drops its channel, and the main thread's wait for it ends.)
+    std::thread::scope(|s| {
+        let threads: Vec<_> = (0..3)
+            .map(|me| {
+                let (go, turn) = std::sync::mpsc::channel::<usize>();
+                let (saw, seen) = std::sync::mpsc::channel();
+                let db = &db;
+                s.spawn(move || {
+                    for round in turn {
+                        let c = db.checkout().unwrap();
+                        if round == 0 {
+                            c.simple(&format!("CREATE TEMP TABLE mark_{me} (x INTEGER)"))
+                                .unwrap();
+                        }
+                        let through_checkout = marks(&c);
+                        drop(c);
+                        if saw.send((through_checkout, marks(db))).is_err() {
+                            return;
+                        }
+                    }
+                });
+                (go, seen)
+            })
+            .collect();
+        for round in 0..5 {
+            for (me, (go, seen)) in threads.iter().enumerate() {
+                go.send(round).unwrap();
+                let mine = vec![format!("mark_{me}")];
+                let (through_checkout, through_db) = seen
+                    .recv_timeout(Duration::from_secs(30))
+                    .expect("the thread answers");
+                assert_eq!(
+                    through_checkout, mine,
+                    "thread {me}, round {round}: checkout"
+                );
+                assert_eq!(through_db, mine, "thread {me}, round {round}: database");
+            }
+        }
+    });
+    let m = db.pool_metrics();
+    assert_eq!((m.size, m.idle, m.in_use), (4, 4, 0), "{m:?}");
+
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let mut c = db.checkout().unwrap();
+            assert_eq!(
+                marks(&c),
+                Vec::<String>::new(),
+                "a new thread's own connection"
+            );
+            c.simple("CREATE TEMP TABLE mark_closed (x INTEGER)")
+                .unwrap();
+            c.close_on_drop();
+            drop(c);
+            let c = db.checkout().unwrap();
+            assert!(
+                !marks(&c).contains(&"mark_closed".to_string()),
+                "closed, not kept"
+            );
+        });
+    });
+    assert_eq!(db.pool_metrics().closed, 1);
+}
+
+/// Blocking, on a SQLite file: connections kept with their threads still serve every thread. With the
+/// admission gate and without it (r2d2 alone), on a pool of two: one thread checks out both while two
+/// other threads keep them; a thread waiting for a connection gets the one given back, though it would go
+/// home; eight threads share two connections for 4,000 calls with none timing out and no connection
+/// opened beyond the two.
+fn sqlite_kept_connections_serve_every_thread() {
+    for max_pending in [Some(64), None] {
+        let target = db::target(Dialect::Sqlite, "homes_shared");
+        let config = PoolConfig {
+            max_size: 2,
+            max_pending,
+            acquire_timeout: Duration::from_secs(5),
+            ..PoolConfig::default()
+        };
+        let db = tandem_blocking::Database::open(target.options.clone(), config).unwrap();
+        // Two threads hold a connection each at once, then give them back: one home each.
+        let at_home = |db: &tandem_blocking::Database| {
+            let both_out = std::sync::Barrier::new(2);
+            std::thread::scope(|s| {
+                for _ in 0..2 {
+                    s.spawn(|| {
+                        let c = db.checkout().unwrap();
+                        both_out.wait();
+                        drop(c);
+                    });
+                }
+            })
+        };
+        at_home(&db);
+        let started = Instant::now();
+        let both = (db.checkout().unwrap(), db.checkout().unwrap());
+        assert!(
+            started.elapsed() < Duration::from_secs(1),
+            "{max_pending:?}: took {:?}",
+            started.elapsed()
+        );
+
+        let waiter = std::thread::spawn({
+            let db = db.clone();
+            move || {
+                let started = Instant::now();
+                let c = db.checkout();
+                (c.map(drop), started.elapsed())
+            }
+        });
+        match max_pending {
+            Some(_) => until("the third checkout waits", || {
+                db.pool_metrics().waiting == 1
+            }),
+            // r2d2's wait shows in no count.
+            None => std::thread::sleep(Duration::from_millis(100)),
+        }
+        drop(both);
+        let (got, waited) = waiter.join().unwrap();
+        got.unwrap();
+        assert!(
+            waited < Duration::from_secs(2),
+            "{max_pending:?}: waited {waited:?}"
+        );
+
+        at_home(&db);
+        let before = db.pool_metrics().created;
+        std::thread::scope(|s| {
+            for _ in 0..8 {
+                s.spawn(|| {
+                    for _ in 0..500 {
+                        assert_eq!(
+                            db.fetch_one::<(i64,)>(&raw("SELECT 1", vec![])).unwrap(),
+                            (1,)
+                        );
+                    }
+                });
+            }
+        });
+        let m = db.pool_metrics();
+        assert_eq!(
+            (m.created, m.timed_out),
+            (before, 0),
+            "{max_pending:?}: {m:?}"
+        );
+        assert_eq!((m.size, m.idle), (2, 2), "{max_pending:?}: {m:?}");
+    }
+}
+
 fn main() {
     harness::main(
         [
@@ -413,6 +588,14 @@ fn main() {
             vec![harness::Case::new(
                 "sqlite_writer_wait_is_bounded",
                 sqlite_writer_wait_is_bounded,
+            )],
+            vec![harness::Case::new(
+                "sqlite_connections_stay_with_their_thread",
+                sqlite_connections_stay_with_their_thread,
+            )],
+            vec![harness::Case::new(
+                "sqlite_kept_connections_serve_every_thread",
+                sqlite_kept_connections_serve_every_thread,
             )],
             vec![
                 harness::Case::new("warm_up_opens_min_idle_first", warm_up_opens_min_idle_first)

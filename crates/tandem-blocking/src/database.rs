@@ -14,27 +14,44 @@ use tandem_sql::{Dialect, Rendered};
 
 use crate::Executor;
 use crate::driver::Conn;
+use crate::homes::Homes;
 use crate::pool::{LastError, Manager, QuietErrors};
 use crate::stream::RowStream;
 use crate::transaction::Transaction;
 
-/// A connection checked out of the pool, with its admission permit. Fields drop in order: the connection
-/// goes back to r2d2 before the permit admits the next waiter, who then finds it idle.
+/// A connection checked out of the pool, with its admission permit. The connection goes back (home, or
+/// to r2d2) before the permit admits the next waiter, who then finds it idle.
 pub(crate) struct Pooled {
-    conn: r2d2::PooledConnection<Manager>,
+    /// `None` only while it is being given back.
+    conn: Option<r2d2::PooledConnection<Manager>>,
+    /// Where it goes back to on a SQLite database (see [`Homes`]); r2d2 otherwise.
+    homes: Option<Arc<Homes>>,
     _permit: Option<Permit>,
 }
 
 impl std::ops::Deref for Pooled {
     type Target = Conn;
     fn deref(&self) -> &Conn {
-        &self.conn
+        self.conn.as_ref().expect("checked out")
     }
 }
 
 impl std::ops::DerefMut for Pooled {
     fn deref_mut(&mut self) -> &mut Conn {
-        &mut self.conn
+        self.conn.as_mut().expect("checked out")
+    }
+}
+
+impl Drop for Pooled {
+    fn drop(&mut self) {
+        if let (Some(homes), Some(mut conn)) = (&self.homes, self.conn.take())
+            // What r2d2 checks when a connection comes back (`Manager::has_broken`); a connection that
+            // fails goes to r2d2, which closes it.
+            && conn.is_usable()
+            && conn.end_abandoned_transaction()
+        {
+            homes.keep(conn);
+        }
     }
 }
 
@@ -48,6 +65,8 @@ pub struct Database {
 
 struct Inner {
     pool: r2d2::Pool<Manager>,
+    /// Where a SQLite database's connections wait between uses (see [`Homes`]).
+    homes: Option<Arc<Homes>>,
     admission: Admission,
     options: ConnectOptions,
     config: PoolConfig,
@@ -117,6 +136,8 @@ impl Database {
         let db = Database {
             inner: Arc::new(Inner {
                 pool,
+                homes: (options.dialect == Dialect::Sqlite)
+                    .then(|| Arc::new(Homes::new(config.effective_max_size()))),
                 admission,
                 writers: WriterGate::for_database(&options),
                 options,
@@ -183,7 +204,8 @@ impl Database {
     /// Connections open and idle right now.
     pub fn pool_state(&self) -> (u32, u32) {
         let s = self.inner.pool.state();
-        (s.connections, s.idle_connections)
+        let kept = self.inner.homes.as_ref().map_or(0, |h| h.kept());
+        (s.connections, s.idle_connections + kept)
     }
 
     /// The pool's status and counters (see [`PoolMetrics`]).
@@ -266,18 +288,32 @@ impl Database {
         &self,
         permit: Option<Permit>,
     ) -> std::result::Result<Pooled, Option<Permit>> {
-        match self.inner.pool.try_get() {
+        match self.take_idle() {
             Some(mut conn) => {
                 if conn.fit_for_use() {
-                    Ok(Pooled {
-                        conn,
-                        _permit: permit,
-                    })
+                    Ok(self.pooled(conn, permit))
                 } else {
                     Err(permit)
                 }
             }
             None => Err(permit),
+        }
+    }
+
+    /// An idle connection: the one this thread gave back last (SQLite), or r2d2's, or another thread's.
+    fn take_idle(&self) -> Option<r2d2::PooledConnection<Manager>> {
+        let homes = self.inner.homes.as_deref();
+        homes
+            .and_then(Homes::take_own)
+            .or_else(|| self.inner.pool.try_get())
+            .or_else(|| homes.and_then(Homes::take_any))
+    }
+
+    fn pooled(&self, conn: r2d2::PooledConnection<Manager>, permit: Option<Permit>) -> Pooled {
+        Pooled {
+            conn: Some(conn),
+            homes: self.inner.homes.clone(),
+            _permit: permit,
         }
     }
 
@@ -299,13 +335,18 @@ impl Database {
         loop {
             let left = self.inner.admission.remaining(started);
             let wait = left.min(self.inner.config.connect_timeout);
-            match self.inner.pool.get_timeout(wait) {
+            // Counted as waiting, no connection stays home while this waits on r2d2 (see `Homes`).
+            let (_waiting, home) = match self.inner.homes.as_deref() {
+                Some(h) => {
+                    let (w, found) = h.before_waiting();
+                    (Some(w), found)
+                }
+                None => (None, None),
+            };
+            match home.map_or_else(|| self.inner.pool.get_timeout(wait), Ok) {
                 Ok(mut conn) => {
                     if conn.fit_for_use() {
-                        return Ok(Pooled {
-                            conn,
-                            _permit: permit,
-                        });
+                        return Ok(self.pooled(conn, permit));
                     }
                 }
                 // A connect timeout's worth of waiting: is the server there at all?

@@ -35,6 +35,7 @@ mod database;
 mod driver;
 pub mod engine;
 mod executor;
+mod homes;
 mod pool;
 pub(crate) mod repository;
 mod stream;
