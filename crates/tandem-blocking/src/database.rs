@@ -305,8 +305,26 @@ impl Database {
         let homes = self.inner.homes.as_deref();
         homes
             .and_then(Homes::take_own)
+            .and_then(|c| self.validated(c))
             .or_else(|| self.inner.pool.try_get())
-            .or_else(|| homes.and_then(Homes::take_any))
+            .or_else(|| {
+                homes
+                    .and_then(Homes::take_any)
+                    .and_then(|c| self.validated(c))
+            })
+    }
+
+    /// A connection taken from a home, checked as r2d2 checks its own with `validate_on_checkout`; one
+    /// that fails goes to r2d2, which closes it.
+    fn validated(
+        &self,
+        mut conn: r2d2::PooledConnection<Manager>,
+    ) -> Option<r2d2::PooledConnection<Manager>> {
+        if !self.inner.config.validate_on_checkout || conn.simple("SELECT 1").is_ok() {
+            return Some(conn);
+        }
+        conn.health.broken = true;
+        None
     }
 
     fn pooled(&self, conn: r2d2::PooledConnection<Manager>, permit: Option<Permit>) -> Pooled {
@@ -339,7 +357,7 @@ impl Database {
             let (_waiting, home) = match self.inner.homes.as_deref() {
                 Some(h) => {
                     let (w, found) = h.before_waiting();
-                    (Some(w), found)
+                    (Some(w), found.and_then(|c| self.validated(c)))
                 }
                 None => (None, None),
             };

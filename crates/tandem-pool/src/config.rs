@@ -22,7 +22,8 @@ pub struct PoolConfig {
     /// driver's pool without bound (r2d2's and sqlx's own behaviour), which is there for comparison.
     pub max_pending: Option<u32>,
     /// A connection idle for this long is closed (down to `min_idle`). Default 10 min; `None` keeps idle
-    /// connections open.
+    /// connections open. (The blocking executor keeps a SQLite connection with the thread that used it
+    /// last; kept there, it counts as in use, so neither this nor `max_lifetime` closes it.)
     pub idle_timeout: Option<Duration>,
     /// A connection older than this is closed when it next comes back to the pool. Default 30 min; `None`
     /// keeps connections for ever.
