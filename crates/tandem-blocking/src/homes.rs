@@ -105,8 +105,8 @@ impl Homes {
     /// A connection kept in any home, looking in the next thread's first (so threads that find their own
     /// home empty do not all go to the same one).
     pub(crate) fn take_any(&self) -> Option<Kept> {
-        let (before, after) = self.homes.split_at(self.own() + 1);
-        after.iter().chain(before).find_map(Home::try_take)
+        let (to_own, past_own) = self.homes.split_at(self.own() + 1);
+        past_own.iter().chain(to_own).find_map(Home::try_take)
     }
 
     /// For an acquire that found nothing: counts it as waiting, then looks in every home once more,
@@ -115,8 +115,8 @@ impl Homes {
     pub(crate) fn before_waiting(&self) -> (Waiting<'_>, Option<Kept>) {
         self.waiting.fetch_add(1, Ordering::SeqCst);
         fence(Ordering::SeqCst);
-        let (after, before) = self.homes.split_at(self.own());
-        let found = before.iter().chain(after).find_map(Home::take);
+        let (before_own, from_own) = self.homes.split_at(self.own());
+        let found = from_own.iter().chain(before_own).find_map(Home::take);
         (Waiting(self), found)
     }
 
