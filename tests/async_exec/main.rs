@@ -157,6 +157,12 @@ fn main() {
                 })
                 .needs(&[Dialect::Postgres]),
             ],
+            vec![
+                harness::Case::new("key_lookup_waits_for_a_lock_off_the_runtime_sqlite", || {
+                    key_lookup_waits_for_a_lock_off_the_runtime_sqlite()
+                })
+                .on(Dialect::Sqlite),
+            ],
             vec![harness::Case::new("unreachable_server", move || {
                 harness::block_on(unreachable_server())
             })],

@@ -466,3 +466,57 @@ pub(crate) async fn copy_path_postgres() {
     }
     assert_eq!(back.len(), 5_000);
 }
+
+/// A key lookup on a rusqlite connection runs on the runtime's own thread only when SQLite can answer it
+/// without waiting: while another connection's write keeps readers out, the lookup goes to its worker and
+/// waits there, and the runtime's one thread goes on (a lookup that waited on it would hold the timer below
+/// until the busy timeout ran out, and end in a busy error). Once the write commits, the lookup reads it.
+/// (Readers of a WAL file never wait, so the file is turned back to a rollback journal, where a writer's
+/// EXCLUSIVE lock keeps them out; that takes the pool's only connection.)
+pub(crate) fn key_lookup_waits_for_a_lock_off_the_runtime_sqlite() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let one = PoolConfig {
+            max_size: 1,
+            ..PoolConfig::default()
+        };
+        let t = adb(Dialect::Sqlite, "key_lookup_lock", one).await;
+        setup(&t.db).await;
+        t.db.execute(&raw("PRAGMA journal_mode = DELETE", vec![]))
+            .await
+            .unwrap();
+        let repo = t.db.repository::<User>();
+        let id = repo.insert(&user("ann", 40)).await.unwrap();
+        let found = repo.find_by_id(id).await.unwrap().expect("ann");
+        assert_eq!((found.name.as_str(), found.age), ("ann", 40));
+
+        let path = t.target.options.path.clone().expect("a file database");
+        let holder = rusqlite::Connection::open(path).unwrap();
+        holder
+            .execute_batch(&format!(
+                "BEGIN EXCLUSIVE; UPDATE users SET age = 41 WHERE id = {id}"
+            ))
+            .unwrap();
+        let db = t.db.clone();
+        let lookup = tokio::spawn(async move { db.repository::<User>().find_by_id(id).await });
+        let started = std::time::Instant::now();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let slept = started.elapsed();
+        assert!(
+            slept < tandem_core::tx::BUSY_TIMEOUT,
+            "the runtime's thread was held {slept:?}: the lookup waited for the lock on it"
+        );
+        assert!(
+            !lookup.is_finished(),
+            "the lookup waits for the lock (on its worker) while the runtime's thread runs this timer"
+        );
+        holder.execute_batch("COMMIT").unwrap();
+        let found = lookup.await.unwrap().unwrap().expect("ann, after the lock");
+        assert_eq!(found.age, 41, "the write made under the lock");
+        // And straight away again, here.
+        assert_eq!(repo.find_by_id(id).await.unwrap().expect("ann").age, 41);
+    });
+}

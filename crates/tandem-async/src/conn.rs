@@ -137,6 +137,29 @@ where
     Ok(B::decode(&row, 0)?.as_i64())
 }
 
+/// A row sink for a rusqlite statement that keeps the first `keep` rows (all of them for `usize::MAX`), to
+/// be handed to an async sink afterwards.
+#[cfg(feature = "sqlite")]
+fn kept(keep: usize, rows: &mut Vec<Row>) -> impl FnMut(Row) -> Result<bool> + '_ {
+    move |row| {
+        if rows.len() < keep {
+            rows.push(row);
+        }
+        Ok(keep == usize::MAX || rows.len() < keep || keep == 0)
+    }
+}
+
+/// Hands rows kept by [`kept`] to `sink`, until it says stop.
+#[cfg(feature = "sqlite")]
+async fn hand_over<S: Sink>(rows: Vec<Row>, sink: &mut S) -> Result<()> {
+    for row in rows {
+        if !sink.push(row).await? {
+            break;
+        }
+    }
+    Ok(())
+}
+
 async fn simple_on<B: Backend>(conn: &mut PoolConnection<B>, sql: &str) -> Result<()>
 where
     for<'c> &'c mut B::Connection: sqlx::Executor<'c, Database = B>,
@@ -205,30 +228,42 @@ impl Conn {
                 let got = worker
                     .call(move |c| {
                         let mut rows = Vec::new();
-                        let done = tandem_core::Runner::run(c, &r, &mut |row| {
-                            if rows.len() < keep {
-                                rows.push(row);
-                            }
-                            Ok(keep == usize::MAX || rows.len() < keep || keep == 0)
-                        })?;
+                        let done = tandem_core::Runner::run(c, &r, &mut kept(keep, &mut rows))?;
                         Ok((rows, done))
                     })
                     .await;
                 match got {
-                    Ok((rows, done)) => {
-                        for row in rows {
-                            if !sink.push(row).await? {
-                                break;
-                            }
-                        }
-                        Ok(done)
-                    }
+                    Ok((rows, done)) => hand_over(rows, sink).await.map(|()| done),
                     Err(e) => Err(e),
                 }
             }
             Link::Abandoned => Err(abandoned()),
         };
         self.note(result)
+    }
+
+    /// A repository's key lookup: one statement that reads at most one row through the key's index. On a
+    /// rusqlite connection it runs right here, on the runtime's thread, when it can do so without waiting
+    /// for a lock (see `Worker::run_here`): a few microseconds, less than the two thread wake-ups a trip to
+    /// the worker costs. Everywhere else, and when it cannot, it runs like any statement.
+    pub(crate) async fn run_key_read<S: Sink>(
+        &mut self,
+        r: &Rendered,
+        sink: &mut S,
+    ) -> Result<Done> {
+        #[cfg(feature = "sqlite")]
+        if let Link::Rusqlite(worker) = &self.link {
+            let mut rows = Vec::new();
+            let here = worker.run_here(r, &mut kept(sink.keep(), &mut rows));
+            if let Some(done) = here {
+                let result = match done {
+                    Ok(done) => hand_over(rows, sink).await.map(|()| done),
+                    Err(e) => Err(e),
+                };
+                return self.note(result);
+            }
+        }
+        self.run(r, sink).await
     }
 
     /// A statement without parameters or rows (BEGIN, COMMIT, SAVEPOINT, pragmas).

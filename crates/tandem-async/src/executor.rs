@@ -40,6 +40,17 @@ pub(crate) mod sealed {
             sink: &mut S,
         ) -> impl Future<Output = Result<Done>> + Send;
 
+        /// Runs a repository's key lookup (one statement, at most one row, through the key's index):
+        /// like any statement, except where the executor has a faster way that cannot block the runtime
+        /// (a pooled rusqlite connection runs it on the caller's thread, see `Conn::run_key_read`).
+        fn run_key_read<S: Sink>(
+            &self,
+            r: Rendered,
+            sink: &mut S,
+        ) -> impl Future<Output = Result<Done>> + Send {
+            self.run_statement(r, sink)
+        }
+
         /// Runs a plan (a repository method): its steps together when they belong together (a
         /// transaction, or a savepoint inside one).
         fn run<T: Send>(&self, plan: Plan<T>) -> impl Future<Output = Result<T>> + Send;

@@ -43,7 +43,7 @@ impl<'a, E: Entity, X: Executor> Repository<'a, E, X> {
         // `repo::find_by_id_statement`).
         let r = repo::find_by_id_statement::<E>(self.exec.dialect(), id)?;
         let mut first = DecodeFirst(None);
-        self.exec.run_statement(r, &mut first).await?;
+        self.exec.run_key_read(r, &mut first).await?;
         Ok(first.0)
     }
 

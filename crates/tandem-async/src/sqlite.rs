@@ -1,24 +1,32 @@
 //! SQLite for the async executor, through rusqlite: every connection lives on a worker thread of its own and
 //! is fed calls over a channel; the caller awaits the answer, so no runtime thread ever blocks on SQLite.
 //!
-//! Compared with one `spawn_blocking` per call, the connection never moves between threads, and a call costs
-//! one channel send and one wake-up each way. Calls on one connection run in the order they were sent, which
-//! is what lets a connection given up mid-call go straight back to the pool: the cleanup it needs is queued
-//! behind the call and runs before the next user's first call.
+//! Compared with one `spawn_blocking` per call, a call costs one channel send and one wake-up each way. Calls
+//! on one connection run in the order they were sent, which is what lets a connection given up mid-call go
+//! straight back to the pool: the cleanup it needs is queued behind the call and runs before the next
+//! user's first call.
+//!
+//! One kind of call skips the trip: a repository's key lookup ([`Worker::run_here`]), one statement that
+//! reads at most one row through the key's index, runs on the caller's own thread when nothing is queued
+//! for the worker, and only if SQLite can answer it without waiting for another connection's lock
+//! (otherwise it goes to the worker like any call). The two wake-ups cost more than the lookup itself.
 //!
 //! The pool in front of the workers is deadpool's, behind the executor's [`Admission`] gate: `max_size`
 //! slots, idle workers most recently used first; [`Workers`] opens them and, before one is reused, closes
 //! it instead when it is unfit, older than `max_lifetime`, or idle past `idle_timeout` above `min_idle`.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use deadpool::managed::{Metrics, PoolError, RecycleError, RecycleResult};
 
+use tandem_core::plan::{Done, Sink};
 use tandem_core::{ConnectOptions, Error, Result, WorkerWait};
 use tandem_pool::Admission;
 use tandem_pool::PoolConfig;
+use tandem_sql::Rendered;
 use tandem_sqlite::{Connection, InterruptHandle};
 
 type Job = Box<dyn FnOnce(&mut Connection) + Send>;
@@ -30,6 +38,11 @@ pub(crate) struct Worker {
     interrupt: Arc<InterruptHandle>,
     /// Cleared by the thread as it ends, and by a cleanup that could not end a transaction.
     fit: Arc<AtomicBool>,
+    /// The connection: locked by the thread while it runs a call, and by a key lookup run where it was
+    /// made. The thread takes it out and closes it as it ends.
+    conn: Arc<Mutex<Option<Connection>>>,
+    /// Calls sent and not yet run to their end.
+    queued: Arc<AtomicUsize>,
 }
 
 /// Interrupts the running statement when dropped armed: a caller that gives up stops its statement instead
@@ -49,8 +62,9 @@ impl Drop for InterruptOnDrop {
 /// switches, more than a point select; polling costs a core. The worker adapts: a call that arrived while it
 /// polled doubles the next poll (up to [`SPIN_MAX`] yields), a poll that ended in parking halves it (down to
 /// [`SPIN_MIN`]), so a connection in a tight request loop keeps answering without a wake-up and an idle or
-/// lock-bound one stops burning the core others need. Measured here (`tandem-bench point`, 4 tasks, 2
-/// cores): parking at once 75–78k selects/s, a fixed 64-yield poll 70–100k, this 136–167k. With
+/// lock-bound one stops burning the core others need. Measured here with point selects on the worker
+/// (`tandem-bench point`, 4 tasks, 2 cores, before key lookups ran on the caller's thread): parking at
+/// once 75–78k selects/s, a fixed 64-yield poll 70–100k, this 136–167k. With
 /// `?worker_wait=park` ([`WorkerWait::Park`]) the worker parks at once, every time.
 struct Spin {
     polls: usize,
@@ -111,38 +125,74 @@ impl Worker {
         let (opened, answer) = tokio::sync::oneshot::channel();
         let fit = Arc::new(AtomicBool::new(true));
         let ended = Ended(fit.clone());
+        let queued = Arc::new(AtomicUsize::new(0));
+        let run = queued.clone();
         let options = options.clone();
         std::thread::Builder::new()
             .name("tandem-sqlite".into())
             .spawn(move || {
                 let _ended = ended;
-                let mut conn = match Connection::open(&options) {
+                let conn = match Connection::open(&options) {
                     Ok(c) => c,
                     Err(e) => {
                         let _ = opened.send(Err(e));
                         return;
                     }
                 };
-                if opened.send(Ok(conn.interrupt_handle())).is_err() {
+                let interrupt = conn.interrupt_handle();
+                let conn = Arc::new(Mutex::new(Some(conn)));
+                if opened.send(Ok((interrupt, conn.clone()))).is_err() {
                     return;
                 }
                 let mut spin = Spin::new(options.sqlite_worker_wait);
                 while let Some(job) = spin.next_job(&rx) {
-                    job(&mut conn);
+                    // A call that panicked ended this thread with the lock held: nothing runs after it.
+                    let mut held = conn.lock().unwrap_or_else(PoisonError::into_inner);
+                    if let Some(c) = held.as_mut() {
+                        job(c);
+                    }
+                    drop(held);
+                    run.fetch_sub(1, Ordering::Release);
                 }
+                // Closed here, not on whichever thread drops the last handle.
+                drop(conn.lock().unwrap_or_else(PoisonError::into_inner).take());
             })
             .map_err(|source| Error::Thread {
                 what: "a SQLite worker thread",
                 source,
             })?;
-        let interrupt = answer.await.map_err(|_| Error::Panicked {
+        let (interrupt, conn) = answer.await.map_err(|_| Error::Panicked {
             message: "the SQLite worker thread panicked while opening".into(),
         })??;
         Ok(Worker {
             jobs,
             interrupt: Arc::new(interrupt),
             fit,
+            conn,
+            queued,
         })
+    }
+
+    /// Sends a call to the thread, counted until it has run.
+    fn send(&self, job: Job) -> std::result::Result<(), std::sync::mpsc::SendError<Job>> {
+        self.queued.fetch_add(1, Ordering::Relaxed);
+        let sent = self.jobs.send(job);
+        if sent.is_err() {
+            self.queued.fetch_sub(1, Ordering::Relaxed);
+        }
+        sent
+    }
+
+    /// Runs a key lookup here, on the caller's thread, without waiting for any lock: `None` when it has to
+    /// go to the worker instead — a call is still queued or running there (calls keep their order), the
+    /// thread has ended, or SQLite answered busy. The caller holds this worker checked out, so no one else
+    /// sends it calls meanwhile.
+    pub(crate) fn run_here(&self, r: &Rendered, sink: &mut Sink<'_>) -> Option<Result<Done>> {
+        if !self.is_fit() || self.queued.load(Ordering::Acquire) != 0 {
+            return None;
+        }
+        let mut held = self.conn.try_lock().ok()?;
+        held.as_mut()?.run_without_waiting(r, sink).transpose()
     }
 
     /// Sends `f` to the connection's thread now (calls run in the order sent) and returns a future of its
@@ -152,7 +202,7 @@ impl Worker {
         f: impl FnOnce(&mut Connection) -> Result<R> + Send + 'static,
     ) -> impl std::future::Future<Output = Result<R>> + Send + 'static {
         let (tx, rx) = tokio::sync::oneshot::channel();
-        let sent = self.jobs.send(Box::new(move |c| {
+        let sent = self.send(Box::new(move |c| {
             let _ = tx.send(f(c));
         }));
         let interrupt = self.interrupt.clone();
@@ -171,7 +221,7 @@ impl Worker {
     /// closed instead of reused.
     pub(crate) fn end_abandoned_transaction(&self) {
         let fit = self.fit.clone();
-        let queued = self.jobs.send(Box::new(move |c| {
+        let queued = self.send(Box::new(move |c| {
             if !c.end_abandoned_transaction() {
                 fit.store(false, Ordering::Release);
             }

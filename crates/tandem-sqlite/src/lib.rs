@@ -15,8 +15,8 @@ use tandem_core::{ConnectOptions, DbError, DbErrorKind, Error, Result};
 use tandem_sql::batch::BorrowedStatement;
 use tandem_sql::{Dialect, Rendered, Row, SqlType, Value};
 
-/// One SQLite connection.
-pub struct Connection(rusqlite::Connection, Columns);
+/// One SQLite connection, and whether it waits for other connections' locks (a file database's busy timeout).
+pub struct Connection(rusqlite::Connection, Columns, bool);
 
 impl std::fmt::Debug for Connection {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -81,7 +81,7 @@ impl Connection {
         };
         conn.execute_batch(&pragmas).map_err(error)?;
         conn.set_prepared_statement_cache_capacity(64);
-        Ok(Connection(conn, Columns::default()))
+        Ok(Connection(conn, Columns::default(), opts.path.is_some()))
     }
 
     /// Runs statements without parameters or rows (BEGIN, COMMIT, SAVEPOINT, pragmas).
@@ -104,6 +104,33 @@ impl Connection {
         }
         let _ = self.0.execute_batch("PRAGMA query_only = OFF; ROLLBACK");
         self.0.is_autocommit()
+    }
+
+    /// Runs `r` without ever waiting for another connection's lock: `Ok(None)` when SQLite answered busy
+    /// (the statement did nothing; run it again where waiting is allowed). For the async executor, which
+    /// runs a key lookup on the runtime's own thread only when that cannot block it. Rows reach `sink` as
+    /// they are read; one that answers busy does so before its first row.
+    pub fn run_without_waiting(
+        &mut self,
+        r: &Rendered,
+        sink: &mut Sink<'_>,
+    ) -> Result<Option<Done>> {
+        let waits = self.2;
+        if waits {
+            self.0
+                .busy_timeout(std::time::Duration::ZERO)
+                .map_err(error)?;
+        }
+        let result = Runner::run(self, r, sink);
+        if waits {
+            self.0
+                .busy_timeout(tandem_core::tx::BUSY_TIMEOUT)
+                .map_err(error)?;
+        }
+        match result {
+            Err(Error::Database(e)) if e.kind == DbErrorKind::Busy => Ok(None),
+            other => other.map(Some),
+        }
     }
 }
 
@@ -158,7 +185,7 @@ impl Connection {
         bind: impl FnOnce(&mut rusqlite::Statement<'_>) -> rusqlite::Result<()>,
         sink: &mut Sink<'_>,
     ) -> Result<Done> {
-        let Connection(conn, kept) = self;
+        let Connection(conn, kept, _) = self;
         let mut stmt = conn.prepare_cached(sql).map_err(error)?;
         bind(&mut stmt).map_err(error)?;
         let width = stmt.column_count();
@@ -310,6 +337,82 @@ mod tests {
         })
         .unwrap();
         names.expect("a row")
+    }
+
+    /// A file of its own, removed with its WAL files when dropped.
+    struct TempFile(std::path::PathBuf);
+
+    impl Drop for TempFile {
+        fn drop(&mut self) {
+            for suffix in ["", "-wal", "-shm"] {
+                let _ = std::fs::remove_file(format!("{}{suffix}", self.0.display()));
+            }
+        }
+    }
+
+    fn first_i64(conn: &mut Connection, sql: &str) -> i64 {
+        let r = tandem_sql::raw(sql, vec![])
+            .render(Dialect::Sqlite)
+            .unwrap();
+        let mut got = None;
+        conn.run(&r, &mut |row| {
+            got = row.values()[0].as_i64();
+            Ok(false)
+        })
+        .unwrap();
+        got.expect("one integer")
+    }
+
+    /// A read another connection's lock would make wait answers `None` at once instead (a 5 s busy wait
+    /// would have ended in a busy error, not `None`), leaves the busy timeout as it was, and reads once the
+    /// lock is gone.
+    #[test]
+    fn run_without_waiting_answers_none_instead_of_waiting_for_a_lock() {
+        let file = TempFile(
+            std::env::temp_dir().join(format!("tandem-sqlite-nowait-{}.db", std::process::id())),
+        );
+        let url = format!("sqlite://{}", file.0.display());
+        let mut conn = Connection::open(&ConnectOptions::parse(&url).unwrap()).unwrap();
+        conn.simple(
+            "CREATE TABLE t (id INTEGER PRIMARY KEY, v INTEGER); INSERT INTO t VALUES (1, 7)",
+        )
+        .unwrap();
+        let read = tandem_sql::raw("SELECT v FROM t WHERE id = 1", vec![])
+            .render(Dialect::Sqlite)
+            .unwrap();
+
+        // Readers of a WAL file never wait; with a rollback journal, a writer's EXCLUSIVE lock keeps them
+        // out until it commits.
+        conn.simple("PRAGMA journal_mode = DELETE").unwrap();
+        let other = rusqlite::Connection::open(&file.0).unwrap();
+        other
+            .execute_batch("BEGIN EXCLUSIVE; UPDATE t SET v = 8 WHERE id = 1")
+            .unwrap();
+        let mut rows = 0;
+        let answer = conn
+            .run_without_waiting(&read, &mut |_| {
+                rows += 1;
+                Ok(true)
+            })
+            .unwrap();
+        assert!(answer.is_none(), "busy is None, not a wait: {answer:?}");
+        assert_eq!(rows, 0, "no row before the lock was refused");
+        assert_eq!(
+            first_i64(&mut conn, "PRAGMA busy_timeout"),
+            tandem_core::tx::BUSY_TIMEOUT.as_millis() as i64,
+            "the busy timeout is back"
+        );
+
+        other.execute_batch("COMMIT").unwrap();
+        let mut seen = None;
+        let done = conn
+            .run_without_waiting(&read, &mut |row| {
+                seen = row.values()[0].as_i64();
+                Ok(true)
+            })
+            .unwrap();
+        assert!(done.is_some(), "no lock, an answer");
+        assert_eq!(seen, Some(8), "the other connection's write, read");
     }
 
     /// Rows of statements with the same column names share one list; a renamed column is seen at once.

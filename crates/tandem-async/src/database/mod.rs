@@ -559,6 +559,10 @@ impl crate::executor::sealed::Run for Database {
         self.acquire().await?.run(&r, sink).await
     }
 
+    async fn run_key_read<S: crate::conn::Sink>(&self, r: Rendered, sink: &mut S) -> Result<Done> {
+        self.acquire().await?.run_key_read(&r, sink).await
+    }
+
     fn run<T: Send>(&self, plan: Plan<T>) -> impl Future<Output = Result<T>> + Send {
         self.run_plan(plan)
     }
