@@ -1,7 +1,8 @@
 //! `e2e`: the essay's batch job over `data_size` source rows with `parallelism` partitions, on each runner,
 //! next to the server doing the same work alone (`INSERT … SELECT`) and the job written by hand on the raw
 //! blocking driver (`raw-driver`: on SQLite one partition on rusqlite, on the servers `parallelism`
-//! partitions on `postgres` / `mysql`). Target and job tables are recreated
+//! partitions on `postgres` / `mysql`) and, on the servers, on sqlx (`raw-sqlx`: `parallelism` tasks, the
+//! async side's own baseline). Target and job tables are recreated
 //! before each measured op; every op is verified (row count, distinct names, checksum).
 
 use std::time::Instant;
@@ -87,6 +88,59 @@ fn server_job_by_hand(
     Ok(m)
 }
 
+/// The job by hand on sqlx (see [`crate::raw::sqlx_postgres_job`]), `p` partitions on `p` tasks and
+/// pooled connections, opened before the clock starts: the async side's own baseline.
+fn server_job_by_hand_sqlx(
+    db: &Database,
+    rt: &tokio::runtime::Runtime,
+    url: &str,
+    n: usize,
+    p: usize,
+    iterations: usize,
+) -> anyhow::Result<crate::report::Measured> {
+    let opts = tandem_core::ConnectOptions::parse(url)?;
+    crate::plain_only(&opts)?;
+    let page = essay::job(p).page_size as usize;
+    let m = measure(iterations, || {
+        reset_target(db)?;
+        for sql in crate::raw::job_checkpoints(p) {
+            db.execute(&raw(sql, vec![]))?;
+        }
+        let took = rt.block_on(async {
+            macro_rules! timed {
+                ($options:expr, $pool:ty, $job:path) => {{
+                    let pool = <$pool>::new()
+                        .max_connections(p as u32)
+                        .connect_with($options)
+                        .await?;
+                    let open: Vec<_> =
+                        futures_util::future::try_join_all((0..p).map(|_| pool.acquire())).await?;
+                    drop(open);
+                    let started = Instant::now();
+                    $job(pool, p, page).await?;
+                    started.elapsed()
+                }};
+            }
+            Ok::<_, sqlx::Error>(match db.dialect() {
+                Dialect::Postgres => timed!(
+                    seed::sqlx_pg_options(&opts),
+                    sqlx::postgres::PgPoolOptions,
+                    crate::raw::sqlx_postgres_job
+                ),
+                _ => timed!(
+                    seed::sqlx_mysql_options(&opts),
+                    sqlx::mysql::MySqlPoolOptions,
+                    crate::raw::sqlx_mysql_job
+                ),
+            })
+        })?;
+        verify(db, n)?;
+        Ok(took)
+    })?;
+    db.execute(&raw(crate::raw::END_JOB, vec![]))?;
+    Ok(m)
+}
+
 /// Runs the scenario for every engine, data size, pool size and parallelism.
 pub fn run(
     ctx: &mut Ctx,
@@ -160,6 +214,10 @@ pub fn run(
                         record("raw-driver", m);
                     } else {
                         record("raw-driver", server_job_by_hand(&db, &url, n, p, it)?);
+                        if ctx.executors.contains(&Executor::Async) {
+                            let m = server_job_by_hand_sqlx(&db, &ctx.rt, &url, n, p, it)?;
+                            record("raw-sqlx", m);
+                        }
                     }
                     let job = essay::job(p);
                     if ctx.executors.contains(&Executor::Blocking) {

@@ -348,6 +348,90 @@ pub fn mysql_job(mut conns: Vec<mysql::Conn>, page: usize) -> Result<(), mysql::
     })
 }
 
+/// [`postgres_job`] and [`mysql_job`] on sqlx, the async executor's driver: `partitions` tasks (spawned, so
+/// both runtime threads work), each on its own pooled connection, with the same statements and round trips
+/// (sqlx prepares each statement once per connection). What the async side's driver and runtime cost for
+/// the job's shape, before any library code.
+macro_rules! sqlx_job {
+    ($name:ident, $db:ty, $pg:expr, $select:expr, $checkpoint:expr) => {
+        pub async fn $name(
+            pool: sqlx::Pool<$db>,
+            partitions: usize,
+            page: usize,
+        ) -> Result<(), sqlx::Error> {
+            use sqlx::Connection as _;
+            let (lo, hi): (Option<i64>, Option<i64>) =
+                sqlx::query_as("SELECT MIN(id), MAX(id) FROM benchmark_source")
+                    .fetch_one(&pool)
+                    .await?;
+            let (Some(lo), Some(hi)) = (lo, hi) else {
+                return Ok(());
+            };
+            let ranges = tandem_batch::job::partitions(lo, hi, partitions);
+            let running: Vec<_> = ranges
+                .into_iter()
+                .enumerate()
+                .map(|(i, (lo, hi))| {
+                    let pool = pool.clone();
+                    tokio::spawn(async move {
+                        let mut conn = pool.acquire().await?;
+                        let mut after = lo - 1;
+                        loop {
+                            let rows: Vec<(i64, String, i32)> = sqlx::query_as($select)
+                                .bind(after)
+                                .bind(hi)
+                                .bind(page as i64)
+                                .fetch_all(&mut *conn)
+                                .await?;
+                            let Some(last) = rows.last().map(|r| r.0) else {
+                                return Ok::<_, sqlx::Error>(());
+                            };
+                            let mut insert = sqlx::query(sqlx::AssertSqlSafe(insert_target_sql(
+                                rows.len(),
+                                $pg,
+                            )));
+                            for (_, name, value) in &rows {
+                                insert = insert.bind(name.to_uppercase()).bind(value * 2);
+                            }
+                            let mut tx = conn.begin().await?;
+                            insert.execute(&mut *tx).await?;
+                            sqlx::query($checkpoint)
+                                .bind(last)
+                                .bind(rows.len() as i64)
+                                .bind(i as i32 + 1)
+                                .execute(&mut *tx)
+                                .await?;
+                            tx.commit().await?;
+                            after = last;
+                        }
+                    })
+                })
+                .collect();
+            for t in running {
+                t.await.expect("a raw sqlx job partition panicked")?;
+            }
+            Ok(())
+        }
+    };
+}
+
+sqlx_job!(
+    sqlx_postgres_job,
+    sqlx::Postgres,
+    true,
+    "SELECT id, name, value FROM benchmark_source WHERE id > $1 AND id <= $2 ORDER BY id LIMIT $3",
+    "UPDATE raw_job_checkpoint SET checkpoint = $1, read_count = read_count + $2, \
+     chunk_count = chunk_count + 1 WHERE id = $3"
+);
+sqlx_job!(
+    sqlx_mysql_job,
+    sqlx::MySql,
+    false,
+    "SELECT id, name, value FROM benchmark_source WHERE id > ? AND id <= ? ORDER BY id LIMIT ?",
+    "UPDATE raw_job_checkpoint SET checkpoint = ?, read_count = read_count + ?, \
+     chunk_count = chunk_count + 1 WHERE id = ?"
+);
+
 fn insert_target_sql(rows: usize, pg: bool) -> String {
     insert_sql(rows, pg).replacen(
         "benchmark_source (name, value)",

@@ -327,6 +327,18 @@ impl Results {
                 speed(own, secs("tandem-blocking")),
                 speed(own, secs("tandem-async")),
             );
+            if let Some(sqlx) = self.find(r, "raw-sqlx") {
+                let own = Some(sqlx.time.secs());
+                println!(
+                    "e2e       {:<9} {:>7} rows par {:>2}: the job by hand on sqlx {:>9.3} ops/s = {} of the raw driver's; async at {} of it",
+                    r.db,
+                    r.rows,
+                    r.parallelism,
+                    sqlx.ops_per_s(),
+                    speed(Some(r.time.secs()), own),
+                    speed(own, secs("tandem-async")),
+                );
+            }
         }
         for r in self
             .records
