@@ -5,7 +5,7 @@
 //! async side's own baseline). Target and job tables are recreated
 //! before each measured op; every op is verified (row count, distinct names, checksum).
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use tandem_blocking::Executor as _;
 
 use tandem_batch::essay::{self, benchmark_target};
@@ -47,40 +47,23 @@ fn verify(db: &Database, n: usize) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The job by hand on the server's blocking driver (see [`crate::raw::postgres_job`]), `p` partitions on
-/// `p` threads and connections, opened before the clock starts.
-fn server_job_by_hand(
+/// Measures a job written by hand: `timed` runs it once over pages of `page` rows, with its connections
+/// opened before its clock starts, and says how long it took; around each run the target table and the
+/// checkpoint rows are made afresh and the result is verified.
+fn job_by_hand(
     db: &Database,
-    url: &str,
     n: usize,
     p: usize,
     iterations: usize,
+    mut timed: impl FnMut(usize) -> anyhow::Result<Duration>,
 ) -> anyhow::Result<crate::report::Measured> {
-    let opts = tandem_core::ConnectOptions::parse(url)?;
     let page = essay::job(p).page_size as usize;
     let m = measure(iterations, || {
         reset_target(db)?;
         for sql in crate::raw::job_checkpoints(p) {
             db.execute(&raw(sql, vec![]))?;
         }
-        let took = match db.dialect() {
-            Dialect::Postgres => {
-                let clients = (0..p)
-                    .map(|_| seed::pg_client(&opts))
-                    .collect::<anyhow::Result<Vec<_>>>()?;
-                let started = Instant::now();
-                crate::raw::postgres_job(clients, page)?;
-                started.elapsed()
-            }
-            _ => {
-                let conns = (0..p)
-                    .map(|_| seed::mysql_conn(&opts))
-                    .collect::<anyhow::Result<Vec<_>>>()?;
-                let started = Instant::now();
-                crate::raw::mysql_job(conns, page)?;
-                started.elapsed()
-            }
-        };
+        let took = timed(page)?;
         verify(db, n)?;
         Ok(took)
     })?;
@@ -88,57 +71,75 @@ fn server_job_by_hand(
     Ok(m)
 }
 
-/// The job by hand on sqlx (see [`crate::raw::sqlx_postgres_job`]), `p` partitions on `p` tasks and
-/// pooled connections, opened before the clock starts: the async side's own baseline.
-fn server_job_by_hand_sqlx(
+/// Which raw drivers a job by hand runs on.
+enum ByHand<'a> {
+    /// The blocking ones (see [`crate::raw::postgres_job`]): `p` threads and connections.
+    Blocking,
+    /// sqlx, the async side's (see [`crate::raw::sqlx_postgres_job`]): `p` tasks and pooled connections,
+    /// on this runtime.
+    Sqlx(&'a tokio::runtime::Runtime),
+}
+
+/// The job by hand on a server, `p` partitions, on the drivers `on` names.
+fn server_job_by_hand(
     db: &Database,
-    rt: &tokio::runtime::Runtime,
     url: &str,
     n: usize,
     p: usize,
     iterations: usize,
+    on: ByHand<'_>,
 ) -> anyhow::Result<crate::report::Measured> {
     let opts = tandem_core::ConnectOptions::parse(url)?;
     crate::plain_only(&opts)?;
-    let page = essay::job(p).page_size as usize;
-    let m = measure(iterations, || {
-        reset_target(db)?;
-        for sql in crate::raw::job_checkpoints(p) {
-            db.execute(&raw(sql, vec![]))?;
+    job_by_hand(db, n, p, iterations, |page| match (&on, db.dialect()) {
+        (ByHand::Blocking, Dialect::Postgres) => {
+            let clients = (0..p)
+                .map(|_| seed::pg_client(&opts))
+                .collect::<anyhow::Result<Vec<_>>>()?;
+            let started = Instant::now();
+            crate::raw::postgres_job(clients, page)?;
+            Ok(started.elapsed())
         }
-        let took = rt.block_on(async {
-            macro_rules! timed {
-                ($options:expr, $pool:ty, $job:path) => {{
-                    let pool = <$pool>::new()
-                        .max_connections(p as u32)
-                        .connect_with($options)
-                        .await?;
-                    let open: Vec<_> =
-                        futures_util::future::try_join_all((0..p).map(|_| pool.acquire())).await?;
-                    drop(open);
-                    let started = Instant::now();
-                    $job(pool, p, page).await?;
-                    started.elapsed()
-                }};
-            }
-            Ok::<_, sqlx::Error>(match db.dialect() {
-                Dialect::Postgres => timed!(
-                    seed::sqlx_pg_options(&opts),
-                    sqlx::postgres::PgPoolOptions,
-                    crate::raw::sqlx_postgres_job
-                ),
-                _ => timed!(
-                    seed::sqlx_mysql_options(&opts),
-                    sqlx::mysql::MySqlPoolOptions,
-                    crate::raw::sqlx_mysql_job
-                ),
+        (ByHand::Blocking, _) => {
+            let conns = (0..p)
+                .map(|_| seed::mysql_conn(&opts))
+                .collect::<anyhow::Result<Vec<_>>>()?;
+            let started = Instant::now();
+            crate::raw::mysql_job(conns, page)?;
+            Ok(started.elapsed())
+        }
+        (ByHand::Sqlx(rt), dialect) => rt
+            .block_on(async {
+                macro_rules! timed {
+                    ($options:expr, $pool:ty, $job:path) => {{
+                        let pool = <$pool>::new()
+                            .max_connections(p as u32)
+                            .connect_with($options)
+                            .await?;
+                        let open: Vec<_> =
+                            futures_util::future::try_join_all((0..p).map(|_| pool.acquire()))
+                                .await?;
+                        drop(open);
+                        let started = Instant::now();
+                        $job(pool, p, page).await?;
+                        started.elapsed()
+                    }};
+                }
+                Ok::<_, sqlx::Error>(match dialect {
+                    Dialect::Postgres => timed!(
+                        seed::sqlx_pg_options(&opts),
+                        sqlx::postgres::PgPoolOptions,
+                        crate::raw::sqlx_postgres_job
+                    ),
+                    _ => timed!(
+                        seed::sqlx_mysql_options(&opts),
+                        sqlx::mysql::MySqlPoolOptions,
+                        crate::raw::sqlx_mysql_job
+                    ),
+                })
             })
-        })?;
-        verify(db, n)?;
-        Ok(took)
-    })?;
-    db.execute(&raw(crate::raw::END_JOB, vec![]))?;
-    Ok(m)
+            .map_err(anyhow::Error::from),
+    })
 }
 
 /// Runs the scenario for every engine, data size, pool size and parallelism.
@@ -213,9 +214,10 @@ pub fn run(
                     if let Some(m) = by_hand {
                         record("raw-driver", m);
                     } else {
-                        record("raw-driver", server_job_by_hand(&db, &url, n, p, it)?);
+                        let m = server_job_by_hand(&db, &url, n, p, it, ByHand::Blocking)?;
+                        record("raw-driver", m);
                         if ctx.executors.contains(&Executor::Async) {
-                            let m = server_job_by_hand_sqlx(&db, &ctx.rt, &url, n, p, it)?;
+                            let m = server_job_by_hand(&db, &url, n, p, it, ByHand::Sqlx(&ctx.rt))?;
                             record("raw-sqlx", m);
                         }
                     }
