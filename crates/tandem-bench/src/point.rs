@@ -292,7 +292,9 @@ pub fn run(
             None
         };
         // SQLite's async workers once more, parking at once instead of polling for their next call
-        // (`?worker_wait=park`): what the default's polling buys.
+        // (`?worker_wait=park`): what the default's polling buys. `find_by_id` skips the worker when SQLite
+        // can answer at once, so both worker variants read through `fetch_optional` of the same SELECT,
+        // which goes to the worker like any statement of the caller's.
         let parked = match &adb {
             Some(_) if dialect == Dialect::Sqlite => Some(ctx.rt.block_on(
                 tandem_async::Database::connect_with(&format!("{url}?worker_wait=park"), config),
@@ -301,8 +303,12 @@ pub fn run(
         };
         let (mut tandem_threads, mut tandem_held, mut raw_threads_seen) =
             (Rounds::default(), Rounds::default(), Rounds::default());
-        let (mut tandem_tasks, mut parked_tasks, mut sqlx_seen) =
-            (Rounds::default(), Rounds::default(), Rounds::default());
+        let (mut tandem_tasks, mut worker_tasks, mut parked_tasks, mut sqlx_seen) = (
+            Rounds::default(),
+            Rounds::default(),
+            Rounds::default(),
+            Rounds::default(),
+        );
         let mut raw_variant = "raw threads";
         for _ in 0..rounds.max(1) {
             if ctx.runs(Executor::Blocking) {
@@ -323,10 +329,14 @@ pub fn run(
                 raw_threads_seen.push(took, all);
             }
             if let Some(adb) = &adb {
-                let (took, all) = tandem_tasks_round(&ctx.rt, adb, workers, window)?;
+                let (took, all) = tandem_tasks_round(&ctx.rt, adb, workers, window, Lookup::Key)?;
                 tandem_tasks.push(took, all);
                 if let Some(parked) = &parked {
-                    let (took, all) = tandem_tasks_round(&ctx.rt, parked, workers, window)?;
+                    let (took, all) =
+                        tandem_tasks_round(&ctx.rt, adb, workers, window, Lookup::Statement)?;
+                    worker_tasks.push(took, all);
+                    let (took, all) =
+                        tandem_tasks_round(&ctx.rt, parked, workers, window, Lookup::Statement)?;
                     parked_tasks.push(took, all);
                 }
                 let (took, all) = raw_sqlx(&ctx.rt, dialect, &url, workers, window)?;
@@ -338,7 +348,8 @@ pub fn run(
             (&tandem_held, "tandem-blocking threads, connection held"),
             (&raw_threads_seen, raw_variant),
             (&tandem_tasks, "tandem-async tasks"),
-            (&parked_tasks, "tandem-async tasks, workers park"),
+            (&worker_tasks, "tandem-async tasks, statement via worker"),
+            (&parked_tasks, "tandem-async tasks, via workers that park"),
             (&sqlx_seen, "raw sqlx tasks"),
         ] {
             if let Some(r) = rounds.record(dialect, variant, workers) {
@@ -352,13 +363,24 @@ pub fn run(
     Ok(())
 }
 
-/// tandem-async's round: `workers` tasks, each with its repository.
+/// How tandem-async's tasks read a row.
+#[derive(Clone, Copy)]
+enum Lookup {
+    /// `repository().find_by_id`.
+    Key,
+    /// `fetch_optional` of `SELECT … WHERE id = ?` built with the DSL: a statement of the caller's.
+    Statement,
+}
+
+/// tandem-async's round: `workers` tasks, each reading rows as `how` says.
 fn tandem_tasks_round(
     rt: &tokio::runtime::Runtime,
     adb: &tandem_async::Database,
     workers: usize,
     window: Duration,
+    how: Lookup,
 ) -> anyhow::Result<(Duration, Latencies)> {
+    use tandem_sql::prelude::*;
     let started = Instant::now();
     let all = rt.block_on(async {
         let tasks: Vec<_> = (0..workers)
@@ -371,7 +393,16 @@ fn tandem_tasks_round(
                     while started.elapsed() < window {
                         let id = pick(&mut state);
                         let op = Instant::now();
-                        check(id, repo.find_by_id(id).await?)?;
+                        let found = match how {
+                            Lookup::Key => repo.find_by_id(id).await?,
+                            Lookup::Statement => {
+                                let by_id = benchmark_source::table
+                                    .select_all()
+                                    .filter(benchmark_source::id.eq(id));
+                                db.fetch_optional::<Source>(&by_id).await?
+                            }
+                        };
+                        check(id, found)?;
                         seen.record(op.elapsed());
                     }
                     Ok::<_, anyhow::Error>(seen)

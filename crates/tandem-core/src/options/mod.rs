@@ -83,8 +83,8 @@ pub enum SqliteDriver {
 pub enum WorkerWait {
     /// Poll for a while before parking, longer after a call arrived while polling, shorter after parking:
     /// a connection in a tight request loop answers without a wake-up (two context switches), an idle one
-    /// soon stops using its core. The default: the faster on a busy machine (`tandem-bench point`, the
-    /// `workers park` variant beside it).
+    /// soon stops using its core. The default: the faster on a busy machine (`tandem-bench point`: the
+    /// `statement via worker` variant beside `via workers that park`).
     #[default]
     Poll,
     /// Park at once: every call wakes the thread. For a machine whose cores are better spent elsewhere
