@@ -357,3 +357,63 @@ impl SqlitePool {
         (s.size as u32, s.available as u32)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tandem_sql::{Dialect, Render as _};
+
+    /// The value of `v` as a lookup run here reads it, or `None` when the lookup has to go to the worker.
+    fn read_here(w: &Worker) -> Option<i64> {
+        let read = tandem_sql::raw("SELECT v FROM t WHERE id = 1", vec![])
+            .render(Dialect::Sqlite)
+            .unwrap();
+        let mut seen = None;
+        let done = w.run_here(&read, &mut |row| {
+            seen = row.values()[0].as_i64();
+            Ok(false)
+        })?;
+        done.unwrap();
+        Some(seen.expect("the row"))
+    }
+
+    /// [`read_here`] once the worker is free: it counts a call done just after the call answered.
+    async fn read_here_soon(w: &Worker) -> i64 {
+        for _ in 0..10_000 {
+            if let Some(v) = read_here(w) {
+                return v;
+            }
+            tokio::time::sleep(Duration::from_micros(100)).await;
+        }
+        panic!("the worker never became free");
+    }
+
+    /// A lookup runs on the caller's thread only when no call is queued or running on the worker: while
+    /// one is, it is refused (the caller sends it to the worker, behind that call), and once the call has
+    /// run, a lookup here sees what the call wrote.
+    #[test]
+    fn run_here_never_runs_ahead_of_a_call_sent_before_it() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let options = ConnectOptions::parse("sqlite::memory:").unwrap();
+            let w = Worker::spawn(&options).await.unwrap();
+            w.call(|c| c.simple("CREATE TABLE t (id INTEGER PRIMARY KEY, v INTEGER); INSERT INTO t VALUES (1, 1)"))
+                .await
+                .unwrap();
+            assert_eq!(read_here_soon(&w).await, 1, "nothing queued: answered here");
+
+            let (release, hold) = std::sync::mpsc::channel::<()>();
+            let held = w.call(move |c| {
+                hold.recv().ok();
+                c.simple("UPDATE t SET v = 2 WHERE id = 1")
+            });
+            assert_eq!(read_here(&w), None, "a call is queued or running");
+            release.send(()).unwrap();
+            held.await.unwrap();
+            assert_eq!(read_here_soon(&w).await, 2, "the call sent first ran first");
+        });
+    }
+}
