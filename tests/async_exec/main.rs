@@ -119,6 +119,7 @@ fn main() {
             crud::cases(),
             atomic_plans_are_all_or_nothing::cases(),
             finders_and_pages::cases(),
+            key_lookups_in_tx_and_checkout::cases(),
             batches_and_bulk_changes::cases(),
             ids_of_kept_rows_when_duplicates_are_skipped::cases(),
             batch_beyond_parameter_limit::cases(),

@@ -164,6 +164,37 @@ async fn settled(target: &db::TestTarget, session: Option<i64>) {
 
 async_engine_test!(atomic_plans_are_all_or_nothing);
 
+async fn key_lookups_in_tx_and_checkout(t: &ADb) {
+    setup(&t.db).await;
+    let db = &t.db;
+    let tx = db.begin(TxOptions::default()).await.unwrap();
+    let id = tx
+        .repository::<User>()
+        .insert(&user("bo", 30))
+        .await
+        .unwrap();
+    let seen = tx.repository::<User>().find_by_id(id).await.unwrap();
+    let seen = seen.expect("the transaction's own write");
+    assert_eq!((seen.name.as_str(), seen.age), ("bo", 30));
+    tx.rollback().await.unwrap();
+    assert_eq!(
+        db.repository::<User>().find_by_id(id).await.unwrap(),
+        None,
+        "rolled back"
+    );
+
+    let conn = db.checkout().await.unwrap();
+    let repo = conn.repository::<User>();
+    let id = repo.insert(&user("cy", 31)).await.unwrap();
+    assert_eq!(repo.find_by_id(id).await.unwrap().expect("cy").age, 31);
+    assert_eq!(repo.find_by_id(id + 1000).await.unwrap(), None);
+}
+async_engine_test!(
+    /// find_by_id inside a transaction sees its writes and not after a rollback; on a checked-out
+    /// connection too (on SQLite both take the caller's-thread path of a key lookup).
+    key_lookups_in_tx_and_checkout
+);
+
 async fn finders_and_pages(t: &ADb) {
     let db = &t.db;
     setup(db).await;

@@ -15,7 +15,7 @@ use crate::backend::{Backend, error};
 pub(crate) use crate::executor::sealed::Sink;
 #[cfg(feature = "sqlite")]
 use crate::sqlite::PooledWorker;
-use crate::transaction::{Slot, gone, lock_slot, stream_from_slot};
+use crate::transaction::{Read, Slot, gone, lock_slot, run_in_slot, stream_from_slot};
 
 /// Collects every row (a plan's step, whose outcome holds its rows).
 pub(crate) struct Collect(pub Vec<Row>);
@@ -520,11 +520,11 @@ impl crate::Executor for PooledConnection {
 
 impl crate::executor::sealed::Run for PooledConnection {
     async fn run_statement<S: Sink>(&self, r: Rendered, sink: &mut S) -> Result<Done> {
-        let mut slot = lock_slot(&self.slot).await?;
-        let Slot::Here(c) = &mut *slot else {
-            return Err(gone());
-        };
-        c.run(&r, sink).await
+        run_in_slot(&self.slot, &r, sink, Read::Any).await
+    }
+
+    async fn run_key_read<S: Sink>(&self, r: Rendered, sink: &mut S) -> Result<Done> {
+        run_in_slot(&self.slot, &r, sink, Read::Key).await
     }
 
     async fn run<T: Send>(&self, plan: tandem_core::Plan<T>) -> Result<T> {

@@ -191,11 +191,11 @@ impl crate::Executor for Transaction {
 
 impl crate::executor::sealed::Run for Transaction {
     async fn run_statement<S: crate::conn::Sink>(&self, r: Rendered, sink: &mut S) -> Result<Done> {
-        let mut slot = self.conn().await?;
-        let Slot::Here(c) = &mut *slot else {
-            return Err(gone());
-        };
-        c.run(&r, sink).await
+        run_in_slot(&self.slot, &r, sink, Read::Any).await
+    }
+
+    async fn run_key_read<S: crate::conn::Sink>(&self, r: Rendered, sink: &mut S) -> Result<Done> {
+        run_in_slot(&self.slot, &r, sink, Read::Key).await
     }
 
     fn run<T: Send>(&self, plan: Plan<T>) -> impl std::future::Future<Output = Result<T>> + Send {
@@ -257,6 +257,30 @@ pub(crate) async fn stream_from_slot<T>(slot: &Mutex<Slot>, r: Rendered) -> Resu
     let (home, back) = oneshot::channel();
     *slot = Slot::Away(back);
     Ok(RowStream::start(*conn, r, Some(home)))
+}
+
+/// How a statement is read: as any statement, or as a repository's key lookup (see `Conn::run_key_read`).
+#[derive(Clone, Copy)]
+pub(crate) enum Read {
+    Any,
+    Key,
+}
+
+/// Runs one statement on the connection in `slot`, rows to `sink`.
+pub(crate) async fn run_in_slot<S: crate::conn::Sink>(
+    slot: &Mutex<Slot>,
+    r: &Rendered,
+    sink: &mut S,
+    read: Read,
+) -> Result<Done> {
+    let mut slot = lock_slot(slot).await?;
+    let Slot::Here(c) = &mut *slot else {
+        return Err(gone());
+    };
+    match read {
+        Read::Any => c.run(r, sink).await,
+        Read::Key => c.run_key_read(r, sink).await,
+    }
 }
 
 pub(crate) fn gone() -> Error {
