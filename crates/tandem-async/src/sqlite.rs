@@ -1,5 +1,6 @@
 //! SQLite for the async executor, through rusqlite: every connection lives on a worker thread of its own and
-//! is fed calls over a channel; the caller awaits the answer, so no runtime thread ever blocks on SQLite.
+//! is fed calls over a channel; the caller awaits the answer, so no runtime thread ever waits on SQLite (a
+//! key lookup may run on one, below, but never waits for a lock there).
 //!
 //! Compared with one `spawn_blocking` per call, a call costs one channel send and one wake-up each way. Calls
 //! on one connection run in the order they were sent, which is what lets a connection given up mid-call go
