@@ -233,6 +233,17 @@ pub fn sqlite_job(conn: &rusqlite::Connection, page: usize) -> rusqlite::Result<
     }
 }
 
+/// A partition's next keyset page, and its checkpoint UPDATE, as the server jobs by hand send them (on the
+/// blocking drivers and on sqlx alike).
+const PG_PAGE: &str =
+    "SELECT id, name, value FROM benchmark_source WHERE id > $1 AND id <= $2 ORDER BY id LIMIT $3";
+const PG_CHECKPOINT: &str = "UPDATE raw_job_checkpoint SET checkpoint = $1, read_count = read_count + $2, \
+     chunk_count = chunk_count + 1 WHERE id = $3";
+const MYSQL_PAGE: &str =
+    "SELECT id, name, value FROM benchmark_source WHERE id > ? AND id <= ? ORDER BY id LIMIT ?";
+const MYSQL_CHECKPOINT: &str = "UPDATE raw_job_checkpoint SET checkpoint = ?, read_count = read_count + ?, \
+     chunk_count = chunk_count + 1 WHERE id = ?";
+
 /// Runs `partition` on its own thread and connection for each of `conns.len()` key ranges of `bounds`
 /// (the connections are opened by the caller, before the clock starts).
 fn partitioned<C: Send, E: Send>(
@@ -273,13 +284,8 @@ pub fn postgres_job(
         return Ok(());
     };
     partitioned(clients, (lo, hi), |client, id, (lo, hi)| {
-        let select = client.prepare(
-            "SELECT id, name, value FROM benchmark_source WHERE id > $1 AND id <= $2 ORDER BY id LIMIT $3",
-        )?;
-        let checkpoint = client.prepare(
-            "UPDATE raw_job_checkpoint SET checkpoint = $1, read_count = read_count + $2, \
-             chunk_count = chunk_count + 1 WHERE id = $3",
-        )?;
+        let select = client.prepare(PG_PAGE)?;
+        let checkpoint = client.prepare(PG_CHECKPOINT)?;
         let mut inserts = std::collections::HashMap::new();
         let mut after = lo - 1;
         loop {
@@ -316,10 +322,7 @@ pub fn mysql_job(mut conns: Vec<mysql::Conn>, page: usize) -> Result<(), mysql::
     partitioned(conns, (lo, hi), |conn, id, (lo, hi)| {
         let mut after = lo - 1;
         loop {
-            let rows: Vec<(i64, String, i32)> = conn.exec(
-                "SELECT id, name, value FROM benchmark_source WHERE id > ? AND id <= ? ORDER BY id LIMIT ?",
-                (after, hi, page as i64),
-            )?;
+            let rows: Vec<(i64, String, i32)> = conn.exec(MYSQL_PAGE, (after, hi, page as i64))?;
             let Some(&(last, _, _)) = rows.last() else {
                 return Ok(());
             };
@@ -337,11 +340,7 @@ pub fn mysql_job(mut conns: Vec<mysql::Conn>, page: usize) -> Result<(), mysql::
                 insert_target_sql(rows.len(), false),
                 mysql::Params::Positional(params),
             )?;
-            tx.exec_drop(
-                "UPDATE raw_job_checkpoint SET checkpoint = ?, read_count = read_count + ?, \
-                 chunk_count = chunk_count + 1 WHERE id = ?",
-                (last, rows.len() as i64, id as i64),
-            )?;
+            tx.exec_drop(MYSQL_CHECKPOINT, (last, rows.len() as i64, id as i64))?;
             tx.commit()?;
             after = last;
         }
@@ -419,17 +418,15 @@ sqlx_job!(
     sqlx_postgres_job,
     sqlx::Postgres,
     true,
-    "SELECT id, name, value FROM benchmark_source WHERE id > $1 AND id <= $2 ORDER BY id LIMIT $3",
-    "UPDATE raw_job_checkpoint SET checkpoint = $1, read_count = read_count + $2, \
-     chunk_count = chunk_count + 1 WHERE id = $3"
+    PG_PAGE,
+    PG_CHECKPOINT
 );
 sqlx_job!(
     sqlx_mysql_job,
     sqlx::MySql,
     false,
-    "SELECT id, name, value FROM benchmark_source WHERE id > ? AND id <= ? ORDER BY id LIMIT ?",
-    "UPDATE raw_job_checkpoint SET checkpoint = ?, read_count = read_count + ?, \
-     chunk_count = chunk_count + 1 WHERE id = ?"
+    MYSQL_PAGE,
+    MYSQL_CHECKPOINT
 );
 
 fn insert_target_sql(rows: usize, pg: bool) -> String {
