@@ -88,6 +88,18 @@ impl TestDb {
 /// A fresh schema (PostgreSQL), database (MariaDB) or file (SQLite) for test `name`. Panics, saying which
 /// URL and which variable sets it, when the server is unreachable.
 pub fn target(dialect: Dialect, name: &str) -> TestTarget {
+    match dialect {
+        Dialect::Sqlite => target_at(dialect, "", "", name),
+        server => {
+            let (base, var) = server_url(server);
+            target_at(dialect, &base, var, name)
+        }
+    }
+}
+
+/// [`target`] on the server at `base` (a server a test started for itself, say); `var` is the variable a
+/// failure message tells the user to set (empty: none).
+pub fn target_at(dialect: Dialect, base: &str, var: &str, name: &str) -> TestTarget {
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
     let unique = format!("t_{}_{}_{}", name, std::process::id(), n);
     match dialect {
@@ -103,9 +115,8 @@ pub fn target(dialect: Dialect, name: &str) -> TestTarget {
             }
         }
         Dialect::Postgres | Dialect::MySql => {
-            let (base, var) = server_url(dialect);
             let admin = match Database::connect_with(
-                &base,
+                base,
                 PoolConfig {
                     max_size: 2,
                     // The admin connection outlives killed backends and server restarts in some tests.
@@ -115,12 +126,16 @@ pub fn target(dialect: Dialect, name: &str) -> TestTarget {
             ) {
                 Ok(a) => a,
                 Err(e) => {
-                    let msg = format!(
-                        "cannot reach {dialect} at {} ({e}); set {var} to a reachable server",
-                        ConnectOptions::parse(&base)
-                            .map(|o| o.display)
-                            .unwrap_or(base.clone())
-                    );
+                    let at = ConnectOptions::parse(base)
+                        .map(|o| o.display)
+                        .unwrap_or(base.to_owned());
+                    let msg = if var.is_empty() {
+                        format!("cannot reach {dialect} at {at} ({e})")
+                    } else {
+                        format!(
+                            "cannot reach {dialect} at {at} ({e}); set {var} to a reachable server"
+                        )
+                    };
                     panic!(
                         "{msg} (a case that needs {dialect} declares it with `Case::needs`, and is then \
                          reported ignored when the server is missing)"
@@ -141,7 +156,7 @@ pub fn target(dialect: Dialect, name: &str) -> TestTarget {
             admin
                 .execute(&raw(create, vec![]))
                 .expect("create the test schema");
-            let mut options = ConnectOptions::parse(&base).expect("valid URL");
+            let mut options = ConnectOptions::parse(base).expect("valid URL");
             if dialect == Dialect::Postgres {
                 options.search_path = Some(unique.clone());
                 // So a test can find (and kill) exactly its own backends in pg_stat_activity.

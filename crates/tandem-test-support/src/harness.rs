@@ -76,7 +76,7 @@ pub fn engines(name: &str, run: fn(Dialect)) -> Vec<Case> {
 
 /// Whether the server answers; the reason (which URL, which variable sets it) when it does not.
 pub(crate) fn probe(dialect: Dialect) -> Result<(), String> {
-    let (url, var) = crate::db::server_url(dialect);
+    let (url, var) = crate::servers::server(dialect)?;
     let config = tandem_blocking::PoolConfig {
         max_size: 1,
         min_idle: Some(0),
@@ -110,11 +110,20 @@ pub fn main(cases: Vec<Case>) {
     let mut servers: HashMap<Dialect, Result<(), String>> = HashMap::new();
     let mut others: HashMap<&'static str, Result<(), String>> = HashMap::new();
     if !args.list {
-        for d in [Dialect::Postgres, Dialect::MySql] {
-            if cases.iter().any(|c| c.needs.contains(&d)) {
-                servers.insert(d, probe(d));
+        // Both servers at once: each may be a container starting.
+        std::thread::scope(|s| {
+            let probes: Vec<_> = [Dialect::Postgres, Dialect::MySql]
+                .into_iter()
+                .filter(|d| cases.iter().any(|c| c.needs.contains(d)))
+                .map(|d| (d, s.spawn(move || probe(d))))
+                .collect();
+            for (d, probe) in probes {
+                let found = probe
+                    .join()
+                    .unwrap_or_else(|_| Err(format!("probing {d} panicked")));
+                servers.insert(d, found);
             }
-        }
+        });
         for (what, check) in cases.iter().flat_map(|c| c.requires.iter()) {
             others.entry(what).or_insert_with(check);
         }
@@ -144,7 +153,17 @@ pub fn main(cases: Vec<Case>) {
             })
         })
         .collect();
-    libtest_mimic::run(&args, trials).exit();
+    let conclusion = libtest_mimic::run(&args, trials);
+    #[cfg(feature = "testcontainers")]
+    crate::containers::remove_shared();
+    conclusion.exit();
+}
+
+/// For [`Case::requires`]: a container engine answers, for a test that starts a server of its own
+/// (`containers::Server`); else what to do.
+#[cfg(feature = "testcontainers")]
+pub fn container_engine() -> Result<(), String> {
+    crate::servers::engine().map(drop)
 }
 
 /// A two-worker tokio runtime, as `#[tokio::test(flavor = "multi_thread", worker_threads = 2)]` builds.

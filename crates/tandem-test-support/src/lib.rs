@@ -4,6 +4,8 @@
 //!   fresh MariaDB database — dropped when the test ends.
 //! - [`servers`]: where PostgreSQL and MariaDB are: `TANDEM_POSTGRES_URL` / `TANDEM_MYSQL_URL`, the local
 //!   servers, or (feature `testcontainers`) containers started for the run.
+//! - `containers` (feature `testcontainers`): those containers, and a server of a test's own to stop,
+//!   restart or freeze.
 //! - [`harness`]: the libtest-mimic harness of the files that need servers: a test whose server is
 //!   unreachable is reported *ignored* with the reason, and fails under `CI=true`.
 //! - [`pools`]: both executors' pools behind one face, for the pool tests.
@@ -22,7 +24,7 @@ pub mod schema;
 pub mod servers;
 
 #[cfg(feature = "testcontainers")]
-mod containers;
+pub mod containers;
 
 /// Re-exported for [`engine_test!`].
 pub use tandem_blocking;

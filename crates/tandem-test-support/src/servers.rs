@@ -3,9 +3,12 @@
 //! 1. `TANDEM_POSTGRES_URL` / `TANDEM_MYSQL_URL`, when set: always that server.
 //! 2. `TANDEM_CONTAINERS=1`: containers started for this run (feature `testcontainers`), even when local
 //!    servers answer; `TANDEM_CONTAINERS=0`: never containers.
-//! 3. Otherwise the local server at the default URL when it answers, else containers when a Docker engine
-//!    answers (feature `testcontainers`), else the default URL anyway — the harness then reports the
-//!    server unreachable (ignored, or a failure under `CI=true`).
+//! 3. Otherwise the local server at the default URL when it answers, else containers when a container
+//!    engine answers ([`engine`]; feature `testcontainers`), else the default URL anyway — the harness then
+//!    reports the server unreachable (ignored, or a failure under `CI=true`).
+//!
+//! Tests that stop, restart or freeze a server never use these: they start one of their own
+//! (`containers::Server`).
 //!
 //! The choice is made once per engine and per process; [`choose`] is the rule, without I/O.
 
@@ -45,7 +48,7 @@ pub fn choose(
     containers: Option<&str>,
     machine: Machine,
     local_answers: impl FnOnce() -> bool,
-    docker_answers: impl FnOnce() -> bool,
+    engine_answers: impl FnOnce() -> bool,
 ) -> Result<Source, String> {
     if let Some(url) = env_url.filter(|u| !u.is_empty()) {
         return Ok(Source::Env(url));
@@ -68,21 +71,29 @@ pub fn choose(
     if local_answers() {
         return Ok(Source::Local);
     }
-    if machine.can_start_containers && docker_answers() {
+    if machine.can_start_containers && engine_answers() {
         return Ok(Source::Container);
     }
     Ok(Source::Local)
 }
 
 /// The URL of a server engine and the variable that sets it, chosen once per process (see the module
-/// docs). Panics with the reason when `TANDEM_CONTAINERS` cannot be honoured or a container cannot start.
+/// docs). Panics with the reason when `TANDEM_CONTAINERS` cannot be honoured or a container cannot start:
+/// the harness asks [`server`] first and reports that reason, so only a case that did not declare its
+/// server gets here without one.
 pub fn server_url(dialect: Dialect) -> (String, &'static str) {
-    static POSTGRES: OnceLock<String> = OnceLock::new();
-    static MYSQL: OnceLock<String> = OnceLock::new();
+    server(dialect).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// [`server_url`], or why there is none: `TANDEM_CONTAINERS` cannot be honoured, or the container did not
+/// start (with its log). Chosen, and a container started, once per engine and process.
+pub fn server(dialect: Dialect) -> Result<(String, &'static str), String> {
+    static POSTGRES: OnceLock<Result<String, String>> = OnceLock::new();
+    static MYSQL: OnceLock<Result<String, String>> = OnceLock::new();
     let (cell, var, default) = match dialect {
         Dialect::Postgres => (&POSTGRES, "TANDEM_POSTGRES_URL", POSTGRES_DEFAULT),
         Dialect::MySql => (&MYSQL, "TANDEM_MYSQL_URL", MYSQL_DEFAULT),
-        Dialect::Sqlite => return (String::new(), ""),
+        Dialect::Sqlite => return Ok((String::new(), "")),
     };
     let url = cell.get_or_init(|| {
         let source = choose(
@@ -92,19 +103,21 @@ pub fn server_url(dialect: Dialect) -> (String, &'static str) {
                 can_start_containers: cfg!(feature = "testcontainers"),
             },
             || answers(default),
-            docker_answers,
-        )
-        .unwrap_or_else(|e| panic!("{e}"));
+            || engine().is_ok(),
+        )?;
         match source {
-            Source::Env(url) => url,
-            Source::Local => default.to_owned(),
+            Source::Env(url) => Ok(url),
+            Source::Local => Ok(default.to_owned()),
             #[cfg(feature = "testcontainers")]
-            Source::Container => crate::containers::url(dialect).unwrap_or_else(|e| panic!("{e}")),
+            Source::Container => {
+                engine()?;
+                crate::containers::shared_url(dialect)
+            }
             #[cfg(not(feature = "testcontainers"))]
             Source::Container => unreachable!("containers are chosen only when built in"),
         }
     });
-    (url.clone(), var)
+    url.clone().map(|url| (url, var))
 }
 
 /// Whether something accepts TCP connections at the URL's host and port within a second.
@@ -121,20 +134,59 @@ fn answers(url: &str) -> bool {
         .any(|a| std::net::TcpStream::connect_timeout(&a, Duration::from_secs(1)).is_ok())
 }
 
-/// Whether a Docker engine answers: `DOCKER_HOST` (a `unix://` socket or `tcp://` address) or the
-/// default socket.
-fn docker_answers() -> bool {
+/// The Docker API testcontainers will use (`DOCKER_HOST`, else `/var/run/docker.sock`) when it answers;
+/// else what to do, naming podman's own socket when that is what the machine has (testcontainers does not
+/// look for it: `DOCKER_HOST` must name it).
+pub fn engine() -> Result<String, String> {
     let host = std::env::var("DOCKER_HOST").unwrap_or_default();
     if let Some(addr) = host.strip_prefix("tcp://") {
         use std::net::ToSocketAddrs;
-        return addr.to_socket_addrs().is_ok_and(|mut a| {
+        let answers = addr.to_socket_addrs().is_ok_and(|mut a| {
             a.any(|a| std::net::TcpStream::connect_timeout(&a, Duration::from_secs(1)).is_ok())
         });
+        return if answers {
+            Ok(host)
+        } else {
+            Err(format!("no container engine answers at DOCKER_HOST={host}"))
+        };
     }
-    let socket = host
-        .strip_prefix("unix://")
-        .unwrap_or("/var/run/docker.sock");
-    std::os::unix::net::UnixStream::connect(socket).is_ok()
+    if let Some(path) = host.strip_prefix("unix://") {
+        return if std::os::unix::net::UnixStream::connect(path).is_ok() {
+            Ok(host)
+        } else {
+            Err(format!("no container engine answers at DOCKER_HOST={host}"))
+        };
+    }
+    if !host.is_empty() {
+        return Err(format!(
+            "DOCKER_HOST={host}: use unix:///path/to/socket or tcp://host:port"
+        ));
+    }
+    const DOCKER: &str = "/var/run/docker.sock";
+    if std::os::unix::net::UnixStream::connect(DOCKER).is_ok() {
+        return Ok(format!("unix://{DOCKER}"));
+    }
+    let runtime_dir = std::env::var("XDG_RUNTIME_DIR").unwrap_or_default();
+    let podman_sockets = ["/run/podman/podman.sock".to_owned()]
+        .into_iter()
+        .chain((!runtime_dir.is_empty()).then(|| format!("{runtime_dir}/podman/podman.sock")));
+    for socket in podman_sockets {
+        if std::os::unix::net::UnixStream::connect(&socket).is_ok() {
+            return Err(format!(
+                "podman's API answers at {socket}, but testcontainers reads DOCKER_HOST: \
+                 export DOCKER_HOST=unix://{socket}"
+            ));
+        }
+    }
+    let podman = std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join("podman").is_file()));
+    Err(if podman {
+        "podman serves no API socket: start one with `podman system service --time=0 \
+         unix:///run/podman/podman.sock &` and export DOCKER_HOST=unix:///run/podman/podman.sock"
+            .to_owned()
+    } else {
+        format!("no container engine: DOCKER_HOST is unset and nothing answers at {DOCKER}")
+    })
 }
 
 #[cfg(test)]

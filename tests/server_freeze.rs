@@ -1,0 +1,139 @@
+//! A server that freezes — every process stopped, its sockets open, nothing answering: what a client sees
+//! of a stalled server or of a network partition that drops packets — under both executors, on
+//! PostgreSQL and MariaDB. What a user is promised today:
+//!
+//! - a new connection to the frozen server fails with the typed `ConnectTimeout` within the pool's
+//!   `connect_timeout` (the TCP connection is accepted by the kernel; the handshake never comes);
+//! - a statement already sent waits as long as the freeze lasts and then completes: nothing is lost or
+//!   done twice, and the pool serves again at once after the thaw.
+//!
+//! Each case freezes a server it started for itself, in a container (`containers::Server`, the engine's
+//! pause): never the machine's servers on 5432/3306. Without a container engine the harness reports the
+//! cases ignored with what to do (a failure under `CI=true`).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tandem_core::Error;
+use tandem_pool::PoolConfig;
+use tandem_sql::Dialect;
+use tandem_test_support::containers::Server;
+use tandem_test_support::harness;
+use tandem_test_support::pools::{Exec, Side};
+
+/// The connect timeout the cases set: short, so the bound is seen quickly.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+/// How long a case keeps its server frozen while a statement waits.
+const FREEZE: Duration = Duration::from_secs(3);
+/// Slack for a busy two-core machine on top of a bound.
+const SLACK: Duration = Duration::from_secs(3);
+
+fn config() -> PoolConfig {
+    PoolConfig {
+        max_size: 2,
+        min_idle: Some(1),
+        connect_timeout: CONNECT_TIMEOUT,
+        acquire_timeout: CONNECT_TIMEOUT * 2,
+        ..PoolConfig::default()
+    }
+}
+
+fn started(dialect: Dialect) -> Server {
+    Server::start(dialect).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Opening a pool on a frozen server fails within the connect timeout with `ConnectTimeout`, on both
+/// executors; after the thaw the same URL opens at once.
+fn new_connections_to_a_frozen_server_time_out(dialect: Dialect) {
+    let server = started(dialect);
+    let url = server.url();
+    server.pause().unwrap_or_else(|e| panic!("{e}"));
+    for side in [Side::Blocking, Side::Async] {
+        let began = Instant::now();
+        let outcome = Exec::connect(side, &url, config()).and_then(|exec| exec.query());
+        let took = began.elapsed();
+        match outcome {
+            Err(Error::ConnectTimeout { timeout, .. }) => assert_eq!(timeout, CONNECT_TIMEOUT),
+            other => panic!("{side:?} {dialect}: a frozen server gave {other:?} after {took:?}"),
+        }
+        assert!(
+            took < CONNECT_TIMEOUT + SLACK,
+            "{side:?} {dialect}: the connect timeout is {CONNECT_TIMEOUT:?}, the failure took {took:?}"
+        );
+    }
+    server.unpause().unwrap_or_else(|e| panic!("{e}"));
+    for side in [Side::Blocking, Side::Async] {
+        let exec = Exec::connect(side, &url, config())
+            .unwrap_or_else(|e| panic!("{side:?} {dialect}: after the thaw: {e}"));
+        assert_eq!(exec.query().unwrap(), 1);
+    }
+}
+
+/// A statement sent just before the freeze waits for the thaw and then completes; the pool then serves
+/// every call at once.
+fn a_statement_waits_out_the_freeze(dialect: Dialect) {
+    let server = started(dialect);
+    let url = server.url();
+    let execs: Vec<Arc<Exec>> = [Side::Blocking, Side::Async]
+        .into_iter()
+        .map(|side| Arc::new(Exec::connect(side, &url, config()).unwrap()))
+        .collect();
+    for exec in &execs {
+        assert_eq!(exec.query().unwrap(), 1, "{:?}: warm", exec.side);
+    }
+    server.pause().unwrap_or_else(|e| panic!("{e}"));
+    let frozen_at = Instant::now();
+    let waiting: Vec<_> = execs
+        .iter()
+        .map(|exec| {
+            let exec = Arc::clone(exec);
+            std::thread::spawn(move || {
+                let r = exec.query();
+                (exec.side, r, frozen_at.elapsed())
+            })
+        })
+        .collect();
+    std::thread::sleep(FREEZE);
+    server.unpause().unwrap_or_else(|e| panic!("{e}"));
+    for w in waiting {
+        let (side, r, took) = w.join().expect("the querying thread");
+        assert_eq!(r.ok(), Some(1), "{side:?} {dialect}: after the thaw");
+        assert!(
+            took >= FREEZE,
+            "{side:?} {dialect}: answered after {took:?}, while the server was frozen for {FREEZE:?}"
+        );
+    }
+    for exec in &execs {
+        let began = Instant::now();
+        for _ in 0..10 {
+            assert_eq!(exec.query().unwrap(), 1);
+        }
+        assert!(
+            began.elapsed() < SLACK,
+            "{:?} {dialect}: ten calls after the thaw took {:?}",
+            exec.side,
+            began.elapsed()
+        );
+    }
+}
+
+fn main() {
+    let mut cases = Vec::new();
+    for (engine, dialect) in [("postgres", Dialect::Postgres), ("mysql", Dialect::MySql)] {
+        cases.push(
+            harness::Case::new(
+                format!("new_connections_to_a_frozen_server_time_out::{engine}"),
+                move || new_connections_to_a_frozen_server_time_out(dialect),
+            )
+            .requires("a container engine", harness::container_engine),
+        );
+        cases.push(
+            harness::Case::new(
+                format!("a_statement_waits_out_the_freeze::{engine}"),
+                move || a_statement_waits_out_the_freeze(dialect),
+            )
+            .requires("a container engine", harness::container_engine),
+        );
+    }
+    harness::main(cases);
+}
