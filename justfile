@@ -43,6 +43,39 @@ cluster-test: && galera-suites
 galera-suites:
     TANDEM_MYSQL_URL=mysql://root@127.0.0.1:3311/test cargo test --test blocking --test async_exec --test batch -- mysql
 
+# The test files that reach PostgreSQL and MariaDB.
+server_suites := "--test blocking --test async_exec --test batch --test connect --test equivalence --test failover --test pool --test stream_memory"
+
+# The server suites again, on PostgreSQL 15 and MariaDB 10.11 in containers that each test process starts
+# (testcontainers, through the engine at DOCKER_HOST; .ci/images makes the images): the local servers unused.
+container-suites:
+    TANDEM_CONTAINERS=1 cargo test {{server_suites}}
+
+# The server suites against compose.yaml (podman-compose, else docker compose), on ports beside the local
+# servers; its containers are removed afterwards.
+compose-suites:
+    #!/usr/bin/env bash
+    set -euo pipefail
+    if command -v podman-compose >/dev/null 2>&1; then compose=(podman-compose); engine=podman
+    else compose=(docker compose); engine=docker; fi
+    project=tandem-compose
+    export TANDEM_POSTGRES_PORT=55433 TANDEM_MYSQL_PORT=53307
+    down() { "${compose[@]}" -p "$project" down >/dev/null 2>&1 || true; "$engine" network rm -f "${project}_default" >/dev/null 2>&1 || true; }
+    down; trap down EXIT
+    "${compose[@]}" -p "$project" up -d >/dev/null
+    # The services' own health checks (compose.yaml), run until they pass: podman-compose has no --wait.
+    for c in $("$engine" ps -q --filter "label=com.docker.compose.project=$project"); do
+        for i in $(seq 1 60); do
+            "$engine" healthcheck run "$c" >/dev/null 2>&1 && break
+            [[ $i -lt 60 ]] || { "$engine" logs "$c"; echo "compose: $c never became healthy"; exit 1; }
+            sleep 1
+        done
+    done
+    echo "compose: PostgreSQL on 127.0.0.1:$TANDEM_POSTGRES_PORT, MariaDB on 127.0.0.1:$TANDEM_MYSQL_PORT, healthy"
+    TANDEM_POSTGRES_URL=postgres://postgres@127.0.0.1:$TANDEM_POSTGRES_PORT/test \
+    TANDEM_MYSQL_URL=mysql://root@127.0.0.1:$TANDEM_MYSQL_PORT/test \
+    cargo test {{server_suites}}
+
 # Formatting and clippy, warnings denied.
 lint:
     cargo fmt --all -- --check
@@ -186,14 +219,18 @@ solve NN:
 reset NN:
     @cargo run -q -p workshop-runner -- reset {{NN}}
 
+# The workshop: remove the server containers `just check` started where PostgreSQL or MariaDB was missing.
+workshop-down:
+    @cargo run -q -p workshop-runner -- down
+
 # The workshop, for CI: every reference solution passes its tests and every starter fails all of them.
 workshop-verify:
     cargo run -q -p workshop-runner -- verify
 
-# The full check: the playground page (built first: the browser test serves it), tests, the playground's
-# wasm-bindgen tests in Chromium, lints, the wasm build, docs, the book, the workshop's verification, the tour
-# and the main job.
-ci: playground-build test galera-suites playground-wasm-test lint features wasm doc book workshop-verify
+# The full check: the playground page (built first: the browser test serves it), tests, the server suites
+# on containers and on compose.yaml (a container engine needed), the playground's wasm-bindgen tests in
+# Chromium, lints, the wasm build, docs, the book, the workshop's verification, the tour and the main job.
+ci: playground-build test galera-suites container-suites compose-suites playground-wasm-test lint features wasm doc book workshop-verify
     cargo run --example tour > /dev/null
     cargo run --release -p tandem-bench
     # The results parse as what they claim to be: JSON for jq (every record verified), CSV for a CSV reader.

@@ -6,15 +6,18 @@
 //! - `next`: name the first stage whose checks do not pass yet;
 //! - `solve NN`: show stage NN's reference solution and how the learner's file differs from it;
 //! - `reset NN`: put stage NN's starter back (the learner's file kept as `src/exercise.rs.bak`);
-//! - `verify` (CI): every reference solution passes its checks and clippy, every starter fails all of them.
+//! - `verify` (CI): every reference solution passes its checks and clippy, every starter fails all of them;
+//! - `down`: remove the containers `check` started for servers that were not there ([`servers`]).
 //!
 //! It reads structured output only: cargo's JSON messages (`--message-format=json`) for compile errors and
 //! build progress, and the JSON report the stage's harness writes (`workshop-harness`) for each check.
 
 mod cargo;
+mod servers;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
+use std::sync::OnceLock;
 use std::time::Instant;
 
 use cargo::{Built, Progress, TestRun};
@@ -132,6 +135,26 @@ fn stage(number: &str) -> Result<Stage, String> {
         .ok_or_else(|| format!("no stage {number}: the stages are {}", names.join(" ")))
 }
 
+/// Whether a stage's checks reach the servers (they ask for a server target or loop over the engines).
+fn needs_servers(stage: &Stage) -> bool {
+    std::fs::read_to_string(stage.dir.join("tests/check.rs"))
+        .is_ok_and(|t| t.contains("target_or_skip") || t.contains("ENGINES"))
+}
+
+/// The servers' environment for the checks, prepared once per run of the runner (containers started
+/// where a server is missing, [`servers`]); what was done is printed the first time.
+fn server_env() -> Result<&'static [(&'static str, String)], String> {
+    static PREPARED: OnceLock<Vec<(&'static str, String)>> = OnceLock::new();
+    if let Some(env) = PREPARED.get() {
+        return Ok(env);
+    }
+    let (env, notes) = servers::prepare(&workspace()?);
+    for n in notes {
+        println!("   {n}");
+    }
+    Ok(PREPARED.get_or_init(|| env))
+}
+
 /// Runs a stage's checks.
 fn run(stage: &Stage, mode: Mode, progress: Progress) -> Result<Run, String> {
     let report = std::env::temp_dir().join(format!(
@@ -153,6 +176,9 @@ fn run(stage: &Stage, mode: Mode, progress: Progress) -> Result<Run, String> {
             "--message-format=json",
         ])
         .env(REPORT_VAR, &report);
+    if needs_servers(stage) {
+        cmd.envs(server_env()?.iter().map(|(k, v)| (k, v)));
+    }
     if mode.solution {
         cmd.args(["--features", "solution"]);
     }
@@ -545,8 +571,9 @@ fn main() -> ExitCode {
         (["reset", n], None) => stage(n).and_then(|s| reset(&s)),
         (["next"], None) => next(),
         (["verify"], None) => verify(),
+        (["down"], None) => servers::down(),
         _ => Err(
-            "usage: workshop check NN [--mine] [--verbose] | next | solve NN | reset NN | verify"
+            "usage: workshop check NN [--mine] [--verbose] | next | solve NN | reset NN | verify | down"
                 .into(),
         ),
     };
