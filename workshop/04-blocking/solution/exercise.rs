@@ -506,6 +506,11 @@ pub trait Executor {
 /// How many times a transaction runs before a retriable error is given up on.
 pub const ATTEMPTS: u32 = 3;
 
+/// The pause before a transaction's second run, doubled before each further one. Without it the
+/// transaction that lost a deadlock runs again at once, retakes its first row before the winner has
+/// finished, and the two deadlock again, every time.
+pub const RETRY_PAUSE: Duration = Duration::from_millis(10);
+
 /// A database: a pool of connections to one URL.
 #[derive(Clone)]
 pub struct Database {
@@ -535,8 +540,9 @@ impl Database {
 
     /// Runs `f` in a transaction on one connection: `Ok` commits, `Err` rolls back, a panic rolls back and
     /// goes on unwinding. When a statement in it failed with a retriable error (busy, deadlock,
-    /// serialization), the whole of `f` runs again on a fresh transaction, up to [`ATTEMPTS`] times — so
-    /// `f` must do nothing outside the database that it cannot do twice.
+    /// serialization), the whole of `f` runs again on a fresh transaction, up to [`ATTEMPTS`] times, after
+    /// a pause of [`RETRY_PAUSE`] (doubled before each further run) — so `f` must do nothing outside the
+    /// database that it cannot do twice.
     pub fn transaction<R, E: From<Error>>(
         &self,
         mut f: impl FnMut(&Transaction<'_>) -> Result<R, E>,
@@ -544,7 +550,11 @@ impl Database {
         let mut attempt = 1;
         loop {
             match self.attempt(&mut f) {
-                (Err(_), true) if attempt < ATTEMPTS => attempt += 1,
+                (Err(_), true) if attempt < ATTEMPTS => {
+                    // Let the transaction that won finish before this one takes its locks again.
+                    std::thread::sleep(RETRY_PAUSE * 2u32.pow(attempt - 1));
+                    attempt += 1;
+                }
                 (result, _) => return result,
             }
         }

@@ -4,10 +4,13 @@
 //! oracle is the database itself: what it holds after your executor ran.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::{Arc, Barrier};
-use std::time::Duration;
+use std::sync::{Arc, Barrier, mpsc};
+use std::time::{Duration, Instant};
 
-use blocking::{Database, DbErrorKind, Error, Executor, TransferError, accounts, transfer};
+use blocking::{
+    ATTEMPTS, Database, DbErrorKind, Error, Executor, RETRY_PAUSE, TransferError, accounts,
+    transfer,
+};
 use dialects::{GeneratedKey, Insert, Order, Select, Statement, Update};
 use expressions::ColumnExt;
 use tables::{Dialect, Table, Value, table};
@@ -469,14 +472,14 @@ fn conflicts_are_waited_for_or_retried() {
         }
         // Two transactions lock the two rows in opposite orders: the server aborts one.
         let both = Barrier::new(2);
-        let runs: Vec<u32> = std::thread::scope(|s| {
+        let outcomes: Vec<(u32, Result<(), Error>)> = std::thread::scope(|s| {
             let handles: Vec<_> = [(1, 2), (2, 1)]
                 .into_iter()
                 .map(|(first, second)| {
                     let (both, add) = (&both, &add);
                     s.spawn(move || {
                         let mut runs = 0;
-                        db.transaction(|tx| {
+                        let r = db.transaction(|tx| {
                             runs += 1;
                             tx.execute(&add(first))?;
                             if runs == 1 {
@@ -484,9 +487,8 @@ fn conflicts_are_waited_for_or_retried() {
                             }
                             tx.execute(&add(second))?;
                             Ok::<_, Error>(())
-                        })
-                        .unwrap_or_else(|e| panic!("{d}: the deadlock was not retried away: {e}"));
-                        runs
+                        });
+                        (runs, r)
                     })
                 })
                 .collect();
@@ -495,6 +497,18 @@ fn conflicts_are_waited_for_or_retried() {
                 .map(|h| workshop_support::joined(h.join()))
                 .collect()
         });
+        for (runs, r) in &outcomes {
+            match r {
+                Ok(()) => {}
+                Err(e) if e.kind() == Some(DbErrorKind::Deadlock) && *runs >= ATTEMPTS => panic!(
+                    "{d}: a transaction ran {runs} times and deadlocked every time ({e}): pause before \
+                     a retry (RETRY_PAUSE, doubled each time), so that the transaction that won can finish \
+                     before this one takes its first row again"
+                ),
+                Err(e) => panic!("{d}: the deadlock was not retried away (after {runs} runs): {e}"),
+            }
+        }
+        let runs: Vec<u32> = outcomes.iter().map(|(runs, _)| *runs).collect();
         assert!(
             runs.iter().any(|r| *r > 1),
             "{d}: one of the deadlocked transactions ran again ({runs:?})"
@@ -515,6 +529,190 @@ fn conflicts_are_waited_for_or_retried() {
     });
 }
 
+/// A statement the server fails as it fails a deadlock victim — PostgreSQL SQLSTATE 40P01, MariaDB error
+/// 1213 — every time it runs: a conflict without the race.
+fn forced_deadlock(d: Dialect) -> Statement {
+    sql(match d {
+        Dialect::Postgres => {
+            "DO $$BEGIN RAISE EXCEPTION 'forced deadlock' USING ERRCODE = '40P01'; END$$"
+        }
+        _ => "SIGNAL SQLSTATE '40001' SET MYSQL_ERRNO = 1213, MESSAGE_TEXT = 'forced deadlock'",
+    })
+}
+
+/// On the servers, a transaction whose statement fails as a deadlock every time runs exactly `ATTEMPTS`
+/// times, each rerun at least `RETRY_PAUSE` after the failure before it, and returns the deadlock; one that
+/// fails once commits its second run (and only that).
+fn retries_pause_then_give_up() {
+    on_engines::<accounts::table>("w4pause", 2, |db, _| {
+        let d = db.dialect();
+        if d == Dialect::Sqlite {
+            return;
+        }
+        let mut runs = 0;
+        let mut failed_at: Option<Instant> = None;
+        let mut gaps = Vec::new();
+        let r = db.transaction(|tx| {
+            runs += 1;
+            if let Some(t) = failed_at.take() {
+                gaps.push(t.elapsed());
+            }
+            let r = tx.execute(&forced_deadlock(d));
+            failed_at = Some(Instant::now());
+            r.map(drop)
+        });
+        match &r {
+            Err(e) if e.kind() == Some(DbErrorKind::Deadlock) => {}
+            other => panic!(
+                "{d}: a transaction that deadlocks every time must end with the deadlock, got {other:?}"
+            ),
+        }
+        assert_eq!(
+            runs, ATTEMPTS,
+            "{d}: a transaction that deadlocks every time runs ATTEMPTS times, then returns the deadlock"
+        );
+        for (i, gap) in gaps.iter().enumerate() {
+            assert!(
+                *gap >= RETRY_PAUSE,
+                "{d}: run {} began {gap:?} after run {} deadlocked: pause RETRY_PAUSE ({RETRY_PAUSE:?}, \
+                 doubled each time) before a retry, so that the transaction that won can finish first",
+                i + 2,
+                i + 1
+            );
+        }
+        let mut runs = 0;
+        db.transaction(|tx| {
+            runs += 1;
+            let st = Insert::into(accounts::table, vec!["owner", "balance"])
+                .row(vec![
+                    Value::Text(format!("run {runs}")),
+                    Value::I64(runs.into()),
+                ])
+                .render(d)?;
+            tx.execute(&st)?;
+            if runs == 1 {
+                tx.execute(&forced_deadlock(d))?;
+            }
+            Ok::<_, Error>(())
+        })
+        .unwrap_or_else(|e| panic!("{d}: a deadlock once, then a clean run, must commit: {e}"));
+        let rows: Vec<(i64, String, i64)> = db
+            .fetch(&Select::from(accounts::table).render(d).unwrap())
+            .unwrap();
+        let owners: Vec<&str> = rows.iter().map(|r| r.1.as_str()).collect();
+        assert_eq!(
+            owners,
+            ["run 2"],
+            "{d}: only the second run's insert is kept (the first was rolled back)"
+        );
+    });
+}
+
+/// On SQLite, a transaction holds the write lock from its `BEGIN` (`BEGIN IMMEDIATE`): while your
+/// transaction has run no statement yet, another connection cannot start writing.
+fn sqlite_transactions_take_the_write_lock_at_begin() {
+    on_engines::<accounts::table>("w4immediate", 2, |db, url| {
+        if db.dialect() != Dialect::Sqlite {
+            return;
+        }
+        let path = url
+            .strip_prefix("sqlite://")
+            .expect("a SQLite URL names its file");
+        let other = rusqlite::Connection::open(path).expect("a second connection to the file");
+        let mut other_began = None;
+        db.transaction(|_| {
+            // Busy timeout 0: an answer at once, lock or no lock.
+            other_began = Some(other.execute_batch("BEGIN IMMEDIATE; ROLLBACK"));
+            Ok::<_, Error>(())
+        })
+        .unwrap();
+        assert!(
+            other_began
+                .expect("the transaction ran its closure")
+                .is_err(),
+            "SQLite: another connection could start writing while your transaction was open: its BEGIN took \
+             no lock. Begin with BEGIN IMMEDIATE (the book says why)"
+        );
+    });
+}
+
+/// On the servers, with the higher-keyed account locked by another transaction, a transfer in either
+/// direction holds the lower-keyed row while it waits: it changes the rows in key order, so two opposite
+/// transfers cannot wait for each other in a circle.
+fn transfers_lock_rows_in_key_order() {
+    on_engines::<accounts::table>("w4order", 4, |db, _| {
+        let d = db.dialect();
+        if d == Dialect::Sqlite {
+            return;
+        }
+        let open = Insert::into(accounts::table, vec!["owner", "balance"])
+            .row(vec![Value::Text("low".into()), Value::I64(100)])
+            .row(vec![Value::Text("high".into()), Value::I64(100)])
+            .render(d)
+            .unwrap();
+        db.execute(&open).unwrap();
+        let all = Select::from(accounts::table)
+            .order_by(accounts::id, Order::Asc)
+            .render(d)
+            .unwrap();
+        let rows: Vec<(i64, String, i64)> = db.fetch(&all).unwrap();
+        let (low, high) = (rows[0].0, rows[1].0);
+        let touch = Update::table(accounts::table)
+            .add(accounts::balance, 0)
+            .filter(accounts::id.eq(high))
+            .render(d)
+            .unwrap();
+        let lock_now = sql(&format!(
+            "SELECT id FROM accounts WHERE id = {low} FOR UPDATE NOWAIT"
+        ));
+        for (from, to) in [(high, low), (low, high)] {
+            let (locked, is_locked) = mpsc::channel();
+            let (release, released) = mpsc::channel::<()>();
+            let held_low = std::thread::scope(|s| {
+                let touch = &touch;
+                let holder = s.spawn(move || {
+                    db.transaction(|tx| {
+                        tx.execute(touch)?;
+                        locked.send(()).unwrap();
+                        let _ = released.recv();
+                        Ok::<_, Error>(())
+                    })
+                });
+                is_locked
+                    .recv()
+                    .expect("the holder locked the higher-keyed row");
+                let moving = s.spawn(|| transfer(db, from, to, 1));
+                // While the transfer waits for the higher-keyed row, is the lower-keyed one its?
+                let deadline = Instant::now() + Duration::from_secs(5);
+                let mut held_low = false;
+                while !held_low && Instant::now() < deadline {
+                    held_low = db.execute(&lock_now).is_err();
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                release.send(()).unwrap();
+                workshop_support::joined(holder.join()).unwrap();
+                workshop_support::joined(moving.join())
+                    .unwrap_or_else(|e| panic!("{d}: the transfer, once the lock was gone: {e:?}"));
+                held_low
+            });
+            assert!(
+                held_low,
+                "{d}: a transfer from account {from} to {to}, while account {high} was locked by another \
+                 transaction, waited for it without holding account {low}: it changes the rows in the \
+                 order of the transfer. Change them in key order (lower id first), so that two opposite \
+                 transfers cannot deadlock"
+            );
+        }
+        let balances: Vec<i64> = db
+            .fetch::<(i64, String, i64)>(&all)
+            .unwrap()
+            .into_iter()
+            .map(|r| r.2)
+            .collect();
+        assert_eq!(balances, [100, 100], "{d}: one unit there and back");
+    });
+}
+
 workshop_harness::checks!(
     values_round_trip_on_every_engine,
     errors_are_classified,
@@ -523,4 +721,7 @@ workshop_harness::checks!(
     the_pool_is_bounded_and_times_out,
     money_is_neither_created_nor_lost,
     conflicts_are_waited_for_or_retried,
+    retries_pause_then_give_up,
+    sqlite_transactions_take_the_write_lock_at_begin,
+    transfers_lock_rows_in_key_order,
 );

@@ -7,12 +7,15 @@
 //! - `solve NN`: show stage NN's reference solution and how the learner's file differs from it;
 //! - `reset NN`: put stage NN's starter back (the learner's file kept as `src/exercise.rs.bak`);
 //! - `verify` (CI): every reference solution passes its checks and clippy, every starter fails all of them;
+//! - `mutants NN`: the mistakes planted in stage NN's solution each fail their check ([`mutants`]; `verify`
+//!   runs them for every stage);
 //! - `down`: remove the containers `check` started for servers that were not there ([`servers`]).
 //!
 //! It reads structured output only: cargo's JSON messages (`--message-format=json`) for compile errors and
 //! build progress, and the JSON report the stage's harness writes (`workshop-harness`) for each check.
 
 mod cargo;
+mod mutants;
 mod servers;
 
 use std::path::{Path, PathBuf};
@@ -155,8 +158,8 @@ fn server_env() -> Result<&'static [(&'static str, String)], String> {
     Ok(PREPARED.get_or_init(|| env))
 }
 
-/// Runs a stage's checks.
-fn run(stage: &Stage, mode: Mode, progress: Progress) -> Result<Run, String> {
+/// Runs a stage's checks (only the one named `only`, when given).
+fn run(stage: &Stage, mode: Mode, progress: Progress, only: Option<&str>) -> Result<Run, String> {
     let report = std::env::temp_dir().join(format!(
         "tandem-workshop-{}-{}{}.json",
         stage.number,
@@ -184,6 +187,9 @@ fn run(stage: &Stage, mode: Mode, progress: Progress) -> Result<Run, String> {
     }
     if mode.mine {
         cmd.arg("--no-default-features");
+    }
+    if let Some(name) = only {
+        cmd.args(["--", "--exact", name]);
     }
     match cargo::run(cmd, progress, &stage.package)? {
         Built::Failed(errors) => Ok(Run::DoesNotCompile(errors)),
@@ -282,7 +288,7 @@ fn check(stage: &Stage, mode: Mode, verbose: bool) -> Result<bool, String> {
             }
         );
     }
-    match run(stage, mode, Progress::Show)? {
+    match run(stage, mode, Progress::Show, None)? {
         Run::DoesNotCompile(errors) => {
             // A starter's TODO stop repeats at every use of the missing piece: once says it.
             let shown = if is_todo_stop(&errors) && !verbose {
@@ -355,7 +361,7 @@ fn check(stage: &Stage, mode: Mode, verbose: bool) -> Result<bool, String> {
 fn next() -> Result<bool, String> {
     for s in stages()? {
         println!("== stage {} · {}", s.number, s.title);
-        let why = match run(&s, Mode::default(), Progress::Show)? {
+        let why = match run(&s, Mode::default(), Progress::Show, None)? {
             Run::Ran(r, ..) if failing(&r).is_empty() && !r.checks.is_empty() => None,
             Run::Ran(r, ..) if r.checks.is_empty() => Some("no test ran".to_owned()),
             Run::Ran(r, ..) => {
@@ -492,7 +498,7 @@ fn verify() -> Result<bool, String> {
             mine: false,
         };
         let started = Instant::now();
-        let solved = match run(s, solution, Progress::Quiet)? {
+        let solved = match run(s, solution, Progress::Quiet, None)? {
             Run::Ran(r, ..) if failing(&r).is_empty() && !r.checks.is_empty() => r.checks.len(),
             Run::Ran(r, ..) if r.checks.is_empty() => {
                 println!("✗ {name}: no check ran");
@@ -515,7 +521,7 @@ fn verify() -> Result<bool, String> {
             }
         };
         let secs = started.elapsed().as_secs_f64();
-        match run(s, Mode::default(), Progress::Quiet)? {
+        match run(s, Mode::default(), Progress::Quiet, None)? {
             Run::DoesNotCompile(errors) if is_todo_stop(&errors) => println!(
                 "✓ {name}: the solution passes {solved} checks ({secs:.1} s), the starter stops at its first TODO"
             ),
@@ -540,10 +546,76 @@ fn verify() -> Result<bool, String> {
             }
         }
     }
+    for s in &all {
+        ok &= planted_mistakes_are_caught(s)?;
+    }
     if ok {
         println!("workshop: {} passed, 0 failed", all.len());
     } else {
         println!("workshop: verification failed");
+    }
+    Ok(ok)
+}
+
+/// Puts the starter back in a stage's `src/exercise.rs` when dropped: the mutants borrow that file.
+struct StarterBack<'a>(&'a Stage);
+
+impl Drop for StarterBack<'_> {
+    fn drop(&mut self) {
+        let dir = &self.0.dir;
+        if let Err(e) = std::fs::copy(dir.join("starter/exercise.rs"), dir.join("src/exercise.rs"))
+        {
+            eprintln!("workshop: put the starter back in {}: {e}", dir.display());
+        }
+    }
+}
+
+/// Each mutant of the stage (`workshop/NN-…/mutants`, see [`mutants`]) makes its named check fail. Runs
+/// only while the learner's file is the starter, which it then puts back.
+fn planted_mistakes_are_caught(s: &Stage) -> Result<bool, String> {
+    let file = s.dir.join("mutants");
+    let Ok(text) = std::fs::read_to_string(&file) else {
+        return Ok(true);
+    };
+    let name = s.slug();
+    let list = mutants::parse(&text).map_err(|e| format!("{}: {e}", file.display()))?;
+    let (starter, mine) = (
+        s.dir.join("starter/exercise.rs"),
+        s.dir.join("src/exercise.rs"),
+    );
+    if std::fs::read(&starter).ok() != std::fs::read(&mine).ok() {
+        println!("✗ {name}: mutants not run: src/exercise.rs is not the starter");
+        return Ok(false);
+    }
+    let solution = std::fs::read_to_string(s.dir.join("solution/exercise.rs"))
+        .map_err(|e| format!("{name}: the solution: {e}"))?;
+    let _back = StarterBack(s);
+    let mut ok = true;
+    for m in &list {
+        let planted = mutants::apply(&solution, m).map_err(|e| format!("{name}: {e}"))?;
+        std::fs::write(&mine, planted).map_err(|e| format!("{}: {e}", mine.display()))?;
+        let caught = match run(s, Mode::default(), Progress::Quiet, Some(&m.fails))? {
+            Run::Ran(r, ..) => match r.checks.iter().find(|c| c.name == m.fails) {
+                Some(c) if !c.passed => true,
+                Some(_) => {
+                    println!("✗ {name}: the mistake “{}” passes {}", m.name, m.fails);
+                    false
+                }
+                None => {
+                    println!("✗ {name}: mutant “{}”: no check named {}", m.name, m.fails);
+                    false
+                }
+            },
+            Run::DoesNotCompile(errors) => {
+                errors.iter().for_each(|e| print!("{e}"));
+                println!("✗ {name}: mutant “{}” does not compile", m.name);
+                false
+            }
+        };
+        if caught {
+            println!("✓ {name}: the mistake “{}” fails {}", m.name, m.fails);
+        }
+        ok &= caught;
     }
     Ok(ok)
 }
@@ -572,8 +644,10 @@ fn main() -> ExitCode {
         (["next"], None) => next(),
         (["verify"], None) => verify(),
         (["down"], None) => servers::down(),
+        (["mutants", n], None) => stage(n).and_then(|s| planted_mistakes_are_caught(&s)),
         _ => Err(
-            "usage: workshop check NN [--mine] [--verbose] | next | solve NN | reset NN | verify | down"
+            "usage: workshop check NN [--mine] [--verbose] | next | solve NN | reset NN | verify | mutants NN \
+             | down"
                 .into(),
         ),
     };
