@@ -6,7 +6,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use blocking::drivers::{Conn, sqlite_params, sqlite_value};
-use blocking::{ATTEMPTS, Error, FromRow, Outcome, Result};
+use blocking::{ATTEMPTS, Error, FromRow, Outcome, RETRY_PAUSE, Result};
 use dialects::{Select, Statement, Update};
 use expressions::ColumnExt;
 use futures_core::Stream;
@@ -349,9 +349,10 @@ impl Shared {
 
 /// A lent connection. Dropped — by its owner, or with a future that was cancelled — it goes back to the
 /// pool. Inside a transaction it must be rolled back first, at once: its locks block everyone else until
-/// then. `Drop` cannot await, so it spawns a task that rolls back and then puts the connection back (still
-/// holding its slot, so the pool never has more than `max`). Without a runtime to spawn on, the connection
-/// goes back marked, and the next `get` rolls back.
+/// then. `Drop` cannot await, so it spawns a task — on the runtime `tokio::runtime::Handle::try_current()`
+/// finds — that rolls back and then puts the connection back (still holding its slot, so the pool never
+/// has more than `max`). Without a runtime to spawn on, the connection goes back marked, and the next `get`
+/// rolls back.
 pub struct Pooled {
     link: Option<Link>,
     in_transaction: bool,
@@ -514,9 +515,10 @@ impl Database {
     }
 
     /// Runs `f` in a transaction: `Ok` commits, `Err` rolls back, and a retriable failure of one of its
-    /// statements runs all of `f` again, up to [`ATTEMPTS`] times. A future dropped mid-way (or a panic)
-    /// rolls back too: at once, in the task `Pooled`'s `Drop` spawns (or at the connection's next
-    /// checkout, when there is no runtime to spawn on).
+    /// statements runs all of `f` again, up to [`ATTEMPTS`] times, after a pause of [`RETRY_PAUSE`]
+    /// (doubled before each further run; `tokio::time::sleep`, which holds no thread). A future dropped
+    /// mid-way (or a panic) rolls back too: at once, in the task `Pooled`'s `Drop` spawns (or at the
+    /// connection's next checkout, when there is no runtime to spawn on).
     pub async fn transaction<R, E: From<Error>>(
         &self,
         mut f: impl AsyncFnMut(&mut Transaction) -> Result<R, E>,
@@ -526,6 +528,7 @@ impl Database {
             let mut tx = match self.begin().await {
                 Ok(tx) => tx,
                 Err(e) if e.is_retriable() && attempt < ATTEMPTS => {
+                    pause(attempt).await;
                     attempt += 1;
                     continue;
                 }
@@ -544,13 +547,21 @@ impl Database {
                 }
             };
             match ended {
-                (true, _) if attempt < ATTEMPTS => attempt += 1,
+                (true, _) if attempt < ATTEMPTS => {
+                    pause(attempt).await;
+                    attempt += 1;
+                }
                 (_, e) => return Err(e),
             }
         }
     }
 }
 // ANCHOR_END: database
+
+/// The pause before run `attempt + 1` of a transaction: stage 4's rule, on a timer instead of a thread.
+async fn pause(attempt: u32) {
+    tokio::time::sleep(RETRY_PAUSE * 2u32.pow(attempt - 1)).await;
+}
 
 // ANCHOR: transaction
 /// A transaction: every statement on its one connection until `commit` or `rollback` — or until it is
@@ -635,14 +646,17 @@ pub use blocking::{TransferError, accounts};
 
 // ANCHOR: transfer
 /// Stage 4's transfer, from async code: the same statements in key order, in a transaction that runs again
-/// after a deadlock. Written with `begin` and `commit` rather than [`Database::transaction`]: the future of
-/// an `AsyncFnMut` transaction cannot be proven `Send` on stable Rust, and a transfer must be able to run
-/// in a spawned task.
+/// after a deadlock, after the same pause. Written with `begin` and `commit` rather than
+/// [`Database::transaction`]: the future of an `AsyncFnMut` transaction cannot be proven `Send` on stable
+/// Rust, and a transfer must be able to run in a spawned task.
 pub async fn transfer(db: &Database, from: i64, to: i64, amount: i64) -> Result<(), TransferError> {
     let mut attempt = 1;
     loop {
         match transfer_once(db, from, to, amount).await {
-            Err(TransferError::Db(e)) if e.is_retriable() && attempt < ATTEMPTS => attempt += 1,
+            Err(TransferError::Db(e)) if e.is_retriable() && attempt < ATTEMPTS => {
+                pause(attempt).await;
+                attempt += 1;
+            }
             done => return done,
         }
     }

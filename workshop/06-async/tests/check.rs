@@ -5,10 +5,11 @@
 use std::time::{Duration, Instant};
 
 use asynchronous::{Database, Transaction, transfer};
-use blocking::{DbErrorKind, Error, TransferError, accounts};
+use blocking::{ATTEMPTS, DbErrorKind, Error, RETRY_PAUSE, TransferError, accounts};
 use dialects::{GeneratedKey, Insert, Order, Select, Statement};
 use futures_util::StreamExt;
 use tables::{Dialect, Table, Value};
+use workshop_support::LockProbe;
 
 /// The same engine, as tandem names it.
 fn tandem_dialect(d: Dialect) -> tandem_sql::Dialect {
@@ -199,30 +200,91 @@ fn transactions_commit_or_roll_back_when_dropped() {
     });
 }
 
-/// A transaction future cancelled at many points — before BEGIN, between statements, while COMMIT
-/// runs — leaves every pooled connection usable and no transfer half done.
-fn cancelled_futures_leave_the_pool_usable() {
-    on_engines("w6cancel", 2, async |db, _| {
-        let d = db.dialect();
-        let ids = open_accounts(&db, &[10_000, 10_000]).await;
-        let start = Instant::now();
-        transfer(&db, ids[0], ids[1], 1).await.unwrap();
-        let whole = start.elapsed().max(Duration::from_micros(200));
-        for step in 0..48u32 {
-            let cut = whole * step / 32;
-            let _ = tokio::time::timeout(cut, transfer(&db, ids[0], ids[1], 1)).await;
-            // Both connections, at once: neither is stuck in a transaction or a half-read result.
-            // (A transfer cancelled while its COMMIT was on the wire may have committed: the two reads
-            // can see it or not, but never half of it.)
-            let (a, b) = tokio::join!(ledger(&db), ledger(&db));
-            for seen in [a, b] {
-                let total: i64 = seen.iter().map(|r| r.1).sum();
-                assert_eq!(
-                    total, 20_000,
-                    "{d}: cancelled after {cut:?}: no half transfer"
-                );
+/// Polls `fut` until it has been suspended `n` times, then drops it: a cancellation at its `n`-th await
+/// point (`None`), whatever the timer's resolution; its output if it finished first.
+async fn cancelled_at<F: std::future::Future>(n: u32, fut: F) -> Option<F::Output> {
+    let mut fut = std::pin::pin!(fut);
+    let mut suspended = 0;
+    std::future::poll_fn(|cx| match fut.as_mut().poll(cx) {
+        std::task::Poll::Ready(v) => std::task::Poll::Ready(Some(v)),
+        std::task::Poll::Pending => {
+            suspended += 1;
+            if suspended == n {
+                std::task::Poll::Ready(None)
+            } else {
+                std::task::Poll::Pending
             }
         }
+    })
+    .await
+}
+
+/// A transfer cancelled at each of its await points in turn — while BEGIN runs, between statements,
+/// while COMMIT runs — is rolled back at once (its locks are gone before the connection is next lent),
+/// leaves every pooled connection usable (the next transfers on both succeed) and no transfer half done.
+fn cancelled_futures_leave_the_pool_usable() {
+    on_engines("w6cancel", 2, async |db, url| {
+        let d = db.dialect();
+        let ids = open_accounts(&db, &[10_000, 10_000]).await;
+        let probe = LockProbe::new(&url);
+        // Where a future suspends depends on how fast the other side answers (a SQLite worker may have
+        // answered before it is asked): four sweeps over the await points.
+        let mut cuts = 0;
+        for _sweep in 0..4 {
+            for n in 1.. {
+                if let Some(r) = cancelled_at(n, transfer(&db, ids[0], ids[1], 1)).await {
+                    r.unwrap_or_else(|e| panic!("{d}: a transfer left to finish: {e:?}"));
+                    break;
+                }
+                cuts += 1;
+                // Rolled back at once: within a second, and before anything else borrows a connection, no
+                // transaction holds a lock on the accounts (on SQLite: the write lock).
+                let mut free = false;
+                for _ in 0..50 {
+                    let (probe, ids) = (probe.clone(), ids.clone());
+                    free = tokio::task::spawn_blocking(move || probe.free("accounts", &ids))
+                        .await
+                        .unwrap();
+                    if free {
+                        break;
+                    }
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+                assert!(
+                    free,
+                    "{d}: a transfer cancelled at its await point {n} still held its locks a second later: \
+                     roll back at once (Pooled's Drop spawns the rollback), not when the connection is next lent"
+                );
+                // Both connections, at once: each can run a whole transfer, so neither was left inside a
+                // transaction or a half-read result.
+                let (a, b) = tokio::join!(
+                    transfer(&db, ids[1], ids[0], 1),
+                    transfer(&db, ids[0], ids[1], 1)
+                );
+                for r in [a, b] {
+                    if let Err(e) = r {
+                        panic!(
+                            "{d}: after a transfer cancelled at its await point {n}, the next transfer \
+                             failed: {e:?}"
+                        );
+                    }
+                }
+                // (A transfer cancelled while its COMMIT was on the wire may have committed: the two reads
+                // can see it or not, but never half of it.)
+                let (a, b) = tokio::join!(ledger(&db), ledger(&db));
+                for seen in [a, b] {
+                    let total: i64 = seen.iter().map(|r| r.1).sum();
+                    assert_eq!(
+                        total, 20_000,
+                        "{d}: cancelled at await point {n}: no half transfer"
+                    );
+                }
+            }
+        }
+        assert!(
+            cuts >= 4,
+            "{d}: a transfer awaits at least once, in each sweep"
+        );
         let mut rows = db.stream(sql("SELECT id FROM accounts")).await.unwrap();
         rows.next().await;
         drop(rows);
@@ -240,6 +302,95 @@ fn cancelled_futures_leave_the_pool_usable() {
             status.in_use, 0,
             "{d}: every connection went back: {status:?}"
         );
+    });
+}
+
+/// A statement the server fails as it fails a deadlock victim — PostgreSQL SQLSTATE 40P01, MariaDB error
+/// 1213 — every time it runs: a conflict without the race.
+fn forced_deadlock(d: Dialect) -> dialects::Statement {
+    sql(match d {
+        Dialect::Postgres => {
+            "DO $$BEGIN RAISE EXCEPTION 'forced deadlock' USING ERRCODE = '40P01'; END$$"
+        }
+        _ => "SIGNAL SQLSTATE '40001' SET MYSQL_ERRNO = 1213, MESSAGE_TEXT = 'forced deadlock'",
+    })
+}
+
+/// `Database::transaction` with an async closure: `Ok` commits, `Err` rolls back; on the servers a
+/// deadlock reruns the whole closure after a pause of at least `RETRY_PAUSE`, and one that deadlocks
+/// every time runs `ATTEMPTS` times and returns the deadlock.
+fn the_transaction_closure_commits_rolls_back_and_retries() {
+    on_engines("w6closure", 2, async |db, _| {
+        let d = db.dialect();
+        let ids = open_accounts(&db, &[100, 100]).await;
+        let pay = move |amount: i64| {
+            dialects::Update::table(accounts::table)
+                .add(accounts::balance, amount)
+                .filter(expressions::ColumnExt::eq(accounts::id, ids[1]))
+                .render(d)
+                .unwrap()
+        };
+        db.transaction(async |tx: &mut Transaction| tx.execute(&pay(1)).await.map(drop))
+            .await
+            .unwrap_or_else(|e| panic!("{d}: a transaction whose closure returns Ok: {e}"));
+        let refused: Result<(), Error> = db
+            .transaction(async |tx: &mut Transaction| {
+                tx.execute(&pay(10)).await?;
+                Err(Error::Connect("refused by the closure".into()))
+            })
+            .await;
+        assert!(refused.is_err(), "{d}: the closure's error comes back");
+        assert_eq!(
+            ledger(&db).await[1].1,
+            101,
+            "{d}: Ok committed, Err rolled back"
+        );
+        if d == Dialect::Sqlite {
+            return;
+        }
+        let mut runs = 0u32;
+        db.transaction(async |tx: &mut Transaction| {
+            runs += 1;
+            tx.execute(&pay(100)).await?;
+            if runs == 1 {
+                tx.execute(&forced_deadlock(d)).await?;
+            }
+            Ok::<_, Error>(())
+        })
+        .await
+        .unwrap_or_else(|e| panic!("{d}: a deadlock once, then a clean run, must commit: {e}"));
+        assert_eq!(runs, 2, "{d}: the closure ran again after the deadlock");
+        assert_eq!(
+            ledger(&db).await[1].1,
+            201,
+            "{d}: only the second run's payment is kept"
+        );
+        let (mut runs, mut failed_at, mut gaps) = (0u32, None::<Instant>, Vec::new());
+        let r = db
+            .transaction(async |tx: &mut Transaction| {
+                runs += 1;
+                if let Some(t) = failed_at.take() {
+                    gaps.push(t.elapsed());
+                }
+                let r = tx.execute(&forced_deadlock(d)).await;
+                failed_at = Some(Instant::now());
+                r.map(drop)
+            })
+            .await;
+        assert!(
+            matches!(&r, Err(e) if e.kind() == Some(DbErrorKind::Deadlock)),
+            "{d}: a transaction that deadlocks every time ends with the deadlock, got {r:?}"
+        );
+        assert_eq!(runs, ATTEMPTS, "{d}: it runs ATTEMPTS times");
+        for (i, gap) in gaps.iter().enumerate() {
+            assert!(
+                *gap >= RETRY_PAUSE,
+                "{d}: run {} began {gap:?} after run {} deadlocked: pause RETRY_PAUSE ({RETRY_PAUSE:?}, \
+                 doubled each time) before a retry",
+                i + 2,
+                i + 1
+            );
+        }
     });
 }
 
@@ -375,6 +526,7 @@ workshop_harness::checks!(
     statements_run_on_every_engine,
     transactions_commit_or_roll_back_when_dropped,
     cancelled_futures_leave_the_pool_usable,
+    the_transaction_closure_commits_rolls_back_and_retries,
     money_is_neither_created_nor_lost,
     the_pool_is_bounded_and_times_out,
     sqlite_never_blocks_the_runtime;

@@ -21,3 +21,54 @@ pub fn joined<T>(result: std::thread::Result<T>) -> T {
         panic!("a worker thread panicked: {message}")
     })
 }
+
+/// Asks, from a connection of its own, whether some transaction still holds write locks a test's
+/// transaction took: to check that a cancelled transaction was rolled back at once, not when its
+/// connection is next lent. Each question opens its connection on a thread of its own (so it can be asked
+/// from async code, through `spawn_blocking`) and closes it.
+#[derive(Clone, Debug)]
+pub struct LockProbe {
+    url: String,
+}
+
+impl LockProbe {
+    /// A probe of the database at `url` (a test target's URL).
+    pub fn new(url: &str) -> LockProbe {
+        LockProbe {
+            url: url.to_owned(),
+        }
+    }
+
+    /// Whether no other transaction holds a write lock on rows `ids` of `table` — on SQLite, which locks the
+    /// whole database for a writer, whether any transaction holds the write lock. Answers at once, never
+    /// waiting for a lock.
+    pub fn free(&self, table: &str, ids: &[i64]) -> bool {
+        let (url, table) = (self.url.clone(), table.to_owned());
+        let list = ids
+            .iter()
+            .map(i64::to_string)
+            .collect::<Vec<_>>()
+            .join(", ");
+        std::thread::spawn(move || {
+            if let Some(path) = url.strip_prefix("sqlite://") {
+                let c = rusqlite::Connection::open(path).expect("a second connection to the file");
+                // Busy at once when another connection writes (rusqlite's default waits 5 s).
+                c.busy_timeout(std::time::Duration::ZERO)
+                    .expect("a busy timeout of zero");
+                return c.execute_batch("BEGIN IMMEDIATE; ROLLBACK").is_ok();
+            }
+            use tandem_blocking::Executor as _;
+            let config = tandem_blocking::PoolConfig {
+                max_size: 1,
+                min_idle: Some(1),
+                ..tandem_blocking::PoolConfig::default()
+            };
+            let db = tandem_blocking::Database::connect_with(&url, config)
+                .expect("the probe's own connection");
+            let sql = format!("SELECT id FROM {table} WHERE id IN ({list}) FOR UPDATE NOWAIT");
+            db.execute(&tandem_sql::raw(sql, vec![])).is_ok()
+        })
+        .join()
+        .expect("the lock probe's thread")
+    }
+}
