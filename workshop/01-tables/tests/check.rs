@@ -441,8 +441,30 @@ fn filter<T: Table, C: Column<Table = T>>(_from: T, _on: C) {}
     );
 }
 
+/// The macro works in a program that imports nothing but the macro itself: it names your crate's items
+/// as `$crate::…`, not as whatever happens to be in scope where it is used.
+fn the_macro_needs_no_imports() {
+    ui::check(
+        &workshop_harness::this_stage!("workshop-01-tables"),
+        &[ui::Case::compiles(
+            "declared_with_nothing_imported",
+            r#"
+tables::table! {
+    /// People.
+    users (id) { id: i64, name: String, email: Option<String> }
+}
+fn main() {
+    let schema = <users::table as tables::Table>::schema();
+    assert_eq!(schema.columns.len(), 3);
+}
+"#,
+        )],
+    );
+}
+
 workshop_harness::checks!(
     the_macro_declares_tables,
+    the_macro_needs_no_imports,
     types_refuse_mismatches,
     values_round_trip_like_tandem,
     values_decode_what_drivers_return,

@@ -108,6 +108,10 @@ type Errors = BTreeMap<String, Vec<(Option<String>, String)>>;
 
 /// Builds every case and panics, naming each case that did not do what it must, with the compiler's words.
 pub fn check(krate: &Crate, cases: &[Case]) {
+    // One stage's checks share one throw-away package: two of them building it at once would rewrite each
+    // other's manifest.
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let root = target_dir().join("workshop-ui");
     let project = root.join(krate.package);
     std::fs::create_dir_all(project.join("cases")).expect("create the compile-check project");
