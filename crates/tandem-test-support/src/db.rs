@@ -174,26 +174,6 @@ pub fn target_at(dialect: Dialect, base: &str, var: &str, name: &str) -> TestTar
     }
 }
 
-/// [`target`] for checks that run every engine that answers within one test — the workshop's, which a
-/// learner runs with or without the servers: `None`, after printing `SKIPPED` with the URL and the variable
-/// that sets it, when the server is unreachable; a failure under `CI=true`. A server that answers is
-/// printed as `ENGINE <name>` (on stderr, like `SKIPPED`), so `just check` can say which engines ran.
-/// tandem's own tests declare their servers per case instead ([`crate::harness::Case::needs`]).
-pub fn target_or_skip(dialect: Dialect, name: &str) -> Option<TestTarget> {
-    if dialect != Dialect::Sqlite
-        && let Err(why) = crate::harness::probe(dialect)
-    {
-        if std::env::var("CI").is_ok_and(|v| v == "true") {
-            panic!("{why} (CI=true: a missing server is a failure)");
-        }
-        eprintln!("SKIPPED {name}: {why}");
-        return None;
-    }
-    // For the workshop's runner, which lists the engines a stage's checks reached.
-    eprintln!("ENGINE {}", crate::harness::server_name(dialect));
-    Some(target(dialect, name))
-}
-
 /// A blocking database on a fresh target.
 pub fn open(dialect: Dialect, name: &str, config: PoolConfig) -> TestDb {
     let target = target(dialect, name);

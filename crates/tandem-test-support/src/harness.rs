@@ -75,7 +75,7 @@ pub fn engines(name: &str, run: fn(Dialect)) -> Vec<Case> {
 }
 
 /// Whether the server answers; the reason (which URL, which variable sets it) when it does not.
-pub(crate) fn probe(dialect: Dialect) -> Result<(), String> {
+pub fn probe(dialect: Dialect) -> Result<(), String> {
     let (url, var) = crate::servers::server(dialect)?;
     let config = tandem_blocking::PoolConfig {
         max_size: 1,

@@ -25,6 +25,72 @@ use serde::{Deserialize, Serialize};
 /// The variable naming the report file.
 pub const REPORT_VAR: &str = "TANDEM_WORKSHOP_REPORT";
 
+/// What the checks tell the runner about the database servers, one line on stderr each, a marker and
+/// what follows it: the engines they reached, and the ones they skipped with the reason. Written by
+/// [`Engines::say`], read by [`Engines::read`] — one definition of the format on both sides.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Engines {
+    /// The engines the checks reached (`SQLite`, `PostgreSQL`, `MariaDB/MySQL`), each once, in order.
+    pub reached: Vec<String>,
+    /// `<check>: <why>` for each server that did not answer (the URL tried, the variable that sets it).
+    pub skipped: Vec<String>,
+}
+
+/// The engines a check can reach, as the markers name them.
+pub const ENGINE_NAMES: [&str; 3] = ["SQLite", "PostgreSQL", "MariaDB/MySQL"];
+
+const REACHED: &str = "TANDEM-WORKSHOP-ENGINE ";
+const SKIPPED: &str = "TANDEM-WORKSHOP-SKIPPED ";
+
+impl Engines {
+    /// Says, on stderr, that a check reached `engine` (one of [`ENGINE_NAMES`]).
+    pub fn say_reached(engine: &str) {
+        say(&Engines::reached_line(engine));
+    }
+
+    /// Says, on stderr, that `check` skipped a server, and why.
+    pub fn say_skipped(check: &str, why: &str) {
+        say(&Engines::skipped_line(check, why));
+    }
+
+    /// The line [`Engines::say_reached`] writes.
+    pub fn reached_line(engine: &str) -> String {
+        format!("{REACHED}{engine}\n")
+    }
+
+    /// The line [`Engines::say_skipped`] writes: one line, whatever the reason's.
+    pub fn skipped_line(check: &str, why: &str) -> String {
+        format!("{SKIPPED}{check}: {}\n", why.replace('\n', " "))
+    }
+
+    /// What the checks said, from their stderr: only whole lines that start with a marker, and for
+    /// engines only the names in [`ENGINE_NAMES`] — a line another thread's output broke is not taken.
+    pub fn read(stderr: &str) -> Engines {
+        let mut found = Engines::default();
+        for line in stderr.lines() {
+            if let Some(name) = line.strip_prefix(REACHED) {
+                if ENGINE_NAMES.contains(&name) && !found.reached.iter().any(|r| r == name) {
+                    found.reached.push(name.to_owned());
+                }
+            } else if let Some(why) = line.strip_prefix(SKIPPED)
+                && !found.skipped.iter().any(|s| s == why)
+            {
+                found.skipped.push(why.to_owned());
+            }
+        }
+        found
+    }
+}
+
+/// Writes `line` to stderr in one `write` call, so that no other thread's output lands inside it, after a
+/// line break, so that it starts a line even when another thread left one unfinished.
+fn say(line: &str) {
+    use std::io::Write as _;
+    let _ = std::io::stderr()
+        .lock()
+        .write_all(format!("\n{line}").as_bytes());
+}
+
 /// What a run of a stage's checks wrote.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Report {
@@ -228,4 +294,37 @@ fn floor_char(s: &str, i: usize) -> usize {
         i -= 1;
     }
     i
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each engine and each skip is read once, in order; a marker that another thread's output broke
+    /// (not at the start of a line, or an unknown engine name) is not read as one.
+    #[test]
+    fn engines_are_read_strictly() {
+        let skip = "w7crowd: PostgreSQL unreachable at postgres://127.0.0.1:5432/test (refused); set \
+                    TANDEM_POSTGRES_URL to a reachable server";
+        let (check, why) = skip.split_once(": ").unwrap();
+        let stderr = [
+            "running 6 checks\n".to_owned(),
+            Engines::reached_line("SQLite"),
+            Engines::skipped_line(check, why),
+            Engines::reached_line("SQLite"),
+            Engines::skipped_line(check, why),
+            format!(
+                "thread 'x' panicked {}",
+                Engines::reached_line("PostgreSQL")
+            ),
+            Engines::reached_line("SQLite,  16: libtest_mimic::Trial"),
+            Engines::reached_line("MariaDB/MySQL"),
+        ]
+        .concat();
+        let found = Engines::read(&stderr);
+        assert_eq!(found.reached, ["SQLite", "MariaDB/MySQL"]);
+        assert_eq!(found.skipped, [skip]);
+        assert_eq!(Engines::read("all fine\n"), Engines::default());
+        assert!(Engines::skipped_line("c", "two\nlines").lines().count() == 1);
+    }
 }

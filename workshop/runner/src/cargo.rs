@@ -112,32 +112,19 @@ pub fn run(mut cmd: Command, progress: Progress, package: &str) -> Result<Built,
     let _ = child.wait().map_err(|e| e.to_string())?;
     let stderr = stderr.join().unwrap_or_default();
     match built {
-        Some(true) => Ok(Built::Ok(
-            warnings,
+        Some(true) => Ok(Built::Ok(warnings, {
+            let said = workshop_harness::Engines::read(&stderr);
             TestRun {
-                engines: tagged(&stderr, "ENGINE "),
-                skipped: tagged(&stderr, "SKIPPED "),
+                engines: said.reached,
+                skipped: said.skipped,
                 took: tests_started.elapsed(),
-            },
-        )),
+            }
+        })),
         _ if errors.is_empty() => Ok(Built::Failed(vec![format!(
             "cargo stopped before compiling anything:\n{stderr}"
         )])),
         _ => Ok(Built::Failed(errors)),
     }
-}
-
-/// The checks' lines that start with `tag` (`SKIPPED <check>: <why>` for a server that did not answer, with
-/// the URL tried and the variable that sets it; `ENGINE <name>` for one that did), without the tag, each
-/// once, in order.
-pub fn tagged(stderr: &str, tag: &str) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for line in stderr.lines().filter_map(|l| l.trim().strip_prefix(tag)) {
-        if !out.iter().any(|o| o == line) {
-            out.push(line.to_owned());
-        }
-    }
-    out
 }
 
 /// Rebuilding a stage's own crates and its tests is quick; more than this many crates is a first build.

@@ -2,7 +2,32 @@
 //! database per test (`db::target`), URLs from `TANDEM_POSTGRES_URL` / `TANDEM_MYSQL_URL`, and a server that
 //! cannot be reached reported and skipped — except under `CI=true`, where it fails.
 
-pub use tandem_test_support::db;
+/// A database of its own per check: tandem's test databases, and the workshop's way to skip a server.
+pub mod db {
+    pub use tandem_test_support::db::*;
+
+    use tandem_sql::Dialect;
+    use tandem_test_support::harness;
+    use workshop_harness::Engines;
+
+    /// [`target`] for checks that run every engine that answers within one test (a learner runs them
+    /// with or without the servers): `None` when the server is unreachable, after telling the runner
+    /// which check skipped it, with the URL and the variable that sets it; a failure under `CI=true`. An
+    /// engine that answers is told to the runner too, so that `just check` can say which engines ran.
+    pub fn target_or_skip(dialect: Dialect, name: &str) -> Option<TestTarget> {
+        if dialect != Dialect::Sqlite
+            && let Err(why) = harness::probe(dialect)
+        {
+            if std::env::var("CI").is_ok_and(|v| v == "true") {
+                panic!("{why} (CI=true: a missing server is a failure)");
+            }
+            Engines::say_skipped(name, &why);
+            return None;
+        }
+        Engines::say_reached(harness::server_name(dialect));
+        Some(target(dialect, name))
+    }
+}
 
 use tandem_sql::Dialect;
 
