@@ -138,6 +138,93 @@ fn stage(number: &str) -> Result<Stage, String> {
         .ok_or_else(|| format!("no stage {number}: the stages are {}", names.join(" ")))
 }
 
+/// The stages `stage` builds on (those its `reference` feature names), each with whether the learner's
+/// code of it passed its checks as it is now ([`record_pass`]).
+fn earlier_stages(stage: &Stage) -> Result<Vec<(Stage, bool)>, String> {
+    let manifest = std::fs::read_to_string(stage.dir.join("Cargo.toml"))
+        .map_err(|e| format!("{}: {e}", stage.dir.display()))?;
+    let named = manifest_field(&manifest, "reference").unwrap_or_default();
+    let packages: Vec<&str> = named
+        .trim_matches(['[', ']'])
+        .split(',')
+        .filter_map(|p| p.trim().trim_matches('"').strip_suffix("/solution"))
+        .collect();
+    Ok(stages()?
+        .into_iter()
+        .filter(|s| packages.contains(&s.package.as_str()))
+        .map(|s| {
+            let passed = passed_as_is(&s);
+            (s, passed)
+        })
+        .collect())
+}
+
+/// Where the copy of a stage's file that last passed is kept.
+fn pass_record(stage: &Stage) -> Option<PathBuf> {
+    Some(
+        workspace()
+            .ok()?
+            .join("target/workshop-passed")
+            .join(format!("{}.rs", stage.number)),
+    )
+}
+
+/// Remembers that the learner's file of `stage`, as it is now, passed all its checks.
+fn record_pass(stage: &Stage) {
+    let Some(record) = pass_record(stage) else {
+        return;
+    };
+    if let Some(dir) = record.parent() {
+        let _ = std::fs::create_dir_all(dir);
+    }
+    let _ = std::fs::copy(stage.dir.join("src/exercise.rs"), record);
+}
+
+/// Whether the learner's file of `stage` passed all its checks as it is now (unchanged since).
+fn passed_as_is(stage: &Stage) -> bool {
+    let Some(record) = pass_record(stage) else {
+        return false;
+    };
+    let mine = std::fs::read(stage.dir.join("src/exercise.rs")).ok();
+    mine.is_some() && std::fs::read(record).ok() == mine
+}
+
+/// "built on: …" — which earlier stages a run builds on, said per stage.
+fn built_on(stage: &Stage, mode: Mode) -> Result<String, String> {
+    if !mode.mine {
+        return Ok(
+            "the reference solutions of the earlier stages (add --mine to use yours)".to_owned(),
+        );
+    }
+    let earlier = earlier_stages(stage)?;
+    let numbers = |passed: bool| -> Vec<String> {
+        earlier
+            .iter()
+            .filter(|(_, p)| *p == passed)
+            .map(|(s, _)| s.number.trim_start_matches('0').to_owned())
+            .collect()
+    };
+    let (mine, reference) = (numbers(true), numbers(false));
+    let stages = |n: &[String]| match n {
+        [one] => format!("stage {one}"),
+        _ => format!("stages {}", n.join(", ")),
+    };
+    Ok(match (mine.is_empty(), reference.is_empty()) {
+        (_, true) => format!("your own {} (--mine)", stages(&mine)),
+        (true, false) => format!(
+            "the reference solutions of {} — none of yours has passed `just check` as it is now \
+             (--mine uses each of your stages once it passes)",
+            stages(&reference)
+        ),
+        (false, false) => format!(
+            "your {} · the reference solutions of {} (yours have not passed `just check` as they are \
+             now)",
+            stages(&mine),
+            stages(&reference)
+        ),
+    })
+}
+
 /// Whether a stage's checks reach the servers (they ask for a server target or loop over the engines).
 fn needs_servers(stage: &Stage) -> bool {
     std::fs::read_to_string(stage.dir.join("tests/check.rs"))
@@ -186,7 +273,16 @@ fn run(stage: &Stage, mode: Mode, progress: Progress, only: Option<&str>) -> Res
         cmd.args(["--features", "solution"]);
     }
     if mode.mine {
+        // The learner's earlier stages that passed as they are now; the reference for the others.
         cmd.arg("--no-default-features");
+        let reference: Vec<String> = earlier_stages(stage)?
+            .into_iter()
+            .filter(|(_, passed)| !passed)
+            .map(|(s, _)| format!("{}/solution", s.package))
+            .collect();
+        if !reference.is_empty() {
+            cmd.args(["--features", &reference.join(",")]);
+        }
     }
     if let Some(name) = only {
         cmd.args(["--", "--exact", name]);
@@ -279,14 +375,7 @@ fn check(stage: &Stage, mode: Mode, verbose: bool) -> Result<bool, String> {
         stage.dir.join("src/exercise.rs").display()
     );
     if stage.number != "01" {
-        println!(
-            "   built on: {}",
-            if mode.mine {
-                "your own earlier stages (--mine)"
-            } else {
-                "the reference solutions of the earlier stages (add --mine to use yours)"
-            }
-        );
+        println!("   built on: {}", built_on(stage, mode)?);
     }
     match run(stage, mode, Progress::Show, None)? {
         Run::DoesNotCompile(errors) => {
@@ -336,6 +425,7 @@ fn check(stage: &Stage, mode: Mode, verbose: bool) -> Result<bool, String> {
             // The tests' own time: a first build's minutes are not theirs.
             let secs = tests.took.as_secs_f64();
             if failed.is_empty() {
+                record_pass(stage);
                 println!(
                     "   ✓ all {total} tests pass ({secs:.1} s). On to the next stage: just next"
                 );
