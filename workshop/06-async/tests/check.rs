@@ -8,6 +8,7 @@ use asynchronous::{Database, Transaction, transfer};
 use blocking::{ATTEMPTS, DbErrorKind, Error, RETRY_PAUSE, TransferError, accounts};
 use dialects::{GeneratedKey, Insert, Order, Select, Statement};
 use futures_util::StreamExt;
+use futures_util::future::join;
 use tables::{Dialect, Table, Value};
 use workshop_support::LockProbe;
 
@@ -257,10 +258,11 @@ fn cancelled_futures_leave_the_pool_usable() {
                 );
                 // Both connections, at once: each can run a whole transfer, so neither was left inside a
                 // transaction or a half-read result.
-                let (a, b) = tokio::join!(
+                let (a, b) = join(
                     transfer(&db, ids[1], ids[0], 1),
-                    transfer(&db, ids[0], ids[1], 1)
-                );
+                    transfer(&db, ids[0], ids[1], 1),
+                )
+                .await;
                 for r in [a, b] {
                     if let Err(e) = r {
                         panic!(
@@ -271,7 +273,7 @@ fn cancelled_futures_leave_the_pool_usable() {
                 }
                 // (A transfer cancelled while its COMMIT was on the wire may have committed: the two reads
                 // can see it or not, but never half of it.)
-                let (a, b) = tokio::join!(ledger(&db), ledger(&db));
+                let (a, b) = join(ledger(&db), ledger(&db)).await;
                 for seen in [a, b] {
                     let total: i64 = seen.iter().map(|r| r.1).sum();
                     assert_eq!(
@@ -288,7 +290,7 @@ fn cancelled_futures_leave_the_pool_usable() {
         let mut rows = db.stream(sql("SELECT id FROM accounts")).await.unwrap();
         rows.next().await;
         drop(rows);
-        let (a, b) = tokio::join!(ledger(&db), ledger(&db));
+        let (a, b) = join(ledger(&db), ledger(&db)).await;
         assert_eq!(a.len() + b.len(), 4, "{d}: a stream dropped half-read");
         // A cleanup may still be running: give it a moment, then every connection must be back.
         for _ in 0..100 {
