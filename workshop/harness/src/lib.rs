@@ -122,6 +122,10 @@ pub struct Check {
 #[cfg(feature = "checks")]
 const ALONE_VAR: &str = "TANDEM_WORKSHOP_ALONE";
 
+/// The variable that leaves out the checks that run alone (they measure the process, and are slow): for
+/// the runner's `repeat`, which reruns the checks that race.
+pub const SKIP_ALONE_VAR: &str = "TANDEM_WORKSHOP_SKIP_ALONE";
+
 #[cfg(feature = "checks")]
 impl Check {
     /// A check called `name`.
@@ -203,8 +207,10 @@ pub fn main(checks: Vec<Check>) {
     // Remembers where panics happen (the standard hook still prints them for `cargo test`).
     panics::install(false);
     let outcomes = Arc::new(Mutex::new(Vec::new()));
+    let skip_alone = std::env::var_os(SKIP_ALONE_VAR).is_some();
     let trials = checks
         .into_iter()
+        .filter(|c| !(skip_alone && c.alone))
         .map(|c| {
             let outcomes = outcomes.clone();
             let (name, alone) = (c.name, c.alone);

@@ -9,6 +9,8 @@
 //! - `verify` (CI): every reference solution passes its checks and clippy, every starter fails all of them;
 //! - `mutants NN`: the mistakes planted in stage NN's solution each fail their check ([`mutants`]; `verify`
 //!   runs them for every stage);
+//! - `repeat TIMES NN…`: each stage's reference solution passes its checks TIMES runs in a row (the checks
+//!   that race: the ones that run alone, which measure memory, are left out);
 //! - `down`: remove the containers `check` started for servers that were not there ([`servers`]).
 //!
 //! It reads structured output only: cargo's JSON messages (`--message-format=json`) for compile errors and
@@ -245,8 +247,19 @@ fn server_env() -> Result<&'static [(&'static str, String)], String> {
     Ok(PREPARED.get_or_init(|| env))
 }
 
-/// Runs a stage's checks (only the one named `only`, when given).
-fn run(stage: &Stage, mode: Mode, progress: Progress, only: Option<&str>) -> Result<Run, String> {
+/// Which of a stage's checks a run runs.
+#[derive(Clone, Copy, Debug)]
+enum Pick<'a> {
+    /// Every check.
+    All,
+    /// The check of that name.
+    Only(&'a str),
+    /// Every check but the ones that run alone (they measure the process).
+    Racing,
+}
+
+/// Runs a stage's checks (those `pick` says).
+fn run(stage: &Stage, mode: Mode, progress: Progress, pick: Pick<'_>) -> Result<Run, String> {
     let report = std::env::temp_dir().join(format!(
         "tandem-workshop-{}-{}{}.json",
         stage.number,
@@ -284,8 +297,14 @@ fn run(stage: &Stage, mode: Mode, progress: Progress, only: Option<&str>) -> Res
             cmd.args(["--features", &reference.join(",")]);
         }
     }
-    if let Some(name) = only {
-        cmd.args(["--", "--exact", name]);
+    match pick {
+        Pick::All => {}
+        Pick::Only(name) => {
+            cmd.args(["--", "--exact", name]);
+        }
+        Pick::Racing => {
+            cmd.env(workshop_harness::SKIP_ALONE_VAR, "1");
+        }
     }
     match cargo::run(cmd, progress, &stage.package)? {
         Built::Failed(errors) => Ok(Run::DoesNotCompile(errors)),
@@ -377,7 +396,7 @@ fn check(stage: &Stage, mode: Mode, verbose: bool) -> Result<bool, String> {
     if stage.number != "01" {
         println!("   built on: {}", built_on(stage, mode)?);
     }
-    match run(stage, mode, Progress::Show, None)? {
+    match run(stage, mode, Progress::Show, Pick::All)? {
         Run::DoesNotCompile(errors) => {
             // A starter's TODO stop repeats at every use of the missing piece: once says it.
             let shown = if is_todo_stop(&errors) && !verbose {
@@ -469,7 +488,7 @@ fn check(stage: &Stage, mode: Mode, verbose: bool) -> Result<bool, String> {
 fn next() -> Result<bool, String> {
     for s in stages()? {
         println!("== stage {} · {}", s.number, s.title);
-        let why = match run(&s, Mode::default(), Progress::Show, None)? {
+        let why = match run(&s, Mode::default(), Progress::Show, Pick::All)? {
             Run::Ran(r, ..) if failing(&r).is_empty() && !r.checks.is_empty() => None,
             Run::Ran(r, ..) if r.checks.is_empty() => Some("no test ran".to_owned()),
             Run::Ran(r, ..) => {
@@ -606,7 +625,7 @@ fn verify() -> Result<bool, String> {
             mine: false,
         };
         let started = Instant::now();
-        let solved = match run(s, solution, Progress::Quiet, None)? {
+        let solved = match run(s, solution, Progress::Quiet, Pick::All)? {
             Run::Ran(r, ..) if failing(&r).is_empty() && !r.checks.is_empty() => r.checks.len(),
             Run::Ran(r, ..) if r.checks.is_empty() => {
                 println!("✗ {name}: no check ran");
@@ -629,7 +648,7 @@ fn verify() -> Result<bool, String> {
             }
         };
         let secs = started.elapsed().as_secs_f64();
-        match run(s, Mode::default(), Progress::Quiet, None)? {
+        match run(s, Mode::default(), Progress::Quiet, Pick::All)? {
             Run::DoesNotCompile(errors) if is_todo_stop(&errors) => println!(
                 "✓ {name}: the solution passes {solved} checks ({secs:.1} s), the starter stops at its first TODO"
             ),
@@ -663,6 +682,42 @@ fn verify() -> Result<bool, String> {
         println!("workshop: verification failed");
     }
     Ok(ok)
+}
+
+/// The reference solution of `s` passes its checks `times` runs in a row: a check that fails one run in
+/// twenty is a check a learner cannot trust.
+fn repeat(s: &Stage, times: u32) -> Result<bool, String> {
+    let name = s.slug();
+    let solution = Mode {
+        solution: true,
+        mine: false,
+    };
+    let started = Instant::now();
+    let mut checks = 0;
+    for run_no in 1..=times {
+        match run(s, solution, Progress::Quiet, Pick::Racing)? {
+            Run::Ran(r, ..) if failing(&r).is_empty() && !r.checks.is_empty() => {
+                checks = r.checks.len()
+            }
+            Run::Ran(r, ..) => {
+                for f in failing(&r) {
+                    println!("   {}: {}", f.name, f.message.as_deref().unwrap_or(""));
+                }
+                println!("✗ {name}: run {run_no} of {times} failed");
+                return Ok(false);
+            }
+            Run::DoesNotCompile(errors) => {
+                errors.iter().for_each(|e| print!("{e}"));
+                println!("✗ {name}: the reference solution does not compile");
+                return Ok(false);
+            }
+        }
+    }
+    println!(
+        "✓ {name}: {times} runs in a row, all {checks} checks passed each time ({:.0} s)",
+        started.elapsed().as_secs_f64()
+    );
+    Ok(true)
 }
 
 /// Puts the starter back in a stage's `src/exercise.rs` when dropped: the mutants borrow that file.
@@ -702,7 +757,7 @@ fn planted_mistakes_are_caught(s: &Stage) -> Result<bool, String> {
     for m in &list {
         let planted = mutants::apply(&solution, m).map_err(|e| format!("{name}: {e}"))?;
         std::fs::write(&mine, planted).map_err(|e| format!("{}: {e}", mine.display()))?;
-        let caught = match run(s, Mode::default(), Progress::Quiet, Some(&m.fails))? {
+        let caught = match run(s, Mode::default(), Progress::Quiet, Pick::Only(&m.fails))? {
             Run::Ran(r, ..) => match r.checks.iter().find(|c| c.name == m.fails) {
                 Some(c) if !c.passed => true,
                 Some(_) => {
@@ -753,9 +808,19 @@ fn main() -> ExitCode {
         (["verify"], None) => verify(),
         (["down"], None) => servers::down(),
         (["mutants", n], None) => stage(n).and_then(|s| planted_mistakes_are_caught(&s)),
+        (["repeat", times, ns @ ..], None) if !ns.is_empty() => times
+            .parse::<u32>()
+            .map_err(|_| format!("repeat: {times} is not a number of runs"))
+            .and_then(|times| {
+                let mut ok = true;
+                for n in ns {
+                    ok &= repeat(&stage(n)?, times)?;
+                }
+                Ok(ok)
+            }),
         _ => Err(
             "usage: workshop check NN [--mine] [--verbose] | next | solve NN | reset NN | verify | mutants NN \
-             | down"
+             | repeat TIMES NN… | down"
                 .into(),
         ),
     };
