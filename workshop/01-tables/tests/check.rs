@@ -349,13 +349,45 @@ fn values_decode_what_drivers_return() {
         "an i64 that does not fit in i32"
     );
     assert_eq!(i64::from_value(Value::I32(5)), Ok(5));
+    assert_eq!(
+        i64::from_value(Value::I32(i32::MIN)),
+        Ok(i64::from(i32::MIN))
+    );
     assert_eq!(bool::from_value(Value::I64(1)), Ok(true));
     assert_eq!(bool::from_value(Value::I64(0)), Ok(false));
-    assert!(
-        bool::from_value(Value::I64(2)).is_err(),
-        "2 is not a boolean"
-    );
+    assert_eq!(bool::from_value(Value::I32(1)), Ok(true), "1 as an I32");
+    assert_eq!(bool::from_value(Value::I32(0)), Ok(false), "0 as an I32");
+    for not_a_bool in [Value::I64(2), Value::I64(-1), Value::I32(2)] {
+        assert!(
+            bool::from_value(not_a_bool.clone()).is_err(),
+            "{not_a_bool:?} is not a boolean"
+        );
+    }
     assert_eq!(f64::from_value(Value::I64(2)), Ok(2.0));
+    assert_eq!(
+        f64::from_value(Value::I32(-3)),
+        Ok(-3.0),
+        "an I32 as a float"
+    );
+    let exact = 1i64 << 53;
+    assert_eq!(
+        f64::from_value(Value::I64(exact)),
+        Ok(9_007_199_254_740_992.0)
+    );
+    assert_eq!(
+        f64::from_value(Value::I64(-exact)),
+        Ok(-9_007_199_254_740_992.0)
+    );
+    for beyond in [exact + 1, -exact - 1, i64::MAX] {
+        assert_eq!(
+            f64::from_value(Value::I64(beyond)),
+            Err(DecodeError {
+                expected: "f64",
+                found: Value::I64(beyond)
+            }),
+            "{beyond} has no exact f64: reading it as one would change it"
+        );
+    }
     assert_eq!(
         String::from_value(Value::Null),
         Err(DecodeError {

@@ -176,7 +176,10 @@ impl From<mysql::Error> for Error {
 pub struct Outcome {
     /// The rows it inserted, changed or deleted.
     pub rows_affected: u64,
-    /// The key the connection generated last (SQLite and MySQL report one; PostgreSQL does not).
+    /// The key the connection generated last (SQLite and MySQL report one; PostgreSQL does not). Both
+    /// report 0 for "none" — SQLite before the connection's first insert, MySQL for a statement that
+    /// generated no key (an UPDATE, an INSERT IGNORE that inserted nothing) — and 0 is never a generated
+    /// key: that is `None`.
     pub last_insert_id: Option<i64>,
 }
 
@@ -192,7 +195,8 @@ impl Conn {
                     )))?;
                 Ok(Outcome {
                     rows_affected: n as u64,
-                    last_insert_id: Some(c.last_insert_rowid()),
+                    // 0: no row was ever inserted on this connection.
+                    last_insert_id: Some(c.last_insert_rowid()).filter(|&id| id != 0),
                 })
             }
             Conn::Postgres(c) => {
@@ -213,7 +217,8 @@ impl Conn {
                 c.exec_drop(&st.sql, drivers::mysql_params(&st.params))?;
                 Ok(Outcome {
                     rows_affected: c.affected_rows(),
-                    last_insert_id: i64::try_from(c.last_insert_id()).ok(),
+                    // 0: this statement generated no key.
+                    last_insert_id: i64::try_from(c.last_insert_id()).ok().filter(|&id| id != 0),
                 })
             }
         }

@@ -159,7 +159,10 @@ impl From<mysql::Error> for Error {
 pub struct Outcome {
     /// The rows it inserted, changed or deleted.
     pub rows_affected: u64,
-    /// The key the connection generated last (SQLite and MySQL report one; PostgreSQL does not).
+    /// The key the connection generated last (SQLite and MySQL report one; PostgreSQL does not). Both
+    /// report 0 for "none" — SQLite before the connection's first insert, MySQL for a statement that
+    /// generated no key (an UPDATE, an INSERT IGNORE that inserted nothing) — and 0 is never a generated
+    /// key: that is `None`.
     pub last_insert_id: Option<i64>,
 }
 

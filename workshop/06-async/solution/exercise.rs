@@ -165,7 +165,8 @@ impl Link {
                     .map_err(drivers::error)?;
                 Ok(Outcome {
                     rows_affected: r.rows_affected(),
-                    last_insert_id: i64::try_from(r.last_insert_id()).ok(),
+                    // 0: this statement generated no key.
+                    last_insert_id: i64::try_from(r.last_insert_id()).ok().filter(|&id| id != 0),
                 })
             }
         }

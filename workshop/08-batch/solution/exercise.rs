@@ -193,6 +193,17 @@ fn key_of(rows: Option<Vec<Vec<Value>>>, outcome: Option<blocking::Outcome>) -> 
         }),
     }
 }
+/// A partition that starts at `i64::MIN` has no checkpoint before its first key (`first_key - 1` would
+/// overflow): refused before anything is written.
+fn refuse_unreadable(parts: &[(i64, i64)]) -> Result<()> {
+    match parts.first() {
+        Some((i64::MIN, _)) => Err(Error::Decode(tables::DecodeError {
+            expected: "a key above i64::MIN",
+            found: Value::I64(i64::MIN),
+        })),
+        _ => Ok(()),
+    }
+}
 // ANCHOR_END: statements
 
 // ANCHOR: blocking
@@ -217,6 +228,7 @@ pub fn run_blocking(db: &blocking::Database, job: &Job) -> Result<Report> {
             let range = db.fetch::<(Option<i64>, Option<i64>)>(&plan.key_range())?;
             let (lo, hi) = range.first().cloned().unwrap_or((None, None));
             let parts = split(lo.unwrap_or(1), hi.unwrap_or(0), job.partitions);
+            refuse_unreadable(&parts)?;
             let id = db.transaction(|tx| {
                 let insert = plan.new_execution()?;
                 let id = match insert.key {
@@ -317,6 +329,7 @@ pub async fn run_async(db: &asynchronous::Database, job: &Job) -> Result<Report>
                 .await?;
             let (lo, hi) = range.first().cloned().unwrap_or((None, None));
             let parts = split(lo.unwrap_or(1), hi.unwrap_or(0), job.partitions);
+            refuse_unreadable(&parts)?;
             let mut tx = db.begin().await?;
             let insert = plan.new_execution()?;
             let id = match insert.key {

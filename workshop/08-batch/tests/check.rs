@@ -178,6 +178,49 @@ fn an_empty_source_completes() {
     });
 }
 
+/// A source whose smallest key is `i64::MIN` (no checkpoint can come before it) is refused by both
+/// runners with a `DecodeError` naming it, before anything is written — never an overflow.
+fn a_key_at_i64_min_is_refused() {
+    on_engines("w8min", 3, |db, url| {
+        let d = db.dialect();
+        let st = Insert::into(benchmark_source::table, vec!["id", "name", "value"])
+            .row(vec![
+                Value::I64(i64::MIN),
+                Value::Text("the lowest".into()),
+                Value::I64(1),
+            ])
+            .render(d)
+            .unwrap();
+        db.execute(&st).unwrap();
+        let job = Job::new("lowest");
+        let refused = |r: Result<batch::job::Report, blocking::Error>, runner: &str| match r {
+            Err(blocking::Error::Decode(e)) if e.found == Value::I64(i64::MIN) => {}
+            other => panic!(
+                "{d} {runner}: a source starting at i64::MIN must be refused with a DecodeError naming \
+                 it, got {other:?}"
+            ),
+        };
+        refused(run_blocking(db, &job), "blocking");
+        let r = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(async {
+                let adb = asynchronous::Database::open(url, 8).await.unwrap();
+                run_async(&adb, &job).await
+            });
+        refused(r, "async");
+        let runs: Vec<(i64, String, String)> = db
+            .fetch(&Select::from(batch_job_execution::table).render(d).unwrap())
+            .unwrap();
+        assert!(
+            runs.is_empty(),
+            "{d}: nothing written for a refused source: {runs:?}"
+        );
+    });
+}
+
 fn run(db: &Database, url: &str, runner: &str, job: &Job) -> batch::job::Report {
     match runner {
         "blocking" => run_blocking(db, job).unwrap_or_else(|e| panic!("{}: {e}", db.dialect())),
@@ -285,6 +328,7 @@ fn a_killed_job_resumes_exactly_once() {
 workshop_harness::checks!(
     split_covers_every_key_once,
     split_handles_the_whole_range,
+    a_key_at_i64_min_is_refused,
     the_job_writes_every_row_once,
     an_empty_source_completes,
     a_killed_job_resumes_exactly_once,
