@@ -206,7 +206,8 @@ impl Conn {
                     .iter()
                     .map(|p| p as &(dyn postgres::types::ToSql + Sync))
                     .collect();
-                let n = c.execute(st.sql.as_str(), &refs)?;
+                let prepared = c.prepared(&st.sql)?;
+                let n = c.execute(&prepared, &refs)?;
                 Ok(Outcome {
                     rows_affected: n,
                     last_insert_id: None,
@@ -250,7 +251,8 @@ impl Conn {
                     .iter()
                     .map(|p| p as &(dyn postgres::types::ToSql + Sync))
                     .collect();
-                let rows = c.query(st.sql.as_str(), &refs)?;
+                let prepared = c.prepared(&st.sql)?;
+                let rows = c.query(&prepared, &refs)?;
                 rows.iter()
                     .map(|row| {
                         (0..row.len())

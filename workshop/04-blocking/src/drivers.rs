@@ -18,8 +18,8 @@ use tables::{DecodeError, Dialect, Value};
 pub enum Conn {
     /// A SQLite file.
     Sqlite(rusqlite::Connection),
-    /// A PostgreSQL session.
-    Postgres(postgres::Client),
+    /// A PostgreSQL session, with the statements it has prepared.
+    Postgres(Pg),
     /// A MySQL or MariaDB session.
     MySql(mysql::Conn),
 }
@@ -32,6 +32,55 @@ impl Conn {
             Conn::Postgres(_) => Dialect::Postgres,
             Conn::MySql(_) => Dialect::MySql,
         }
+    }
+}
+
+/// A PostgreSQL client and the statements it prepared, by their SQL. The `postgres` crate's
+/// `execute(&str, …)` and `query(&str, …)` prepare the SQL anew on every call — a round trip, and a parse
+/// and plan of a 1,500-parameter INSERT for every chunk — where a prepared statement is only bound and run.
+/// `Pg` is a `postgres::Client` (it derefs to one) that also remembers what it prepared: pass
+/// `pg.prepared(&sql)?` instead of the SQL text.
+pub struct Pg {
+    // Boxed: a client is large, and a `Conn` of another engine need not be as large as it.
+    client: Box<postgres::Client>,
+    statements: std::collections::HashMap<String, postgres::Statement>,
+}
+
+impl Pg {
+    /// How many statements a connection keeps prepared; past that it forgets them all and starts again.
+    const KEPT: usize = 64;
+
+    fn new(client: postgres::Client) -> Pg {
+        Pg {
+            client: Box::new(client),
+            statements: std::collections::HashMap::new(),
+        }
+    }
+
+    /// The statement prepared for `sql` on this connection: prepared now the first time, then reused.
+    pub fn prepared(&mut self, sql: &str) -> Result<postgres::Statement, postgres::Error> {
+        if let Some(st) = self.statements.get(sql) {
+            return Ok(st.clone());
+        }
+        let st = self.client.prepare(sql)?;
+        if self.statements.len() == Self::KEPT {
+            self.statements.clear();
+        }
+        self.statements.insert(sql.to_owned(), st.clone());
+        Ok(st)
+    }
+}
+
+impl std::ops::Deref for Pg {
+    type Target = postgres::Client;
+    fn deref(&self) -> &postgres::Client {
+        &self.client
+    }
+}
+
+impl std::ops::DerefMut for Pg {
+    fn deref_mut(&mut self) -> &mut postgres::Client {
+        &mut self.client
     }
 }
 
@@ -83,7 +132,7 @@ pub fn connect(url: &str) -> Result<Conn, String> {
             }
             config
                 .connect(postgres::NoTls)
-                .map(Conn::Postgres)
+                .map(|client| Conn::Postgres(Pg::new(client)))
                 .map_err(|e| format!("{}: {e}", u.display()))
         }
         Dialect::MySql => {

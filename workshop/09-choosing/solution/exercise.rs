@@ -24,6 +24,20 @@ pub fn median(samples: &[Duration]) -> Duration {
         n => (sorted[n / 2 - 1] + sorted[n / 2]) / 2,
     }
 }
+
+/// How far apart the samples are, as a fraction of their median: (slowest − fastest) ÷ median; zero for
+/// fewer than two samples. A median means little without it: 0.05 is a steady machine, 0.5 a busy one.
+pub fn spread(samples: &[Duration]) -> f64 {
+    if samples.len() < 2 {
+        return 0.0;
+    }
+    let (fastest, slowest) = (samples.iter().min(), samples.iter().max());
+    let m = median(samples).as_secs_f64();
+    match (fastest, slowest) {
+        (Some(f), Some(s)) if m > 0.0 => (*s - *f).as_secs_f64() / m,
+        _ => 0.0,
+    }
+}
 // ANCHOR_END: median
 
 // ANCHOR: verify
@@ -141,12 +155,17 @@ fn time_mine(url: &str, side: Side, workload: Workload) -> Result<Duration, Stri
             }
             Ok(start.elapsed())
         }),
-        Side::TandemBlocking | Side::TandemAsync => time_tandem(url, side, workload),
+        Side::TandemBlocking | Side::TandemAsync | Side::Sabotaged => {
+            time_tandem(url, side, workload)
+        }
     }
 }
 
-/// Measures `workload` on `side`: one warm-up, then `iterations` operations, each on a clean slate and
-/// each verified — an operation that left the wrong rows fails the whole cell, it is not a number.
+/// Measures `workload` on `side`: one warm-up, then `iterations` operations, each on a clean slate
+/// (`reset`), each timed from after its database is open, each verified — an operation that left the wrong
+/// rows fails the whole cell, it is not a number. Your sides run your code; the others — tandem's two, and
+/// `Side::Sabotaged`, whose every operation leaves a wrong result for `measure` to catch — run
+/// `time_tandem`.
 pub fn measure(
     url: &str,
     side: Side,

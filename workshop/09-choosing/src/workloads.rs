@@ -21,6 +21,9 @@ pub enum Side {
     TandemBlocking,
     /// tandem's async executor.
     TandemAsync,
+    /// tandem's blocking executor with a fault planted: each operation leaves one row twice. Not a side to
+    /// report (it is not in [`Side::ALL`]): the check that `measure` verifies what it times.
+    Sabotaged,
 }
 
 impl Side {
@@ -45,6 +48,7 @@ impl fmt::Display for Side {
             Side::MineAsync => "mine, async",
             Side::TandemBlocking => "tandem, blocking",
             Side::TandemAsync => "tandem, async",
+            Side::Sabotaged => "sabotaged",
         })
     }
 }
@@ -142,9 +146,28 @@ fn err(e: impl fmt::Display) -> String {
     e.to_string()
 }
 
+/// How many times [`reset`] has prepared a clean slate at `url`, in this process (what the checks count
+/// to see a warm-up and a clean slate per operation).
+pub fn resets(url: &str) -> usize {
+    RESETS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get(url)
+        .copied()
+        .unwrap_or(0)
+}
+
+static RESETS: std::sync::Mutex<std::collections::BTreeMap<String, usize>> =
+    std::sync::Mutex::new(std::collections::BTreeMap::new());
+
 /// A clean slate for one iteration: the workload's tables dropped and created again — yours (stage 8's)
 /// for your side, tandem's for tandem's — and, for the job, its `rows` source rows written (not timed).
 pub fn reset(url: &str, side: Side, workload: Workload) -> Result<(), String> {
+    *RESETS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .entry(url.to_owned())
+        .or_default() += 1;
     let db = tandem::blocking::Database::connect(url).map_err(err)?;
     for t in [
         "benchmark_target",
@@ -189,7 +212,7 @@ pub fn reset(url: &str, side: Side, workload: Workload) -> Result<(), String> {
                 }
             }
         }
-        Side::TandemBlocking | Side::TandemAsync => {
+        Side::TandemBlocking | Side::TandemAsync | Side::Sabotaged => {
             use tandem::prelude::TableMethods as _;
             db.create_table(&tandem::batch::essay::benchmark_source::table.create_table())
                 .map_err(err)?;
@@ -206,11 +229,26 @@ pub fn reset(url: &str, side: Side, workload: Workload) -> Result<(), String> {
     Ok(())
 }
 
-/// Runs one operation of `workload` on tandem's side and says how long it took: the database is opened
-/// first, untimed, as your side should do too.
+/// Runs one operation of `workload` on tandem's side (or on [`Side::Sabotaged`]) and says how long it
+/// took: the database is opened first, untimed, as your side should do too.
 pub fn time_tandem(url: &str, side: Side, workload: Workload) -> Result<Duration, String> {
     let seed = |n: u64| tandem::batch::essay::seed_rows(n as usize);
     match side {
+        Side::Sabotaged => {
+            let took = time_tandem(url, Side::TandemBlocking, workload)?;
+            // The fault: the seed writes its first row twice; the job loses its first row.
+            let db = tandem::blocking::Database::connect(url).map_err(err)?;
+            let again = match workload {
+                Workload::Seed { .. } => {
+                    "INSERT INTO benchmark_source (name, value) VALUES ('item-1', 1)"
+                }
+                Workload::EndToEnd { .. } => {
+                    "DELETE FROM benchmark_target WHERE source_name = 'ITEM-1'"
+                }
+            };
+            db.execute(&raw(again, vec![])).map_err(err)?;
+            Ok(took)
+        }
         Side::TandemBlocking => {
             let db = tandem::blocking::Database::connect(url).map_err(err)?;
             let rows = seed(workload.rows());

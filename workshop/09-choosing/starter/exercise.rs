@@ -22,6 +22,12 @@ use crate::workloads::{
 pub fn median(samples: &[Duration]) -> Duration {
     todo!("the median")
 }
+
+/// How far apart the samples are, as a fraction of their median: (slowest − fastest) ÷ median; zero for
+/// fewer than two samples. A median means little without it: 0.05 is a steady machine, 0.5 a busy one.
+pub fn spread(samples: &[Duration]) -> f64 {
+    todo!("the spread of the samples")
+}
 // ANCHOR_END: median
 
 // ANCHOR: verify
@@ -46,8 +52,11 @@ pub async fn seed_async(db: &asynchronous::Database, n: u64) -> blocking::Result
 // ANCHOR_END: seed
 
 // ANCHOR: measure
-/// Measures `workload` on `side`: one warm-up, then `iterations` operations, each on a clean slate and
-/// each verified — an operation that left the wrong rows fails the whole cell, it is not a number.
+/// Measures `workload` on `side`: one warm-up, then `iterations` operations, each on a clean slate
+/// (`reset`), each timed from after its database is open, each verified — an operation that left the wrong
+/// rows fails the whole cell, it is not a number. Your sides run your code; the others — tandem's two, and
+/// `Side::Sabotaged`, whose every operation leaves a wrong result for `measure` to catch — run
+/// `time_tandem`.
 pub fn measure(
     url: &str,
     side: Side,

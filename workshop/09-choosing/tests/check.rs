@@ -5,8 +5,8 @@
 
 use std::time::Duration;
 
-use bench::workloads::{Cell, Mismatch, Side, Workload, reset, written};
-use bench::{measure, median, ops_per_sec, seed_async, seed_blocking, table, verify};
+use bench::workloads::{Cell, Mismatch, Side, Workload, reset, resets, written};
+use bench::{measure, median, ops_per_sec, seed_async, seed_blocking, spread, table, verify};
 use tables::Dialect;
 
 fn ms(n: u64) -> Duration {
@@ -28,6 +28,17 @@ fn the_median_is_the_middle() {
         ms(10),
         "one slow outlier does not move it"
     );
+}
+
+/// The spread is (slowest − fastest) ÷ median: how far to trust the median.
+fn the_spread_says_how_far_to_trust_the_median() {
+    assert_eq!(spread(&[]), 0.0);
+    assert_eq!(spread(&[ms(7)]), 0.0, "one sample has no spread");
+    assert!((spread(&[ms(10), ms(10), ms(10)])).abs() < 1e-12);
+    let s = spread(&[ms(12), ms(8), ms(10)]);
+    assert!((s - 0.4).abs() < 1e-9, "(12 - 8) / 10 = 0.4, got {s}");
+    let s = spread(&[ms(10), ms(10), ms(10), ms(30)]);
+    assert!((s - 2.0).abs() < 1e-9, "(30 - 10) / 10 = 2, got {s}");
 }
 
 /// Verification catches what the essay's harness never checked: a missing row, a duplicated one, a wrong
@@ -166,7 +177,93 @@ fn every_side_measures_both_workloads() {
     }
 }
 
+/// `measure` verifies what it times: on a side whose every operation leaves a wrong result
+/// (`Side::Sabotaged`: the seed writes a row twice, the job loses one), it fails, naming the side — never a
+/// number.
+fn measure_refuses_a_wrong_result() {
+    let target = workshop_support::db::target_or_skip(tandem_sql::Dialect::Sqlite, "w9wrong")
+        .expect("SQLite is always there");
+    let url = target.url();
+    for w in [
+        Workload::Seed { rows: 200 },
+        Workload::EndToEnd {
+            rows: 200,
+            partitions: 1,
+        },
+    ] {
+        match measure(&url, Side::Sabotaged, w, 2) {
+            Err(e) => assert!(
+                e.contains("sabotaged"),
+                "{w:?}: the failure names the side (\"sabotaged\"): {e}"
+            ),
+            Ok(cell) => panic!(
+                "{w:?}: measure timed a side whose every operation left a wrong result, and gave {:.1} \
+                 ops/s: verify each operation (`written`, then `verify`) before keeping its time",
+                ops_per_sec(&cell)
+            ),
+        }
+    }
+}
+
+/// One warm-up, then the iterations, each on a clean slate: `reset` runs once per operation, and the
+/// warm-up's time is not among the samples.
+fn measure_warms_up_on_a_clean_slate_each_time() {
+    let target = workshop_support::db::target_or_skip(tandem_sql::Dialect::Sqlite, "w9warm")
+        .expect("SQLite is always there");
+    let url = target.url();
+    for side in [Side::MineBlocking, Side::MineAsync] {
+        let before = resets(&url);
+        let cell = measure(&url, side, Workload::Seed { rows: 200 }, 3)
+            .unwrap_or_else(|e| panic!("{side}: {e}"));
+        assert_eq!(
+            resets(&url) - before,
+            4,
+            "{side}: one warm-up and three timed operations, each after its own `reset`"
+        );
+        assert_eq!(
+            cell.samples.len(),
+            3,
+            "{side}: the warm-up's time is not kept"
+        );
+    }
+}
+
+/// The clock starts once the database is open: with every new connection to the server made to take
+/// 400 ms (a proxy in front of it), your sides' samples of a small seed stay well under 400 ms. A sample
+/// that counts opening the pool measures the network's handshake, not the executor.
+fn the_clock_starts_after_the_database_opens() {
+    const SLOW: Duration = Duration::from_millis(400);
+    for d in [Dialect::Postgres, Dialect::MySql] {
+        let Some(target) = workshop_support::db::target_or_skip(tandem_dialect(d), "w9clock")
+        else {
+            continue;
+        };
+        let upstream = target.options.target();
+        let proxy = workshop_support::proxy::start(&upstream, |_| {
+            std::thread::sleep(SLOW);
+            true
+        });
+        let url = target
+            .url()
+            .replacen(&upstream, &format!("127.0.0.1:{}", proxy.port), 1);
+        for side in [Side::MineBlocking, Side::MineAsync] {
+            let cell = measure(&url, side, Workload::Seed { rows: 200 }, 1)
+                .unwrap_or_else(|e| panic!("{d} {side}: {e}"));
+            let sample = cell.samples[0];
+            assert!(
+                sample < SLOW,
+                "{d} {side}: a seed of 200 rows took {sample:?} with connections that take {SLOW:?} to \
+                 open: start the clock after opening the database, not before"
+            );
+        }
+    }
+}
+
 workshop_harness::checks!(
+    the_spread_says_how_far_to_trust_the_median,
+    measure_refuses_a_wrong_result,
+    measure_warms_up_on_a_clean_slate_each_time,
+    the_clock_starts_after_the_database_opens,
     the_median_is_the_middle,
     verification_catches_what_the_essay_missed,
     the_table_sets_your_figures_beside_the_essay,

@@ -2,6 +2,8 @@
 //! database per test (`db::target`), URLs from `TANDEM_POSTGRES_URL` / `TANDEM_MYSQL_URL`, and a server that
 //! cannot be reached reported and skipped — except under `CI=true`, where it fails.
 
+pub use tandem_test_support::proxy;
+
 /// A database of its own per check: tandem's test databases, and the workshop's way to skip a server.
 pub mod db {
     pub use tandem_test_support::db::*;

@@ -74,7 +74,11 @@ fn main() -> ExitCode {
                 eprint!("{db} {w:?} {side} … ");
                 match measure(&url, side, w, iterations) {
                     Ok(cell) => {
-                        eprintln!("{:.1} ops/s", bench::ops_per_sec(&cell));
+                        eprintln!(
+                            "{:.1} ops/s, spread {:.0} %",
+                            bench::ops_per_sec(&cell),
+                            100.0 * bench::spread(&cell.samples)
+                        );
                         cells.push(cell);
                     }
                     Err(e) => {
@@ -87,5 +91,43 @@ fn main() -> ExitCode {
     }
     let _ = std::fs::remove_dir_all(&dir);
     println!("{}", table(&cells));
+    for line in far_off(&cells) {
+        println!("{line}");
+    }
     ExitCode::SUCCESS
+}
+
+/// Your sides more than twice as slow, or as fast, as tandem's side of the same model on the same cell: a
+/// gap that size is your executor's (a statement prepared on every call, a pool that reconnects, …), not
+/// the execution model's — look at it before reading the blocking ÷ async column as a verdict.
+fn far_off(cells: &[bench::workloads::Cell]) -> Vec<String> {
+    let rate = |engine, workload, side| {
+        cells
+            .iter()
+            .find(|c| c.engine == engine && c.workload == workload && c.side == side)
+            .map(bench::ops_per_sec)
+    };
+    let mut out = Vec::new();
+    for c in cells {
+        let theirs = match c.side {
+            Side::MineBlocking => Side::TandemBlocking,
+            Side::MineAsync => Side::TandemAsync,
+            _ => continue,
+        };
+        let (Some(mine), Some(tandem)) = (
+            rate(c.engine, c.workload, c.side),
+            rate(c.engine, c.workload, theirs),
+        ) else {
+            continue;
+        };
+        let ratio = mine / tandem;
+        if tandem > 0.0 && !(0.5..=2.0).contains(&ratio) {
+            out.push(format!(
+                "⚠ {} {:?}: {} runs at {ratio:.2} × {}: a gap this size is the executor's, not the \
+                 model's — find it before comparing blocking with async on this line",
+                c.engine, c.workload, c.side, theirs
+            ));
+        }
+    }
+    out
 }
