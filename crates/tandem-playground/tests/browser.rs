@@ -428,6 +428,31 @@ async fn drive(
             == 0
     );
     shot(&b, "error").await;
+    // A long message wraps inside its box: the advice at its end is not cut at the box's edge.
+    b.type_into(
+        "#query",
+        "users::table.insert().values(User { name: \"ada\", age: 36, email: None })",
+    )
+    .await;
+    b.click("#run").await;
+    b.wait_for(
+        "return !document.querySelector('#error').hidden && \
+         document.querySelector('#error-message').textContent.includes('struct literals')",
+    )
+    .await;
+    let fits = b
+        .script(
+            "const m = document.querySelector('#error-message'); \
+             return m.scrollWidth <= m.clientWidth && m.getBoundingClientRect().right <= \
+             document.querySelector('#error').getBoundingClientRect().right",
+        )
+        .await;
+    assert_eq!(
+        fits,
+        serde_json::Value::Bool(true),
+        "the error's message wraps within its box"
+    );
+    shot(&b, "error-wrapped").await;
     b.type_into("#query", "users::table.select(count_star())")
         .await;
     b.click("#run").await;

@@ -132,8 +132,9 @@ function showError(err) {
   const end = Math.max(start, Math.min(err.end, text.length));
   const { line, carets } = errorLine(text, start, end);
   const gutter = ' '.repeat(String(err.line).length);
-  $('error-text').textContent =
-    `error: ${err.message}\n${gutter}--> ${err.input}:${err.line}:${err.column}\n${gutter} |\n` +
+  $('error-message').textContent = `error: ${err.message}`;
+  $('error-where').textContent =
+    `${gutter}--> ${err.input}:${err.line}:${err.column}\n${gutter} |\n` +
     `${err.line} | ${line}\n${gutter} | ${carets}`;
   $('error').hidden = false;
   $('error-jump').onclick = () => {
