@@ -176,7 +176,13 @@ playground port="8000": playground-build
 
 # The book (mdbook) with the playground inside it, into book/book/. Every `{{{{#include file:anchor}}` must name a
 # file and an anchor that exist: mdbook only logs a miss, this recipe fails on it.
-book: playground-build
+book: playground-build book-text
+    rm -rf book/book/playground && cp -r "{{site}}" book/book/playground
+    @echo "book: book/book/index.html, the playground in book/book/playground/"
+
+# The book without building the playground (seconds, where the playground's WebAssembly takes minutes the
+# first time): every chapter and its code, the playground's page left out.
+book-text:
     #!/usr/bin/env bash
     set -euo pipefail
     missing=0
@@ -189,10 +195,10 @@ book: playground-build
         fi
     done < <(grep -ho '{{{{#include [^}]*}}' book/src/*.md)
     [[ $missing -eq 0 ]]
+    mkdir -p target
     mdbook build book 2>&1 | tee target/mdbook.log
     if grep -qE "ERROR|WARN" target/mdbook.log; then echo "book: mdbook reported problems"; exit 1; fi
-    rm -rf book/book/playground && cp -r "{{site}}" book/book/playground
-    echo "book: book/book/index.html, the playground in book/book/playground/"
+    echo "book: book/book/index.html (text only: \`just book\` adds the playground)"
 
 # The workshop's own program, built by the first `just check` or `just next` (said so, since cargo runs quiet).
 workshop_bin := env("CARGO_TARGET_DIR", justfile_directory() / "target") / "debug/workshop"
