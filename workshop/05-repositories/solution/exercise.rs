@@ -3,9 +3,9 @@
 use std::marker::PhantomData;
 
 use blocking::{Error, Executor, Result};
-use dialects::{Delete, GeneratedKey, Insert, Order, Select, Update};
+use dialects::{Delete, GeneratedKey, Insert, Order, Select, Statement, Update};
 use expressions::ColumnExt;
-use tables::{Column, SqlValue, Table, Value, table};
+use tables::{Column, Dialect, SqlValue, Table, Value, table};
 
 // ANCHOR: entity
 /// A struct that is one row of a table: it says which table, which column is the key, and how to turn
@@ -153,6 +153,48 @@ impl<'x, X: Executor, E: Entity> Repository<'x, X, E> {
         Ok(inserted)
     }
 
+    /// [`Repository::batch_insert`], returning the keys the database generated, in the order of `es`.
+    /// Where the engine has `RETURNING`, each statement returns its rows' keys (in no promised order: keys
+    /// grow in insertion order, so sort them). MySQL and MariaDB have no `RETURNING`: one multi-row INSERT
+    /// gets its keys allocated together, the first in the outcome's `last_insert_id` and each next one
+    /// `@@auto_increment_increment` further — 1 on a lone server, the cluster's size on a Galera node.
+    pub fn batch_insert_keys(&self, es: &[E]) -> Result<Vec<i64>> {
+        let d = self.x.dialect();
+        let mut insert = Insert::into(E::Table::default(), insert_columns::<E>());
+        for e in es {
+            insert = insert.row(without_key::<E>(e).1);
+        }
+        let mut keys = Vec::with_capacity(es.len());
+        if d == Dialect::MySql {
+            // Stage 3 will not promise a multi-row INSERT's keys: the statement alone cannot know them.
+            // The repository can, asking the connection how far apart they are.
+            let step = self
+                .x
+                .fetch_optional::<(i64,)>(&raw("SELECT @@SESSION.auto_increment_increment"))?
+                .map_or(1, |(s,)| s.max(1));
+            for st in insert.render_chunks(d)? {
+                let outcome = self.x.execute(&st)?;
+                let first = outcome.last_insert_id.ok_or(Error::Columns {
+                    expected: 1,
+                    found: 0,
+                })?;
+                keys.extend((0..outcome.rows_affected as i64).map(|i| first + i * step));
+            }
+        } else {
+            for st in insert.returning_key().render_chunks(d)? {
+                let mut chunk: Vec<i64> = self
+                    .x
+                    .fetch::<(i64,)>(&st)?
+                    .into_iter()
+                    .map(|k| k.0)
+                    .collect();
+                chunk.sort_unstable();
+                keys.extend(chunk);
+            }
+        }
+        Ok(keys)
+    }
+
     /// Writes every column of `e` but its key to the row with `e`'s key; whether there was such a row.
     pub fn update_by_id(&self, e: &E) -> Result<bool> {
         let (columns, values) = without_key::<E>(e);
@@ -194,6 +236,15 @@ impl<'x, X: Executor, E: Entity> Repository<'x, X, E> {
 }
 
 /// The names of `E`'s columns but the key, in declaration order.
+/// SQL without parameters, as a statement.
+fn raw(sql: &str) -> Statement {
+    Statement {
+        sql: sql.to_owned(),
+        params: vec![],
+        key: GeneratedKey::None,
+    }
+}
+
 fn insert_columns<E: Entity>() -> Vec<&'static str> {
     let key = <E::Key as Column>::NAME;
     E::Table::schema()

@@ -105,6 +105,15 @@ impl<'x, X: Executor, E: Entity> Repository<'x, X, E> {
         todo!("insert in as few statements as the limit allows")
     }
 
+    /// [`Repository::batch_insert`], returning the keys the database generated, in the order of `es`.
+    /// Where the engine has `RETURNING`, each statement returns its rows' keys (in no promised order: keys
+    /// grow in insertion order, so sort them). MySQL and MariaDB have no `RETURNING`: one multi-row INSERT
+    /// gets its keys allocated together, the first in the outcome's `last_insert_id` and each next one
+    /// `@@auto_increment_increment` further — 1 on a lone server, the cluster's size on a Galera node.
+    pub fn batch_insert_keys(&self, es: &[E]) -> Result<Vec<i64>> {
+        todo!("insert, and every generated key in order")
+    }
+
     /// Writes every column of `e` but its key to the row with `e`'s key; whether there was such a row.
     pub fn update_by_id(&self, e: &E) -> Result<bool> {
         todo!("update by key")

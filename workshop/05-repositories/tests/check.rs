@@ -331,10 +331,65 @@ fn another_entity_works_the_same() {
     });
 }
 
+/// The keys a batch insert returns are the keys of its rows, in order: on every engine, in chunks split
+/// at the parameter limit; and on MySQL/MariaDB with `auto_increment_increment = 3` (as on a three-node
+/// Galera cluster), where the keys are three apart, not consecutive.
+fn batch_keys_are_the_rows_keys() {
+    on_engines("w5keys", |db| {
+        let d = db.dialect();
+        let check = |x: &dyn Fn(&[Account]) -> Vec<i64>, accounts: Vec<Account>, what: &str| {
+            let keys = x(&accounts);
+            assert_eq!(keys.len(), accounts.len(), "{d} {what}: a key per row");
+            let repo = Repository::<_, Account>::new(db);
+            for (key, a) in keys.iter().zip(&accounts) {
+                assert_eq!(
+                    repo.find_by_id(*key).unwrap().map(|found| found.owner),
+                    Some(a.owner.clone()),
+                    "{d} {what}: key {key} is not the key of {}'s row (keys {:?}…)",
+                    a.owner,
+                    &keys[..keys.len().min(5)]
+                );
+            }
+            keys
+        };
+        // 12,000 rows of 3 values: more than one statement on SQLite.
+        let many: Vec<Account> = (0..12_000).map(account).collect();
+        check(
+            &|es| {
+                Repository::<_, Account>::new(db)
+                    .batch_insert_keys(es)
+                    .unwrap_or_else(|e| panic!("{d}: {e}"))
+            },
+            many,
+            "12,000 rows",
+        );
+        if d != Dialect::MySql {
+            return;
+        }
+        let spaced: Vec<Account> = (20_000..20_010).map(account).collect();
+        let keys = db
+            .transaction(|tx| {
+                tx.execute(&Statement {
+                    sql: "SET SESSION auto_increment_increment = 3".into(),
+                    params: vec![],
+                    key: GeneratedKey::None,
+                })?;
+                Repository::<_, Account>::new(tx).batch_insert_keys(&spaced)
+            })
+            .unwrap_or_else(|e| panic!("{d}: {e}"));
+        assert!(
+            keys.windows(2).all(|w| w[1] - w[0] == 3),
+            "{d}: with auto_increment_increment = 3 the keys are three apart: {keys:?}"
+        );
+        check(&|_| keys.clone(), spaced, "auto_increment_increment = 3");
+    });
+}
+
 workshop_harness::checks!(
     account_is_an_entity,
     crud_on_every_engine,
     batch_insert_splits_at_the_limit,
+    batch_keys_are_the_rows_keys,
     keyset_pages_cover_every_row_once,
     a_repository_runs_in_a_transaction,
     another_entity_works_the_same,

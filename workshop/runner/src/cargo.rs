@@ -139,8 +139,8 @@ fn report_artifact(compiled: usize, name: &str, tty: bool) {
     if compiled == NOTICE_AFTER {
         println!(
             "   compiling… (a stage's first check also compiles its dependencies — SQLite's C source, the \
-             drivers, tandem as the oracle: from half a minute to a few minutes on two cores; later checks \
-             take seconds)"
+             drivers, tandem as the oracle: up to a minute or two on two cores, longer on a busy machine; \
+             later checks take seconds)"
         );
     }
     if tty {
