@@ -63,7 +63,8 @@ compose-suites:
     export TANDEM_POSTGRES_PORT=55433 TANDEM_MYSQL_PORT=53307
     down() { "${compose[@]}" -p "$project" down >/dev/null 2>&1 || true; "$engine" network rm -f "${project}_default" >/dev/null 2>&1 || true; }
     down; trap down EXIT
-    "${compose[@]}" -p "$project" up -d >/dev/null
+    # podman-compose's own chatter (no systemd here to run health timers) is shown only if `up` fails.
+    if ! out=$("${compose[@]}" -p "$project" up -d 2>&1); then echo "$out"; exit 1; fi
     # The services' own health checks (compose.yaml), run until they pass: podman-compose has no --wait.
     for c in $("$engine" ps -q --filter "label=com.docker.compose.project=$project"); do
         for i in $(seq 1 60); do

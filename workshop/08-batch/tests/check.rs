@@ -201,16 +201,7 @@ fn a_key_at_i64_min_is_refused() {
             ),
         };
         refused(run_blocking(db, &job), "blocking");
-        let r = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .unwrap()
-            .block_on(async {
-                let adb = asynchronous::Database::open(url, 8).await.unwrap();
-                run_async(&adb, &job).await
-            });
-        refused(r, "async");
+        refused(run_async_at(url, &job), "async");
         let runs: Vec<(i64, String, String)> = db
             .fetch(&Select::from(batch_job_execution::table).render(d).unwrap())
             .unwrap();
@@ -221,18 +212,23 @@ fn a_key_at_i64_min_is_refused() {
     });
 }
 
+/// The async runner on a database of its own at `url`, on a two-worker runtime of its own.
+fn run_async_at(url: &str, job: &Job) -> Result<batch::job::Report, blocking::Error> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(async {
+            let adb = asynchronous::Database::open(url, 8).await.unwrap();
+            run_async(&adb, job).await
+        })
+}
+
 fn run(db: &Database, url: &str, runner: &str, job: &Job) -> batch::job::Report {
     match runner {
         "blocking" => run_blocking(db, job).unwrap_or_else(|e| panic!("{}: {e}", db.dialect())),
-        _ => tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .unwrap()
-            .block_on(async {
-                let adb = asynchronous::Database::open(url, 8).await.unwrap();
-                run_async(&adb, job).await.unwrap_or_else(|e| panic!("{e}"))
-            }),
+        _ => run_async_at(url, job).unwrap_or_else(|e| panic!("{e}")),
     }
 }
 

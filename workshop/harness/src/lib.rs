@@ -27,7 +27,8 @@ pub const REPORT_VAR: &str = "TANDEM_WORKSHOP_REPORT";
 
 /// What the checks tell the runner about the database servers, one line on stderr each, a marker and
 /// what follows it: the engines they reached, and the ones they skipped with the reason. Written by
-/// [`Engines::say`], read by [`Engines::read`] — one definition of the format on both sides.
+/// [`Engines::say_reached`] and [`Engines::say_skipped`], read by [`Engines::read`] — one definition of
+/// the format on both sides.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Engines {
     /// The engines the checks reached (`SQLite`, `PostgreSQL`, `MariaDB/MySQL`), each once, in order.
