@@ -98,7 +98,7 @@ async fn atomic_plans_are_all_or_nothing(t: &ADb) {
 /// server has ended the cut-off session.
 async fn cancel_mid_way(
     db: &Database,
-    repo: &tandem_async::Repository<'_, User>,
+    repo: &tandem_async::Repository<'_, User, tandem_async::Database>,
     whole: &BatchOptions,
     target: &db::TestTarget,
 ) {

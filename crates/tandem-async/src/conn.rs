@@ -8,14 +8,23 @@ use sqlx::{AssertSqlSafe, Column, Either, Row as _};
 use tandem_core::plan::{Done, Outcome, Step};
 use tandem_core::{Error, Result};
 use tandem_pool::Permit;
-use tandem_pool::WriterGate;
 use tandem_sql::{Dialect, Rendered, Row};
 
-use crate::backend::{Backend, error};
-pub(crate) use crate::executor::sealed::Sink;
+use crate::driver::{Backend, error};
 #[cfg(feature = "sqlite")]
 use crate::sqlite::PooledWorker;
-use crate::transaction::{Read, Slot, gone, lock_slot, run_in_slot, stream_from_slot};
+
+/// Receives a statement's rows; `push` returns `false` to stop reading. Async so that a stream's sink can
+/// wait for its consumer: that wait is the backpressure.
+pub trait Sink: Send {
+    /// Takes one row.
+    fn push(&mut self, row: Row) -> impl std::future::Future<Output = Result<bool>> + Send;
+    /// How many rows a driver that cannot call back into async code should hand over (rusqlite on its
+    /// worker thread, which returns them in one reply): all of them, only the first, or none.
+    fn keep(&self) -> usize {
+        usize::MAX
+    }
+}
 
 /// Collects every row (a plan's step, whose outcome holds its rows).
 pub(crate) struct Collect(pub Vec<Row>);
@@ -467,82 +476,5 @@ impl Drop for Conn {
             #[allow(unreachable_patterns)]
             _ => {}
         }
-    }
-}
-
-/// A connection checked out of the pool by hand ([`crate::Database::checkout`]): it goes back to the pool
-/// (and admits the next waiter) when dropped. It is an [`crate::Executor`]: statements, typed loads,
-/// streams and repositories run on this one connection (a plan whose steps belong together runs in a
-/// transaction of its own on it).
-pub struct PooledConnection {
-    slot: tokio::sync::Mutex<Slot>,
-    dialect: Dialect,
-    /// The database's queue of write transactions, for the plans this connection runs in one.
-    writers: Option<WriterGate>,
-}
-
-impl std::fmt::Debug for PooledConnection {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_tuple("PooledConnection")
-            .field(&self.dialect)
-            .finish()
-    }
-}
-
-impl PooledConnection {
-    pub(crate) fn new(conn: Conn, writers: Option<WriterGate>) -> Self {
-        PooledConnection {
-            dialect: conn.dialect(),
-            slot: tokio::sync::Mutex::new(Slot::Here(Box::new(conn))),
-            writers,
-        }
-    }
-
-    /// The engine.
-    pub fn dialect(&self) -> Dialect {
-        self.dialect
-    }
-
-    /// Closes this connection when it is dropped instead of giving it back to the pool: for session state
-    /// that must not outlive its user (an advisory lock, a changed setting).
-    pub fn close_on_drop(&mut self) {
-        if let Slot::Here(c) = self.slot.get_mut() {
-            c.close_on_drop();
-        }
-    }
-}
-
-impl crate::Executor for PooledConnection {
-    fn dialect(&self) -> Dialect {
-        self.dialect
-    }
-}
-
-impl crate::executor::sealed::Run for PooledConnection {
-    async fn run_statement<S: Sink>(&self, r: Rendered, sink: &mut S) -> Result<Done> {
-        run_in_slot(&self.slot, &r, sink, Read::Any).await
-    }
-
-    async fn run_key_read<S: Sink>(&self, r: Rendered, sink: &mut S) -> Result<Done> {
-        run_in_slot(&self.slot, &r, sink, Read::Key).await
-    }
-
-    async fn run<T: Send>(&self, plan: tandem_core::Plan<T>) -> Result<T> {
-        let mut slot = lock_slot(&self.slot).await?;
-        let Slot::Here(c) = &mut *slot else {
-            return Err(gone());
-        };
-        if !plan.needs_transaction() {
-            let outcomes = c.run_steps(&plan.steps).await?;
-            return plan.finish(outcomes);
-        }
-        let opts = tandem_core::TxOptions::default();
-        let _turn = WriterGate::enter(self.writers.as_ref(), &opts).await?;
-        let outcomes = c.run_steps_atomically(&plan.steps, &opts).await?;
-        plan.finish(outcomes)
-    }
-
-    async fn stream_rendered<T: Send>(&self, r: Rendered) -> Result<crate::RowStream<T>> {
-        stream_from_slot(&self.slot, r).await
     }
 }

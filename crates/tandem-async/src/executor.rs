@@ -1,8 +1,9 @@
-//! [`Executor`]: what runs statements — a [`crate::Database`] (a pooled connection per call) or a
-//! [`crate::Transaction`]. Everything users call (`execute`, `fetch_*`, `load`, `fetch`, `repository`) is
-//! provided once, on top of the plumbing each executor implements — one statement into a row sink, a
-//! plan, a stream — which sits in a sealed supertrait (`sealed::Run`), as on the blocking side. Every
-//! future it returns is `Send`, so functions written against `&impl Executor` run inside `tokio::spawn`.
+//! [`Executor`]: what runs statements — a [`crate::Database`] (a pooled connection per call), a
+//! [`crate::Transaction`] or a [`crate::PooledConnection`]. Everything users call (`execute`, `fetch_*`,
+//! `load`, `fetch`, `repository`) is provided once, on top of the plumbing each executor implements — one
+//! statement into a row sink, a plan, a stream — which sits in a sealed supertrait (`sealed::Run`), as on the
+//! blocking side. Every future it returns is `Send`, so functions written against `&impl Executor` run inside
+//! `tokio::spawn`.
 
 use std::future::Future;
 
@@ -11,24 +12,13 @@ use tandem_core::{Error, Result};
 use tandem_sql::typed::{Entity, Load, SelectQuery};
 use tandem_sql::{Dialect, FromRow, Render, Rendered, Row};
 
-use crate::repository::Repository;
 use crate::stream::RowStream;
 use sealed::{Decode, DecodeFirst, Discard};
 
 pub(crate) mod sealed {
     use super::*;
 
-    /// Receives a statement's rows; `push` returns `false` to stop reading. Async so that a stream's sink
-    /// can wait for its consumer: that wait is the backpressure.
-    pub trait Sink: Send {
-        /// Takes one row.
-        fn push(&mut self, row: Row) -> impl Future<Output = Result<bool>> + Send;
-        /// How many rows a driver that cannot call back into async code should hand over (rusqlite on
-        /// its worker thread, which returns them in one reply): all of them, only the first, or none.
-        fn keep(&self) -> usize {
-            usize::MAX
-        }
-    }
+    pub use crate::conn::Sink;
 
     /// The plumbing under [`Executor`](super::Executor), implemented by tandem's executors only: it is
     /// public in a private module, so other crates can neither name it nor implement it.
@@ -180,3 +170,20 @@ pub trait Executor: sealed::Run {
     }
 }
 // ANCHOR_END: executor
+
+/// The repository of entity `E`, over an [`Executor`] `X`: a [`crate::Database`], a [`crate::Transaction`]
+/// or a [`crate::PooledConnection`]. Declared here, beside the trait whose `repository()` makes one; its
+/// methods are in `repository`.
+pub struct Repository<'a, E, X> {
+    pub(crate) exec: &'a X,
+    _entity: std::marker::PhantomData<fn() -> E>,
+}
+
+impl<'a, E, X> Repository<'a, E, X> {
+    pub(crate) fn new(exec: &'a X) -> Self {
+        Repository {
+            exec,
+            _entity: std::marker::PhantomData,
+        }
+    }
+}

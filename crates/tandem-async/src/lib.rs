@@ -1,19 +1,30 @@
-//! `tandem-async`: the async executor. sqlx on tokio, with the same DSL, the same repository methods and
-//! options, and the same errors as the blocking executor — the Rust side of the essay's "R2DBC + coroutines".
-//! Everything that is not I/O (statements, transaction SQL, retry rule, repository plans, error kinds) comes
-//! from `tandem-core`, shared with `tandem-blocking`.
+//! `tandem-async`: the async executor. sqlx on tokio for PostgreSQL and MySQL, SQLite through rusqlite on
+//! worker threads (or sqlx's driver, `?driver=sqlx`), with the same DSL, the same repository methods and
+//! options, and the same errors as the blocking executor — the Rust side of bluetape4k-exposed's R2DBC +
+//! coroutines. Everything that is not I/O (statements, transaction SQL, retry rule, repository plans, error
+//! kinds) comes from `tandem-core`, shared with `tandem-blocking`.
 //!
 //! # Layout
-//! - [`Executor`] (`executor`): statement execution, typed loads, streams and repositories, written once for
-//!   both a [`Database`] and a [`Transaction`]; every future it returns is `Send`.
-//! - [`Database`] (`database`): sqlx pools, transactions with async closures, plans.
+//! The same files in the same roles as `tandem-blocking`'s, so that a `diff` of the two `src/` trees shows
+//! what changes between the blocking and the async executor; each file imports only from the ones below it.
+//! - [`Database`] (`database`): the pools — sqlx's for the servers (and SQLite with `?driver=sqlx`), a
+//!   deadpool of worker threads for SQLite — behind the admission gate; transactions with async closures,
+//!   plans, checkouts.
 //! - [`Transaction`] (`transaction`): BEGIN … COMMIT on one connection; rolled back on `Err`, on panic and
-//!   when its future is dropped; savepoints when nested. [`retry`]: the retry rule for transactions begun by
-//!   hand, `Send` for spawned tasks.
+//!   when its future is dropped; savepoints when nested. [`retry`]: the retry rule for transactions begun
+//!   by hand, `Send` for spawned tasks.
+//! - [`PooledConnection`] (`checkout`): one connection checked out to drive by hand.
+//! - [`Executor`] and [`Repository`] (`executor`): statement execution, typed loads, streams and
+//!   repositories, written once for a [`Database`], a [`Transaction`] and a [`PooledConnection`]; every
+//!   future it returns is `Send`. `repository`: the repository's methods, running `tandem-core`'s plans.
+//! - `slot`: where a transaction or a checked-out connection keeps its connection — lent to one call at a
+//!   time, or to a stream until it ends.
 //! - [`RowStream`] (`stream`): a `Stream` that reads from the server as it is polled, memory bounded.
-//! - [`Repository`] (`repository`): the repository method set, running `tandem-core`'s plans.
-//! - [`PooledConnection`] (`conn`): one pooled connection and the statement loop; `backend`: binding, decoding and errors per
-//!   sqlx driver.
+//! - `conn`: a connection checked out of one of the pools with its admission permit, and the statement
+//!   loop every operation goes through — the lowest layer.
+//! - `connect`: opening a pool, walking a URL's list of servers once per pool.
+//! - `driver`: binding, decoding and errors per sqlx driver. Async only: `sqlite` (rusqlite connections on
+//!   worker threads).
 #![forbid(unsafe_code)]
 // Built with fewer engines, the shared code keeps parameters and helpers only some engines use.
 #![cfg_attr(
@@ -30,20 +41,22 @@
 #[cfg(not(any(feature = "sqlite", feature = "postgres", feature = "mysql")))]
 compile_error!("tandem-async needs at least one engine feature: sqlite, postgres or mysql");
 
-mod backend;
+mod checkout;
 mod conn;
+mod connect;
 mod database;
+mod driver;
 mod executor;
-pub(crate) mod repository;
+mod repository;
+mod slot;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 mod stream;
 mod transaction;
 
-pub use conn::PooledConnection;
+pub use checkout::PooledConnection;
 pub use database::Database;
-pub use executor::Executor;
-pub use repository::Repository;
+pub use executor::{Executor, Repository};
 pub use stream::{BATCH as STREAM_BATCH, BUFFERED as STREAM_BUFFERED, RowStream};
 pub use tandem_core::{
     BatchOptions, BatchResult, BatchTransaction, ConnectOptions, CursorPage, DbError, DbErrorKind,

@@ -3,36 +3,20 @@
 //! awaits it here; `find_all` and `find_by` return streams. `find_by_id`, the call made most often, runs
 //! its plan's one statement and decodes the first row (see `tandem_core::repo::find_by_id_statement`).
 
-use std::marker::PhantomData;
-
 use tandem_core::Result;
 use tandem_core::repo::{self, BatchOptions, BatchResult, CursorPage, Find, Page};
 use tandem_sql::Rendered;
 use tandem_sql::typed::{ColumnList, Entity, UpdateQuery};
 
 use crate::Executor;
-use crate::database::Database;
+use crate::executor::Repository;
 use crate::executor::sealed::DecodeFirst;
 use crate::stream::RowStream;
-
-/// The repository of entity `E`, over an [`Executor`]: a [`Database`] (the default) or a
-/// [`crate::Transaction`].
-pub struct Repository<'a, E, X = Database> {
-    exec: &'a X,
-    _entity: PhantomData<fn() -> E>,
-}
 
 type Table<E> = <E as Entity>::Table;
 type Key<E> = <E as Entity>::Key;
 
 impl<'a, E: Entity, X: Executor> Repository<'a, E, X> {
-    pub(crate) fn new(exec: &'a X) -> Self {
-        Repository {
-            exec,
-            _entity: PhantomData,
-        }
-    }
-
     async fn stream(&self, r: Rendered) -> Result<RowStream<E>> {
         self.exec.stream_rendered(r).await
     }
@@ -60,7 +44,8 @@ impl<'a, E: Entity, X: Executor> Repository<'a, E, X> {
             .await
     }
 
-    /// The rows matching `find`'s filter, streamed (`find_all` under the seed's other name).
+    /// The rows matching `find`'s filter, streamed (`find_all` under the name bluetape4k-exposed's
+    /// repositories also give it).
     pub async fn find_by(&self, find: Find<Table<E>>) -> Result<RowStream<E>> {
         self.find_all(find).await
     }

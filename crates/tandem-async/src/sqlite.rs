@@ -311,8 +311,8 @@ impl SqlitePool {
             .max_size(max)
             // Most recently used first: a worker that just answered is still polling for its next call
             // (see `Spin`), and the ones left idle park. First in, first out would keep every worker
-            // spinning (measured: high-throughput preset, hold 0, 8 tasks, 16 workers: 209–272k ops/s
-            // against 516–560k last in, first out).
+            // spinning, and `tandem-bench pool` (hold 0, more workers than tasks) measured it at about half
+            // the throughput.
             .queue_mode(deadpool::managed::QueueMode::Lifo)
             .runtime(deadpool::Runtime::Tokio1)
             .build()

@@ -7,18 +7,11 @@ use tandem_core::plan::{Done, Outcome, Plan, Step};
 use tandem_core::{Error, Result, TxOptions, tx};
 use tandem_pool::Permit;
 use tandem_sql::{Dialect, Rendered};
-use tokio::sync::{Mutex, MutexGuard, oneshot};
+use tokio::sync::{Mutex, MutexGuard};
 
 use crate::conn::Conn;
+use crate::slot::{Read, Slot, gone, lock_slot, run_in_slot, stream_from_slot};
 use crate::stream::RowStream;
-
-/// Where the connection of a transaction (or of a checked-out connection) is.
-pub(crate) enum Slot {
-    Here(Box<Conn>),
-    /// A stream opened in the transaction holds the connection; it comes back when the stream ends.
-    Away(oneshot::Receiver<Conn>),
-    Gone,
-}
 
 /// An open transaction. Methods take `&self`, so an async closure can hand it to several repositories.
 pub struct Transaction {
@@ -231,60 +224,6 @@ where
             other => return other,
         }
     }
-}
-
-/// The slot, with its connection back from a stream that had it (waiting for the stream to end).
-pub(crate) async fn lock_slot(slot: &Mutex<Slot>) -> Result<MutexGuard<'_, Slot>> {
-    let mut slot = slot.lock().await;
-    if let Slot::Away(rx) = &mut *slot {
-        match rx.await {
-            Ok(conn) => *slot = Slot::Here(Box::new(conn)),
-            Err(_) => {
-                *slot = Slot::Gone;
-                return Err(Error::NoConnection);
-            }
-        }
-    }
-    Ok(slot)
-}
-
-/// A stream over `r` that takes the slot's connection and gives it back when it ends.
-pub(crate) async fn stream_from_slot<T>(slot: &Mutex<Slot>, r: Rendered) -> Result<RowStream<T>> {
-    let mut slot = lock_slot(slot).await?;
-    let Slot::Here(conn) = std::mem::replace(&mut *slot, Slot::Gone) else {
-        return Err(gone());
-    };
-    let (home, back) = oneshot::channel();
-    *slot = Slot::Away(back);
-    Ok(RowStream::start(*conn, r, Some(home)))
-}
-
-/// How a statement is read: as any statement, or as a repository's key lookup (see `Conn::run_key_read`).
-#[derive(Clone, Copy)]
-pub(crate) enum Read {
-    Any,
-    Key,
-}
-
-/// Runs one statement on the connection in `slot`, rows to `sink`.
-pub(crate) async fn run_in_slot<S: crate::conn::Sink>(
-    slot: &Mutex<Slot>,
-    r: &Rendered,
-    sink: &mut S,
-    read: Read,
-) -> Result<Done> {
-    let mut slot = lock_slot(slot).await?;
-    let Slot::Here(c) = &mut *slot else {
-        return Err(gone());
-    };
-    match read {
-        Read::Any => c.run(r, sink).await,
-        Read::Key => c.run_key_read(r, sink).await,
-    }
-}
-
-pub(crate) fn gone() -> Error {
-    Error::NoConnection
 }
 
 impl Drop for Transaction {

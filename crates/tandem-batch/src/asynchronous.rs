@@ -335,7 +335,7 @@ where
         chunk_rows: Some(job.chunk_size),
         ignore_duplicates: job.ignore_duplicates,
         transaction: BatchTransaction::PerCall,
-        // Multi-row INSERT: for 500-row chunks COPY gains nothing, and sqlx's COPY costs a ~40 ms round trip.
+        // Multi-row INSERT: for 500-row chunks COPY gains nothing, and sqlx's COPY costs a slow round trip.
         allow_copy: false,
         ..BatchOptions::default()
     };

@@ -116,10 +116,7 @@ where
 }
 
 /// A server lock's connection; on MySQL/MariaDB, also the run's lease.
-type Locks = (
-    RunLock<tandem_blocking::engine::PooledConnection>,
-    Option<Lease>,
-);
+type Locks = (RunLock<tandem_blocking::PooledConnection>, Option<Lease>);
 
 /// Takes the job's run lock (see [`crate::lock`]); it is released when the returned guard is dropped.
 fn lock<S, T>(db: &Database, job: &BatchJob<S, T>) -> Result<Locks, JobError> {
@@ -164,7 +161,7 @@ impl Lease {
     /// this node's `GET_LOCK`; then renews it every third of its length until released.
     fn take<S, T>(
         db: &Database,
-        conn: &tandem_blocking::engine::PooledConnection,
+        conn: &tandem_blocking::PooledConnection,
         job: &BatchJob<S, T>,
     ) -> Result<Lease, JobError> {
         let key = job_key(job);

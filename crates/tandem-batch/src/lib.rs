@@ -1,5 +1,5 @@
-//! `tandem-batch`: the essay's batch job as a reusable, restartable component, with a blocking runner
-//! (threads) and an async runner (tasks).
+//! `tandem-batch`: the batch job of the benchmark tandem rebuilds (bluetape4k's, over `benchmark_source`)
+//! as a reusable, restartable component, with a blocking runner (threads) and an async runner (tasks).
 //!
 //! A job reads a source table by keyset pages, passes each row through a processor, and writes the results
 //! in chunks. Every chunk is written in one transaction together with its checkpoint (the last source key it
@@ -14,7 +14,7 @@
 //! - [`job`]: [`BatchJob`], the processor and policies, and what both runners share without I/O.
 //! - [`blocking`] and [`asynchronous`]: the runners.
 //! - [`lock`]: one run of a job at a time — on one server and across a cluster.
-//! - [`essay`]: the essay's job (`benchmark_source` → `benchmark_target`, `upper(name)`, `value * 2`).
+//! - [`essay`]: that job as the original benchmark defines it (`benchmark_source` → `benchmark_target`, `upper(name)`, `value * 2`).
 #![forbid(unsafe_code)]
 
 pub mod asynchronous;

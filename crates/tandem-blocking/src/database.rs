@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tandem_core::plan::{Done, Outcome, Plan, Step};
+use tandem_core::plan::{Done, Plan};
 use tandem_core::{ConnectOptions, Error, Result, TxOptions};
 use tandem_pool::{Admission, Permit};
 use tandem_pool::{PoolConfig, PoolMetrics, WriterGate};
@@ -13,47 +13,12 @@ use tandem_sql::batch::BorrowedStatement;
 use tandem_sql::{Dialect, Rendered};
 
 use crate::Executor;
-use crate::driver::Conn;
+use crate::checkout::PooledConnection;
+use crate::conn::{Pooled, run_steps};
 use crate::homes::Homes;
 use crate::pool::{LastError, Manager, QuietErrors};
 use crate::stream::RowStream;
 use crate::transaction::Transaction;
-
-/// A connection checked out of the pool, with its admission permit. The connection goes back (home, or
-/// to r2d2) before the permit admits the next waiter, who then finds it idle.
-pub(crate) struct Pooled {
-    /// `None` only while it is being given back.
-    conn: Option<r2d2::PooledConnection<Manager>>,
-    /// Where it goes back to on a SQLite database (see [`Homes`]); r2d2 otherwise.
-    homes: Option<Arc<Homes>>,
-    _permit: Option<Permit>,
-}
-
-impl std::ops::Deref for Pooled {
-    type Target = Conn;
-    fn deref(&self) -> &Conn {
-        self.conn.as_ref().expect("checked out")
-    }
-}
-
-impl std::ops::DerefMut for Pooled {
-    fn deref_mut(&mut self) -> &mut Conn {
-        self.conn.as_mut().expect("checked out")
-    }
-}
-
-impl Drop for Pooled {
-    fn drop(&mut self) {
-        if let (Some(homes), Some(mut conn)) = (&self.homes, self.conn.take())
-            // What r2d2 checks when a connection comes back (`Manager::has_broken`); a connection that
-            // fails goes to r2d2, which closes it.
-            && conn.is_usable()
-            && conn.end_abandoned_transaction()
-        {
-            homes.keep(conn);
-        }
-    }
-}
 
 /// A database: a bounded pool of blocking connections to one SQLite file (or memory), PostgreSQL or MySQL
 /// database, with admission control in front of it (see `tandem-pool`). Cheap to clone; clones share the
@@ -116,7 +81,7 @@ impl Database {
         let admission = Admission::new(&config);
         let created = admission.created_counter();
         // One connection up front: the URL works, or the caller learns why not now.
-        drop(Conn::open(&options, config.connect_timeout)?);
+        drop(crate::connect::open(&options, config.connect_timeout)?);
         let last_error = LastError::default();
         let pool = r2d2::Pool::builder()
             .max_size(config.effective_max_size())
@@ -156,8 +121,8 @@ impl Database {
     ///
     /// It looks every 2 ms. Nothing r2d2 offers wakes it exactly: its acquire hook runs before the new
     /// connection joins the pool, and checking `min_idle` connections out to wait on r2d2's own wake-ups
-    /// (1.1 ms instead of 2.5 ms to open eight SQLite connections) makes r2d2 open more — every checkout
-    /// tops the idle connections back up to `min_idle`.
+    /// (faster, measured) makes r2d2 open more — every checkout tops the idle connections back up to
+    /// `min_idle`.
     /// The error carries the last connect failure r2d2 reported, or, when none finished failing, the
     /// connect timeout that the attempts still under way ran into.
     fn warm_up(&self) -> Result<()> {
@@ -328,11 +293,7 @@ impl Database {
     }
 
     fn pooled(&self, conn: r2d2::PooledConnection<Manager>, permit: Option<Permit>) -> Pooled {
-        Pooled {
-            conn: Some(conn),
-            homes: self.inner.homes.clone(),
-            _permit: permit,
-        }
+        Pooled::new(conn, self.inner.homes.clone(), permit)
     }
 
     /// [`Database::acquire`] for a caller that was admitted already (the async executor's SQLite path).
@@ -380,7 +341,7 @@ impl Database {
     /// too), its connect error when it does not. Remembered either way (see [`tandem_pool::LossClock`]).
     fn reach(&self) -> Result<()> {
         let losses = self.inner.admission.losses();
-        match Conn::open(&self.inner.options, self.inner.config.connect_timeout) {
+        match crate::connect::open(&self.inner.options, self.inner.config.connect_timeout) {
             Ok(_) => {
                 losses.note_reachable(true);
                 Ok(())
@@ -391,11 +352,6 @@ impl Database {
             }
             Err(e) => Err(e),
         }
-    }
-
-    #[cfg(feature = "tokio")]
-    pub(crate) fn admission(&self) -> &Admission {
-        &self.inner.admission
     }
 
     /// An acquire that r2d2 timed out: the connect failure that kept it from opening a connection, when
@@ -540,9 +496,11 @@ impl Database {
     }
 }
 
-/// Runs steps on one connection, collecting each outcome.
-pub(crate) fn run_steps(conn: &mut Conn, steps: &[Step]) -> Result<Vec<Outcome>> {
-    tandem_core::plan::run_steps(conn, steps)
+impl Database {
+    /// Checks a connection out of the pool, to drive by hand.
+    pub fn checkout(&self) -> Result<PooledConnection> {
+        Ok(PooledConnection::new(self.acquire()?, self.writers()))
+    }
 }
 
 impl crate::Executor for Database {

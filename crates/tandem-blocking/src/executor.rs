@@ -10,7 +10,6 @@ use tandem_sql::batch::BorrowedStatement;
 use tandem_sql::typed::{Entity, Load, SelectQuery};
 use tandem_sql::{Dialect, FromRow, Render, Rendered, Row};
 
-use crate::repository::Repository;
 use crate::stream::RowStream;
 
 // ANCHOR: executor
@@ -106,3 +105,20 @@ pub trait Executor: sealed::Run {
     }
 }
 // ANCHOR_END: executor
+
+/// The repository of entity `E`, over an [`Executor`] `X`: a [`crate::Database`], a [`crate::Transaction`]
+/// or a [`crate::PooledConnection`]. Declared here, beside the trait whose `repository()` makes one; its
+/// methods are in `repository`.
+pub struct Repository<'a, E, X> {
+    pub(crate) exec: &'a X,
+    _entity: std::marker::PhantomData<fn() -> E>,
+}
+
+impl<'a, E, X> Repository<'a, E, X> {
+    pub(crate) fn new(exec: &'a X) -> Self {
+        Repository {
+            exec,
+            _entity: std::marker::PhantomData,
+        }
+    }
+}

@@ -3,10 +3,11 @@
 //!
 //! Why: a SQLite connection is in-process state — its page cache, its prepared statements, SQLite's own
 //! locks — so a connection that moves between threads (as r2d2's shared idle stack makes them do, on
-//! every checkout) drags that state from core to core. Profiled on `tandem-bench point` (SQLite, 8
-//! threads, select by id): the same statement ran 14 % slower per call through the pool than on a
-//! connection each thread held, and the pool's own lock, clock reads and shared counters cost as much
-//! again. A server connection's state is on the server, so server pools do not use homes.
+//! every checkout) drags that state from core to core. Profiled on `tandem-bench point` (SQLite, eight
+//! threads, select by id), the same statement ran slower per call through the pool than on a connection
+//! each thread held, and the pool's own lock, clock reads and shared counters cost about as much again
+//! (the figures: book chapter 4, "How tandem does it"). A server connection's state is on the server, so
+//! server pools do not use homes.
 //!
 //! How: one home per connection the pool may open, each on its own cache line, given out to threads in
 //! turn as they first use the database. A checkout looks in its home first,

@@ -1,18 +1,24 @@
 //! `tandem-blocking`: the blocking executor. Mature synchronous drivers — rusqlite, postgres, mysql — on OS
 //! threads over an r2d2 pool, with the `tandem-sql` DSL on top and the repository API users write services
-//! against. The Rust side of the essay's "JDBC + virtual threads".
+//! against. The Rust side of bluetape4k-exposed's JDBC + virtual threads.
 //!
 //! # Layout
-//! - [`Executor`] (`executor`): statement execution, typed loads, streams and repositories, written once for
-//!   both a [`Database`] and a [`Transaction`].
-//! - [`Database`] (`database`): the pool, transactions, plans, and the bridge that runs blocking work from
-//!   async code on tokio's blocking pool.
+//! The same files in the same roles as `tandem-async`'s, so that a `diff` of the two `src/` trees shows what
+//! changes between the blocking and the async executor; each file imports only from the ones below it.
+//! - [`Database`] (`database`): the pool behind `tandem-pool`'s admission control; transactions, plans,
+//!   checkouts, and the bridge that runs blocking work from async code on tokio's blocking pool.
 //! - [`Transaction`] (`transaction`): BEGIN … COMMIT on one connection; savepoints when nested.
-//! - [`PooledConnection`] (`engine`): one connection checked out to drive by hand.
+//! - [`PooledConnection`] (`checkout`): one connection checked out to drive by hand.
+//! - [`Executor`] and [`Repository`] (`executor`): statement execution, typed loads, streams and
+//!   repositories, written once for a [`Database`], a [`Transaction`] and a [`PooledConnection`];
+//!   `repository`: the repository's methods, running `tandem-core`'s plans.
+//! - `slot`: where a transaction or a checked-out connection keeps its connection — lent to one call at a
+//!   time, or to a stream until it ends.
 //! - [`RowStream`] (`stream`): rows pulled from the driver as they are consumed, memory bounded.
-//! - [`Repository`] (`repository`): the repository method set, running `tandem-core`'s plans.
-//! - `driver`: binding, decoding and error mapping for each engine; `pool`: the r2d2 manager, behind
-//!   `tandem-pool`'s admission control (bounded queue of acquires, one deadline, metrics).
+//! - `conn`: a connection checked out of the pool with its admission permit — the lowest layer.
+//! - `connect`: opening a connection, walking a URL's list of servers for every new connection.
+//! - `driver`: binding, decoding and error mapping for each engine. Blocking only: `pool` (the r2d2
+//!   manager) and `homes` (a SQLite connection kept with the thread that used it last).
 //!
 //! ```no_run
 //! # fn main() -> tandem_core::Result<()> {
@@ -31,20 +37,22 @@
 #[cfg(not(any(feature = "sqlite", feature = "postgres", feature = "mysql")))]
 compile_error!("tandem-blocking needs at least one engine feature: sqlite, postgres or mysql");
 
+mod checkout;
+mod conn;
+mod connect;
 mod database;
 mod driver;
-pub mod engine;
 mod executor;
 mod homes;
 mod pool;
-pub(crate) mod repository;
+mod repository;
+mod slot;
 mod stream;
 mod transaction;
 
+pub use checkout::PooledConnection;
 pub use database::Database;
-pub use engine::PooledConnection;
-pub use executor::Executor;
-pub use repository::Repository;
+pub use executor::{Executor, Repository};
 pub use stream::{BATCH as STREAM_BATCH, BUFFERED as STREAM_BUFFERED, RowStream};
 pub use tandem_core::{
     BatchOptions, BatchResult, BatchTransaction, ConnectOptions, CursorPage, DbError, DbErrorKind,

@@ -54,7 +54,7 @@ impl r2d2::ManageConnection for Manager {
     type Error = Reported;
 
     fn connect(&self) -> Result<Conn, Reported> {
-        let mut conn = match Conn::open(&self.options, self.connect_timeout) {
+        let mut conn = match crate::connect::open(&self.options, self.connect_timeout) {
             Ok(c) => c,
             Err(e) => {
                 if e.is_unreachable() {

@@ -1,9 +1,7 @@
-//! [`Repository`]: the seed's repository method set for one entity, over a [`Database`] or inside a
-//! [`Transaction`]. Every method builds its plan in `tandem-core` and runs it here; the async repository
-//! runs the very same plans. `find_by_id`, the call made most often, runs its plan's one statement
-//! straight into the entity (see `tandem_core::repo::find_by_id_statement`).
-
-use std::marker::PhantomData;
+//! [`Repository`]: the repository method set of bluetape4k-exposed (the Kotlin library tandem rebuilds) for
+//! one entity, over a [`crate::Database`] or inside a [`crate::Transaction`]. Every method builds its plan in `tandem-core`
+//! and runs it here; the async repository runs the very same plans. `find_by_id`, the call made most often,
+//! runs its plan's one statement straight into the entity (see `tandem_core::repo::find_by_id_statement`).
 
 use tandem_core::Result;
 use tandem_core::repo::{self, BatchOptions, BatchResult, CursorPage, Find, Page};
@@ -11,27 +9,13 @@ use tandem_sql::Rendered;
 use tandem_sql::typed::{ColumnList, Entity, UpdateQuery};
 
 use crate::Executor;
-use crate::database::Database;
+use crate::executor::Repository;
 use crate::stream::RowStream;
-
-/// The repository of entity `E`, over an [`Executor`]: a [`Database`] (the default) or a
-/// [`crate::Transaction`].
-pub struct Repository<'a, E, X = Database> {
-    exec: &'a X,
-    _entity: PhantomData<fn() -> E>,
-}
 
 type Table<E> = <E as Entity>::Table;
 type Key<E> = <E as Entity>::Key;
 
 impl<'a, E: Entity, X: Executor> Repository<'a, E, X> {
-    pub(crate) fn new(exec: &'a X) -> Self {
-        Repository {
-            exec,
-            _entity: PhantomData,
-        }
-    }
-
     fn stream(&self, r: Rendered) -> Result<RowStream<'a, E>> {
         self.exec.stream_rendered(r)
     }
@@ -59,7 +43,8 @@ impl<'a, E: Entity, X: Executor> Repository<'a, E, X> {
         self.stream(repo::find_all::<E>(self.exec.dialect(), find)?)
     }
 
-    /// The rows matching `find`'s filter, streamed (`find_all` under the seed's other name).
+    /// The rows matching `find`'s filter, streamed (`find_all` under the name bluetape4k-exposed's
+    /// repositories also give it).
     pub fn find_by(&self, find: Find<Table<E>>) -> Result<RowStream<'a, E>> {
         self.find_all(find)
     }

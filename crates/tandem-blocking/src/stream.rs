@@ -15,7 +15,7 @@ use std::thread::JoinHandle;
 use tandem_core::{Error, Result};
 use tandem_sql::{FromRow, Rendered, Row};
 
-use crate::database::Pooled;
+use crate::conn::Pooled;
 
 /// Rows sent per message.
 pub const BATCH: usize = 256;

@@ -10,7 +10,7 @@ use tandem_pool::Permit;
 use tandem_sql::Dialect;
 use tandem_sql::batch::BorrowedStatement;
 
-use crate::database::{Pooled, run_steps};
+use crate::conn::{Pooled, run_steps};
 use crate::driver::Conn;
 use crate::stream::RowStream;
 
@@ -119,7 +119,7 @@ impl Transaction {
     }
 
     pub(crate) fn with_conn<R>(&self, f: impl FnOnce(&mut Conn) -> Result<R>) -> Result<R> {
-        crate::engine::with_slot(&self.slot, Holder::Transaction, f)
+        crate::slot::with_slot(&self.slot, Holder::Transaction, f)
     }
 
     fn simple(&self, sql: &str) -> Result<()> {
@@ -132,7 +132,7 @@ impl Transaction {
     }
 
     pub(crate) fn stream<T>(&self, r: tandem_sql::Rendered) -> Result<RowStream<'_, T>> {
-        crate::engine::stream_from_slot(&self.slot, Holder::Transaction, r)
+        crate::slot::stream_from_slot(&self.slot, Holder::Transaction, r)
     }
 
     /// A nested transaction: a savepoint, released on `Ok`, rolled back to on `Err` or panic; the outer

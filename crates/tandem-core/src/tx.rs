@@ -70,15 +70,10 @@ impl TxOptions {
         self
     }
 
-    /// Whether attempt number `attempt` (1-based) that failed with `err` should be run again.
-    pub fn should_retry(&self, err: &Error, attempt: u32) -> bool {
-        attempt < self.max_attempts && err.is_retriable()
-    }
-
-    /// [`TxOptions::should_retry`] for a transaction whose closure returns its own error type: the attempt
-    /// is run again when that error is tandem's and retriable, or when one of the transaction's statements
-    /// (BEGIN and COMMIT included) failed with a retriable error during the attempt (`seen_retriable`) —
-    /// the closure's error then comes from it, whatever type it was turned into.
+    /// Whether attempt number `attempt` (1-based) that failed with `err` should be run again: when that
+    /// error is tandem's and retriable, or when one of the transaction's statements (BEGIN and COMMIT
+    /// included) failed with a retriable error during the attempt (`seen_retriable`) — the closure's error
+    /// then comes from it, whatever type it was turned into.
     pub fn should_retry_any<E: 'static>(
         &self,
         err: &E,
@@ -316,12 +311,12 @@ pub fn savepoint(depth: u32) -> String {
 }
 
 /// Releases (commits) the savepoint of `depth`.
-pub fn release_savepoint(depth: u32) -> String {
+fn release_savepoint(depth: u32) -> String {
     format!("RELEASE SAVEPOINT tandem_sp_{depth}")
 }
 
 /// Rolls back to the savepoint of `depth`.
-pub fn rollback_to_savepoint(depth: u32) -> String {
+fn rollback_to_savepoint(depth: u32) -> String {
     format!("ROLLBACK TO SAVEPOINT tandem_sp_{depth}")
 }
 

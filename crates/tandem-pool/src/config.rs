@@ -1,5 +1,5 @@
-//! [`PoolConfig`]: the one set of pool settings both executors take, with the two presets the essay
-//! describes (`default()` and `high_throughput(max_size)`).
+//! [`PoolConfig`]: the one set of pool settings both executors take, with the two presets bluetape4k-exposed
+//! defines (`default()` and `high_throughput(max_size)`).
 
 use std::time::Duration;
 
@@ -57,7 +57,7 @@ impl Default for PoolConfig {
 
 impl PoolConfig {
     // ANCHOR: high_throughput
-    /// The preset for services under load (the essay's `R2dbcPoolConfig.highThroughput()`): `max_size`
+    /// The preset for services under load (bluetape4k-exposed's `R2dbcPoolConfig.highThroughput()`): `max_size`
     /// connections, warm-up of min(max_size, max(2 × CPUs, 16)), at most 4 × max_size acquires waiting,
     /// acquire timeout 3 s, idle timeout 5 min, lifetime 30 min, warm-up bounded at 5 s.
     pub fn high_throughput(max_size: u32) -> PoolConfig {
@@ -108,7 +108,7 @@ fn cpus() -> u32 {
 mod tests {
     use super::*;
 
-    /// The high-throughput preset follows the essay's rules for every size.
+    /// The high-throughput preset follows `R2dbcPoolConfig.highThroughput()`'s rules for every size.
     #[test]
     fn high_throughput_preset() {
         assert_eq!(warm_up_size(4, 2), 4);

@@ -1,8 +1,9 @@
 //! `tandem-pool`: the pool settings both executors share, and the admission control r2d2, bb8, deadpool and
 //! sqlx do not have — a bound on the queue of waiting acquires.
 //!
-//! The essay's warning: non-blocking does not make connections infinite. Without bounded pending acquires,
-//! warm-up and finite timeouts, an overloaded service only builds a longer queue in front of its database.
+//! The warning of the bluetape4k-exposed write-up tandem follows: non-blocking does not make connections
+//! infinite. Without bounded pending acquires, warm-up and finite timeouts, an overloaded service only
+//! builds a longer queue in front of its database.
 //!
 //! # Layout
 //! - [`PoolConfig`] (`config`): size, warm-up, timeouts, pending bound, lifetimes, validation; the
@@ -18,9 +19,10 @@
 //!
 //! An [`AdmissionError`] becomes `tandem_core::Error`'s `PoolSaturated` or `PoolTimeout`.
 //!
-//! The executors (`tandem-blocking` over r2d2, `tandem-async` over sqlx) take a permit first and a
-//! connection second, so no more than `max_size` callers ever wait inside the driver's pool and everyone
-//! else is either queued here, in order, or refused at once.
+//! The executors take a permit first and a connection second — `tandem-blocking` from r2d2 (SQLite's through
+//! the thread "homes" in front of it), `tandem-async` from sqlx's pool for the servers or a deadpool of
+//! worker threads for SQLite — so no more than `max_size` callers ever wait inside a pool and everyone else
+//! is either queued here, in order, or refused at once.
 #![forbid(unsafe_code)]
 
 mod admission;

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use tandem_core::{ConnectOptions, Error, HostWalk, Result, ServerRole, Verdict};
+use tandem_core::{ConnectOptions, Error, Result};
 use tandem_sql::batch::BorrowedStatement;
 use tandem_sql::{Dialect, Rendered};
 
@@ -79,53 +79,9 @@ fn bounded<T: Send + 'static>(
 }
 
 impl Conn {
-    /// Opens a connection; server engines within `timeout` per server, handshake included. A URL naming
-    /// several servers, or asking for a kind of server (`target_session_attrs=`), gets the first server that
-    /// answers and will do, in the order written ([`HostWalk`]): every new connection walks the list, as
-    /// libpq's do.
-    pub(crate) fn open(opts: &ConnectOptions, timeout: Duration) -> Result<Conn> {
-        if !opts.chooses_server() {
-            return Conn::open_one(opts, timeout);
-        }
-        let mut walk = HostWalk::new(opts);
-        while let Some(server) = walk.next_server() {
-            let mut conn = match Conn::open_one(&server, timeout) {
-                Ok(c) => c,
-                Err(e) => {
-                    walk.failed(&server, e);
-                    continue;
-                }
-            };
-            let role = if walk.needs_probe() {
-                match conn.server_role() {
-                    Ok(role) => Some(role),
-                    Err(e) => {
-                        walk.failed(&server, e);
-                        continue;
-                    }
-                }
-            } else {
-                None
-            };
-            if walk.judge(&server, role) == Verdict::Take {
-                return Ok(conn);
-            }
-        }
-        Err(walk.into_error())
-    }
-
-    /// What the server is (standby, read-only), by [`tandem_core::hosts::probe_statement`].
-    fn server_role(&mut self) -> Result<ServerRole> {
-        let mut role = None;
-        self.run(&tandem_core::hosts::probe_statement(), &mut |row| {
-            role = Some(ServerRole::from_row(&row)?);
-            Ok(true)
-        })?;
-        role.ok_or_else(|| Error::Internal("the role probe returned no row".into()))
-    }
-
-    /// Opens a connection to the one server `opts` names.
-    fn open_one(opts: &ConnectOptions, timeout: Duration) -> Result<Conn> {
+    /// Opens a connection to the one server `opts` names, within `timeout`, handshake included (a URL
+    /// naming several servers is walked by [`crate::connect::open`]).
+    pub(crate) fn open_one(opts: &ConnectOptions, timeout: Duration) -> Result<Conn> {
         let driver = match opts.dialect {
             #[cfg(feature = "sqlite")]
             Dialect::Sqlite => Driver::Sqlite(Box::new(tandem_sqlite::Connection::open(opts)?)),

@@ -1,7 +1,7 @@
 //! The repository method set as plans: one entity declaration gives every method, and both executors'
 //! `Repository` types are thin: they build the plan here and run it.
 //!
-//! Methods and meaning follow the seed's repositories: `find_by_id`, `get`, `find_all`, `find_by`,
+//! Methods and meaning follow bluetape4k-exposed's `JdbcRepository` / `R2dbcRepository`: `find_by_id`, `get`, `find_all`, `find_by`,
 //! `find_page`, `find_cursor_page`, `count`, `count_by`, `exists_by_id`, `exists_by`, `insert`, `insert_all`,
 //! `batch_insert`, `batch_upsert`, `update_by_id`, `update_all`, `delete_by_id`, `delete_all`, `delete_by`,
 //! `delete_all_by_ids`.
@@ -145,13 +145,13 @@ pub struct CursorPage<E, K> {
 }
 
 /// The smallest batch sent through COPY: below it multi-row INSERTs are as fast, and sqlx's COPY adds a
-/// fixed ~40 ms round trip here.
+/// fixed round trip of tens of milliseconds (docs/benchmarks.md).
 pub const COPY_MIN_ROWS: usize = 5_000;
 
 /// How a batch insert commits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum BatchTransaction {
-    /// Each chunk commits on its own (the seed workload's shape).
+    /// Each chunk commits on its own (the shape of the benchmark's `seed` scenario: one transaction per chunk).
     #[default]
     PerChunk,
     /// The whole call is one transaction: all rows or none.

@@ -1,9 +1,24 @@
 //! Opening a pool: sqlx connect options from tandem's, the walk over a URL's servers, and a failed connect
 //! as tandem's error (TLS failures classified).
+//!
+//! Where the two executors differ, and why: here a URL's list of servers is walked **once per pool** (and
+//! again after a connection loss) — sqlx's pool connects to one server, and tandem points it at the one
+//! found. The blocking executor walks it for **every new connection**, in its `connect` module, as r2d2
+//! asks for one connection at a time. The walk itself ([`HostWalk`]) is `tandem-core`'s, the same on both
+//! sides.
 
-use super::*;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
-pub(super) fn pool_options<DB: sqlx::Database>(
+use sqlx::pool::PoolOptions;
+use tandem_core::{ConnectOptions, Error, HostWalk, Result, ServerRole, TlsMode, Verdict};
+use tandem_pool::{LossClock, PoolConfig};
+use tandem_sql::Dialect;
+
+use crate::driver::error;
+
+pub(crate) fn pool_options<DB: sqlx::Database>(
     config: &PoolConfig,
     created: Arc<AtomicU64>,
     losses: Arc<LossClock>,
@@ -33,7 +48,7 @@ where
 }
 
 /// Runs the URL's session statements ([`ConnectOptions::session_statements`]) on a new connection.
-pub(super) async fn init_session<DB: sqlx::Database>(
+pub(crate) async fn init_session<DB: sqlx::Database>(
     conn: &mut DB::Connection,
     init: &[String],
 ) -> std::result::Result<(), sqlx::Error>
@@ -49,7 +64,7 @@ where
 
 /// sqlx's options for the one PostgreSQL server `options` names.
 #[cfg(feature = "postgres")]
-pub(super) fn pg_connect_options(
+pub(crate) fn pg_connect_options(
     options: &ConnectOptions,
 ) -> Result<sqlx::postgres::PgConnectOptions> {
     let mut o = sqlx::postgres::PgConnectOptions::new()
@@ -84,7 +99,7 @@ pub(super) fn pg_connect_options(
 
 /// What a PostgreSQL server is (standby, read-only), by the probe both executors use.
 #[cfg(feature = "postgres")]
-pub(super) fn pg_role(
+pub(crate) fn pg_role(
     conn: &mut sqlx::PgConnection,
 ) -> futures_util::future::BoxFuture<'_, std::result::Result<ServerRole, sqlx::Error>> {
     Box::pin(async move {
@@ -98,7 +113,7 @@ pub(super) fn pg_role(
 
 /// sqlx's options for the one MySQL server `options` names.
 #[cfg(feature = "mysql")]
-pub(super) fn mysql_connect_options(
+pub(crate) fn mysql_connect_options(
     options: &ConnectOptions,
 ) -> Result<sqlx::mysql::MySqlConnectOptions> {
     let mut o = sqlx::mysql::MySqlConnectOptions::new()
@@ -127,7 +142,7 @@ pub(super) fn mysql_connect_options(
 
 /// A probe asking a fresh connection what its server is.
 #[cfg(any(feature = "postgres", feature = "mysql"))]
-pub(super) type Probe<C> =
+pub(crate) type Probe<C> =
     for<'c> fn(
         &'c mut C,
     )
@@ -139,7 +154,7 @@ pub(super) type Probe<C> =
 /// walks the list when the pool opens and again after a connection loss, and points the pool at the
 /// server found ([`sqlx::Pool::set_connect_options`]). A URL with one server is not walked.
 #[cfg(any(feature = "postgres", feature = "mysql"))]
-pub(super) async fn choose_server<C: sqlx::Connection>(
+pub(crate) async fn choose_server<C: sqlx::Connection>(
     options: &ConnectOptions,
     config: &PoolConfig,
     make: fn(&ConnectOptions) -> Result<<C as sqlx::Connection>::Options>,
@@ -188,7 +203,7 @@ pub(super) async fn choose_server<C: sqlx::Connection>(
 
 /// One connect with `connect` (a pool's current server), bounded by the connect timeout.
 #[cfg(any(feature = "postgres", feature = "mysql"))]
-pub(super) async fn reach_with<C: sqlx::Connection>(
+pub(crate) async fn reach_with<C: sqlx::Connection>(
     connect: &<C as sqlx::Connection>::Options,
     options: &ConnectOptions,
     config: &PoolConfig,
@@ -207,7 +222,7 @@ pub(super) async fn reach_with<C: sqlx::Connection>(
 /// connection until the acquire timeout): an unreachable database is a typed connection error at once, with
 /// the driver's reason. Then warm-up opens `min_idle` connections together and gives them back. Both
 /// together get `connect_timeout`; past it the error is [`Error::PoolWarmUp`].
-pub(super) async fn open_pool<DB: sqlx::Database>(
+pub(crate) async fn open_pool<DB: sqlx::Database>(
     connect: <DB::Connection as sqlx::Connection>::Options,
     config: &PoolConfig,
     created: Arc<AtomicU64>,
@@ -262,7 +277,7 @@ where
 
 /// A failed connect: the server's own refusal keeps its kind and code (authentication, unknown database),
 /// exactly as the blocking executor reports it; anything else means the server could not be reached.
-pub(super) fn connect_error(dialect: Dialect, options: &ConnectOptions, e: sqlx::Error) -> Error {
+pub(crate) fn connect_error(dialect: Dialect, options: &ConnectOptions, e: sqlx::Error) -> Error {
     #[cfg(any(feature = "postgres", feature = "mysql"))]
     if let Some(tls) = tls_error(options, &e) {
         return tls;
@@ -286,7 +301,7 @@ pub(super) fn connect_error(dialect: Dialect, options: &ConnectOptions, e: sqlx:
 /// A TLS failure as [`Error::Tls`]: rustls' own error inside sqlx's, or sqlx's words for a server that
 /// does not offer TLS to a mode that requires it.
 #[cfg(any(feature = "postgres", feature = "mysql"))]
-pub(super) fn tls_error(options: &ConnectOptions, e: &sqlx::Error) -> Option<Error> {
+pub(crate) fn tls_error(options: &ConnectOptions, e: &sqlx::Error) -> Option<Error> {
     if let Some((kind, cause)) = tandem_core::tls::failure(e) {
         return Some(Error::tls_caused(options, kind, cause));
     }

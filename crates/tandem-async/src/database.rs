@@ -1,4 +1,5 @@
-//! [`Database`]: sqlx pools opened from the same URLs as the blocking executor, with statement execution,
+//! [`Database`]: the pools opened from the same URLs as the blocking executor — sqlx's for PostgreSQL and
+//! MySQL (and SQLite with `?driver=sqlx`), worker threads for SQLite by default — with statement execution,
 //! streams, transactions (async closures) and plan execution.
 
 use std::future::Future;
@@ -6,26 +7,21 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use sqlx::pool::PoolOptions;
 use tandem_core::plan::{Done, Plan};
-use tandem_core::{
-    ConnectOptions, Error, HostWalk, Result, ServerRole, TlsMode, TxOptions, Verdict,
-};
-use tandem_pool::{Admission, LossClock};
+use tandem_core::{ConnectOptions, Error, Result, TxOptions};
+use tandem_pool::Admission;
 use tandem_pool::{PoolConfig, PoolMetrics, WriterGate};
 use tandem_sql::ast::CreateTable;
 use tandem_sql::{Dialect, Rendered};
 
 use crate::Executor;
-use crate::backend::error;
 use crate::conn::{Conn, Link};
+use crate::driver::error;
 use crate::executor::sealed::Discard;
 use crate::stream::RowStream;
 use crate::transaction::Transaction;
 
-mod connect;
-
-use connect::*;
+use crate::connect::*;
 
 enum Pools {
     #[cfg(feature = "postgres")]
@@ -39,8 +35,8 @@ enum Pools {
     Rusqlite(Arc<crate::sqlite::SqlitePool>),
 }
 
-/// A database: a bounded sqlx pool to one SQLite file (or memory), PostgreSQL or MySQL database. Cheap to
-/// clone; clones share the pool.
+/// A database: a bounded pool of connections to one SQLite file (or memory), PostgreSQL or MySQL database.
+/// Cheap to clone; clones share the pool.
 #[derive(Clone)]
 pub struct Database {
     inner: Arc<Inner>,

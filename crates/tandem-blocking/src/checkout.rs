@@ -1,19 +1,20 @@
-//! One pooled blocking connection, for code that drives it itself (the batch runner's run lock, a session
-//! setting that must stay on one connection).
+//! [`PooledConnection`]: one pooled connection checked out to drive by hand (the batch runner's run lock, a
+//! session setting that must stay on one connection).
 
 use std::cell::RefCell;
 
-use tandem_core::plan::{Plan, Sink};
-use tandem_core::{Error, Holder, Result, TxOptions, tx};
+use tandem_core::plan::{Done, Plan, Sink};
+use tandem_core::{Holder, Result, TxOptions, tx};
 use tandem_pool::WriterGate;
 use tandem_sql::batch::BorrowedStatement;
 use tandem_sql::{Dialect, Rendered};
 
-use crate::database::{Database, Pooled, run_steps};
+use crate::conn::{Pooled, run_steps};
 use crate::driver::Conn;
+use crate::slot::{stream_from_slot, with_slot};
 use crate::stream::RowStream;
 
-/// A connection checked out of a blocking [`Database`]; it goes back to the pool when dropped. It is an
+/// A connection checked out of a blocking [`crate::Database`]; it goes back to the pool when dropped. It is an
 /// [`crate::Executor`]: statements, typed loads, streams and repositories run on this one connection (a
 /// plan whose steps belong together runs in a transaction of its own on it).
 pub struct PooledConnection {
@@ -23,10 +24,8 @@ pub struct PooledConnection {
     writers: Option<WriterGate>,
 }
 
-pub use tandem_core::plan::Done;
-
 impl PooledConnection {
-    fn new(conn: Pooled, writers: Option<WriterGate>) -> Self {
+    pub(crate) fn new(conn: Pooled, writers: Option<WriterGate>) -> Self {
         PooledConnection {
             dialect: conn.dialect(),
             slot: RefCell::new(Some(conn)),
@@ -55,32 +54,6 @@ impl PooledConnection {
             c.health.broken = true;
         }
     }
-}
-
-/// The connection in `slot`, for one call: an error while a stream opened on it is still being read (the
-/// stream holds it) or while another call has it.
-pub(crate) fn with_slot<R>(
-    slot: &RefCell<Option<Pooled>>,
-    holder: Holder,
-    f: impl FnOnce(&mut Conn) -> Result<R>,
-) -> Result<R> {
-    let mut slot = slot.try_borrow_mut().map_err(|_| Error::InUse(holder))?;
-    let conn = slot.as_mut().ok_or(Error::StreamOpen(holder))?;
-    f(conn)
-}
-
-/// Takes the connection out of `slot` for a stream, which puts it back when it ends.
-pub(crate) fn stream_from_slot<'a, T>(
-    slot: &'a RefCell<Option<Pooled>>,
-    holder: Holder,
-    r: Rendered,
-) -> Result<RowStream<'a, T>> {
-    let conn = slot
-        .try_borrow_mut()
-        .map_err(|_| Error::InUse(holder))?
-        .take()
-        .ok_or(Error::StreamOpen(holder))?;
-    RowStream::start(conn, r, Some(slot))
 }
 
 impl crate::Executor for PooledConnection {
@@ -120,33 +93,5 @@ impl crate::executor::sealed::Run for PooledConnection {
         statements: &mut dyn Iterator<Item = Result<BorrowedStatement<'a>>>,
     ) -> Result<u64> {
         self.with_conn(|c| c.run_borrowed(statements))
-    }
-}
-
-impl Database {
-    /// Checks a connection out of the pool, to drive by hand.
-    pub fn checkout(&self) -> Result<PooledConnection> {
-        Ok(PooledConnection::new(self.acquire()?, self.writers()))
-    }
-
-    /// Checks a connection out from async code: waits for admission without blocking a thread, takes an
-    /// idle connection at once when there is one, and only opens a new one on tokio's blocking pool.
-    #[cfg(feature = "tokio")]
-    pub async fn checkout_async(&self) -> Result<PooledConnection> {
-        let started = std::time::Instant::now();
-        let permit = self.admission().acquire().await?;
-        let permit = match self.try_take(permit) {
-            Ok(conn) => return Ok(PooledConnection::new(conn, self.writers())),
-            Err(permit) => permit,
-        };
-        let db = self.clone();
-        let conn = tokio::task::spawn_blocking(move || db.acquire_admitted(permit, started))
-            .await
-            .map_err(|e| {
-                Error::Cancelled(format!(
-                    "opening a connection on tokio's blocking pool: {e}"
-                ))
-            })??;
-        Ok(PooledConnection::new(conn, self.writers()))
     }
 }
