@@ -78,10 +78,11 @@ compose-suites:
     TANDEM_MYSQL_URL=mysql://root@127.0.0.1:$TANDEM_MYSQL_PORT/test \
     cargo test --test connect --test blocking --test async_exec
 
-# Formatting and clippy, warnings denied.
+# Formatting and clippy, warnings denied; no import circle between the files of either executor.
 lint:
     cargo fmt --all -- --check
     cargo clippy --workspace --all-targets -- -D warnings
+    .ci/import-cycles crates/tandem-blocking/src crates/tandem-async/src
 
 # The engine features: each executor built with one engine only (no other driver compiled in) passes clippy
 # and refuses a URL for a left-out engine with a typed error.
