@@ -100,8 +100,15 @@ pub(crate) fn panicking_processor() {
                 if partition == "partition-0" && message == "processor bug at 1500"),
             "{err}"
         );
-        let report = run(&job(armed)).unwrap();
+        // Resumed with another parallelism: the run keeps its one partition (the checkpoint is its), and
+        // the report says what was asked.
+        let report = run(&job(armed).parallelism(3)).unwrap();
         assert!(report.resumed);
+        assert_eq!(
+            (report.parallelism_asked, report.partitions.len()),
+            (3, 1),
+            "use_async {use_async}: the partitions carried over, the parallelism asked for in the report"
+        );
         assert_target(&t.db, &expected(1..=2_000));
         assert_eq!(executions(&t.db), [RunStatus::Failed, RunStatus::Completed]);
     }

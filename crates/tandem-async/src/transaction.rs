@@ -209,10 +209,14 @@ impl crate::executor::sealed::Run for Transaction {
 /// [`crate::Database::begin`]. The closure returns a plain future, so when it is `Send` (it captures
 /// `Sync` data only) the whole retry is `Send` and can run inside `tokio::spawn`, which the closure-taking
 /// `transaction` cannot promise on stable Rust. Each attempt should begin its own transaction.
-pub async fn retry<T, F, Fut>(opts: &TxOptions, mut attempt: F) -> Result<T>
+///
+/// The error may be the caller's own type: an attempt is run again when it is tandem's [`Error`] and
+/// retriable (as with [`crate::Database::try_transaction`], whose closure returns its own error type).
+pub async fn retry<T, E, F, Fut>(opts: &TxOptions, mut attempt: F) -> std::result::Result<T, E>
 where
+    E: 'static,
     F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Result<T>>,
+    Fut: std::future::Future<Output = std::result::Result<T, E>>,
 {
     let mut attempts = tandem_core::Attempts::new(opts);
     loop {

@@ -1,29 +1,18 @@
-//! The async runner: partitions as tokio tasks, each chunk one transaction with its checkpoint.
+//! The async runner: partitions as tokio tasks, each chunk one transaction with its checkpoint. The
+//! decisions are `job`'s (see `job::flow`); this is their I/O on `tandem-async`. Transactions are begun and
+//! committed by hand (with `tandem_async::retry`) rather than through closures: a task's future must be
+//! `Send`, which an async-closure transaction cannot promise on stable Rust.
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 use std::time::Instant;
 use tandem_async::Executor as _;
 
-use futures_util::TryStreamExt;
-use tandem_async::{BatchOptions, BatchTransaction, Database, Transaction, TxOptions};
+use tandem_async::{Database, PooledConnection, TxOptions, retry};
 use tandem_sql::FromRow;
 use tandem_sql::prelude::*;
 
-use crate::job::{
-    BatchJob, JobError, JobReport, PartitionReport, Start, abandon_statement, bounds_statement,
-    check_last_run, checkpoint_statement, chunk_plan, completed_run_query, end_job_statement,
-    end_step_statement, new_execution, new_steps, page_statement, process_page, resume_query,
-    set_step_ids, steps_query,
-};
-use crate::lock::{
-    LeaseLost, LeaseStep, RunLock, already_running, job_key, lease_insert, lease_read,
-    lease_release, lease_renew, lease_step, lease_table, lease_take_over, local_lock, new_owner,
-    node_statement, server_lock_statement, server_unlock_statement,
-};
-use crate::model::{
-    JobExecution, RunStatus, StepExecution, batch_job_execution as jx, batch_step_execution as sx,
-};
+use crate::runner::*;
 
 /// Creates the job repository tables if they are missing.
 pub async fn prepare(db: &Database) -> tandem_core::Result<()> {
@@ -42,9 +31,7 @@ where
     // The lock first: it needs no table, and two processes creating the tables at once can collide
     // (PostgreSQL's CREATE TABLE IF NOT EXISTS is not safe against a concurrent twin).
     let (lock, lease) = lock(db, job).await?;
-    let lost = lease
-        .as_ref()
-        .map_or_else(|| Arc::new(LeaseLost::default()), |l| l.lost.clone());
+    let lost = (lease.as_ref()).map_or_else(|| Arc::new(LeaseLost::default()), |l| l.lost.clone());
     let result = run_locked(db, job, lost).await;
     if let Some(lease) = lease {
         lease.release(db).await;
@@ -53,9 +40,8 @@ where
     // session that is closing. (If this future is dropped instead, the connection is closed and the server
     // drops the lock with the session, a moment later.)
     if let RunLock::Server(conn) = lock {
-        let _ = conn
-            .execute(&server_unlock_statement(db.dialect(), job_key(job)))
-            .await;
+        let unlock = server_unlock_statement(db.dialect(), job_key(job));
+        let _ = conn.execute(&unlock).await;
     }
     result
 }
@@ -71,86 +57,36 @@ where
 {
     let started = Instant::now();
     prepare(db).await?;
-    let Start {
-        execution,
-        steps,
-        resumed,
-        source_rows,
-    } = {
-        // begin/commit rather than a closure: the caller's future must be Send. Run again, as the blocking
-        // runner's transaction does, when it meets a deadlock or a serialization failure (on a Galera
-        // cluster: a certification failure at COMMIT, error 1213).
-        let opts = job.write_options();
-        let mut attempts = tandem_core::Attempts::new(&opts);
-        loop {
-            let attempt = async {
-                let tx = db.begin(TxOptions::default()).await?;
-                match start(&tx, job).await {
-                    Ok(start) => {
-                        tx.commit().await?;
-                        Ok(start)
-                    }
-                    Err(e) => {
-                        let _ = tx.rollback().await;
-                        Err(e)
-                    }
-                }
-            };
-            match attempt.await {
-                Err(JobError::Database(e)) if attempts.again(&e, false) => {
-                    tokio::time::sleep(attempts.pause()).await;
-                    continue;
-                }
-                done => break done?,
-            }
-        }
-    };
+    let start = start(db, job).await?;
     let failed_rows = Arc::new(AtomicU64::new(0));
-    let names: Vec<String> = steps.iter().map(|s| s.step_name.clone()).collect();
-    let tasks: Vec<_> = steps
-        .into_iter()
+    let tasks: Vec<_> = (start.steps.iter().cloned())
         .map(|step| {
             let (db, job, failed_rows, lost) =
                 (db.clone(), job.clone(), failed_rows.clone(), lost.clone());
-            tokio::spawn(async move { run_step(&db, &job, &step, &failed_rows, &lost).await })
+            tokio::spawn(async move {
+                let run = RunContext {
+                    job: &job,
+                    failed_rows: &failed_rows,
+                    lost: &lost,
+                };
+                run_step(&db, run, &step).await
+            })
         })
         .collect();
     let mut results = Vec::with_capacity(tasks.len());
-    for (t, partition) in tasks.into_iter().zip(names) {
-        results.push(match t.await {
-            Ok(r) => r,
-            Err(e) => Err(JobError::Panicked {
-                partition,
-                message: if e.is_panic() {
-                    tandem_core::tx::panic_message(&*e.into_panic())
-                } else {
-                    "the task was cancelled".into()
+    for (task, step) in tasks.into_iter().zip(&start.steps) {
+        results.push(task.await.unwrap_or_else(|e| {
+            Err(panicked(
+                step,
+                match e.is_panic() {
+                    true => tandem_core::tx::panic_message(&*e.into_panic()),
+                    false => "the task was cancelled".into(),
                 },
-            }),
-        });
+            ))
+        }));
     }
-    let (mut report, outcome) =
-        crate::job::assemble(execution, resumed, started, source_rows, results);
-    report.duration = started.elapsed();
-    let totals = (report.read, report.written, report.skipped);
-    match outcome {
-        Ok(()) => {
-            let end = end_job_statement(execution, RunStatus::Completed, totals, None);
-            tandem_async::retry(&job.write_options(), || db.execute(&end)).await?;
-            Ok(report)
-        }
-        Err(e) => {
-            let _ = db
-                .execute(&end_job_statement(
-                    execution,
-                    RunStatus::Failed,
-                    totals,
-                    Some(e.to_string()),
-                ))
-                .await;
-            Err(e)
-        }
-    }
+    let (plan, settle) = end_run(db.dialect(), &start, started, results)?.split();
+    settle.after(db.run_atomically(&job.write_options(), plan).await)
 }
 
 /// Takes the job's run lock (see [`crate::lock`]); it is released when the returned guard is dropped —
@@ -158,105 +94,77 @@ where
 async fn lock<S, T>(
     db: &Database,
     job: &BatchJob<S, T>,
-) -> Result<(RunLock<tandem_async::PooledConnection>, Option<Lease>), JobError> {
-    if let Some(local) = local_lock(db.options(), db.pool_id(), job)? {
-        return Ok((RunLock::Local(local), None));
-    }
-    let sql = server_lock_statement(db.dialect(), job_key(job)).expect("server engines lock");
+) -> Result<(RunLock<PooledConnection>, Option<Lease>), JobError> {
+    let (statement, leased) = match lock_plan(db.options(), db.pool_id(), job)? {
+        LockPlan::Local(local) => return Ok((RunLock::Local(local), None)),
+        LockPlan::Server { statement, leased } => (statement, leased),
+    };
     let mut conn = db.checkout().await?;
-    // Closed, not pooled, when the run ends: the server drops the lock with the session.
-    conn.close_on_drop();
-    let (taken,): (i64,) = conn.fetch_one(&sql).await?;
+    conn.close_on_drop(); // not pooled when the run ends: the server drops the lock with the session
+    let (taken, node): (i64, String) = conn.fetch_one(&statement).await?;
     if taken != 1 {
         return Err(already_running(job));
     }
-    let lease = match db.dialect() {
-        Dialect::MySql => match Lease::take(db, &conn, job).await {
-            Ok(lease) => Some(lease),
-            Err(e) => {
-                // Released before the refusal, as at a run's end: a rerun right after must not find the
-                // lock still held by this session while it closes.
-                let _ = conn
-                    .execute(&server_unlock_statement(db.dialect(), job_key(job)))
-                    .await;
-                return Err(e);
-            }
-        },
-        _ => None,
+    let lease = match leased {
+        true => Lease::take(db, &conn, LeaseClaim::new(job, node))
+            .await
+            .map(Some),
+        false => Ok(None),
     };
-    Ok((RunLock::Server(Box::new(conn)), lease))
+    if lease.is_err() {
+        // Released before the refusal, as at a run's end: a rerun right after must not find the lock
+        // still held by this session while it closes.
+        let unlock = server_unlock_statement(db.dialect(), job_key(job));
+        let _ = conn.execute(&unlock).await;
+    }
+    Ok((RunLock::Server(Box::new(conn)), lease?))
 }
 
-/// A MySQL/MariaDB run's lease on its job, and the task renewing it (see [`crate::lock`]); dropped, the
-/// task stops (the lease then expires, or a rerun on this node takes it over at once).
+/// A MySQL/MariaDB run's lease on its job (see [`crate::lock`]), renewed by a task every third of its length
+/// until released; dropped, the task stops (the lease then expires, or a rerun on this node takes it over
+/// at once).
 struct Lease {
-    key: u64,
-    owner: String,
+    claim: LeaseClaim,
     lost: Arc<LeaseLost>,
     renewer: tokio::task::JoinHandle<()>,
 }
 
 impl Lease {
-    /// Takes the lease, in a transaction the cluster certifies, on behalf of the session `conn` that holds
-    /// this node's `GET_LOCK`; then renews it every third of its length until released.
-    async fn take<S, T>(
+    /// Takes the lease for `claim` in a transaction the cluster certifies (begun by hand, so that the
+    /// future stays `Send`), once the lock session `conn` made sure the lease table is there; then spawns
+    /// the renewing task.
+    async fn take(
         db: &Database,
-        conn: &tandem_async::PooledConnection,
-        job: &BatchJob<S, T>,
+        conn: &PooledConnection,
+        claim: LeaseClaim,
     ) -> Result<Lease, JobError> {
-        let key = job_key(job);
-        let length = job.lock_lease;
         conn.execute(&lease_table()).await?;
-        let (node,): (String,) = conn.fetch_one(&node_statement()).await?;
-        let owner = new_owner();
-        let held = tandem_async::retry(&TxOptions::default(), || async {
+        let held = retry(&TxOptions::default(), || async {
             let tx = db.begin(TxOptions::default()).await?;
-            let held = match lease_step(tx.fetch_optional(&lease_read(key)).await?, &node) {
-                LeaseStep::Insert => {
-                    tx.execute(&lease_insert(key, &owner, &node, length))
-                        .await?;
-                    None
-                }
-                LeaseStep::TakeOver(from) => {
-                    tx.execute(&lease_take_over(key, &from, &owner, &node, length))
-                        .await?;
-                    None
-                }
-                LeaseStep::Held { node, ms_left } => Some((node, ms_left)),
+            let row = tx.fetch_optional(&lease_read(claim.key)).await?;
+            let held = match claim.write(row) {
+                LeaseWrite::Write(write) => tx.execute(&write).await.map(|_| None)?,
+                LeaseWrite::Held(node, ms_left) => Some((node, ms_left)),
             };
-            tx.commit().await?;
-            Ok(held)
+            tx.commit().await.map(|()| held)
         })
         .await;
-        match held {
-            Ok(None) => {}
-            Ok(Some((node, ms_left))) => {
-                tracing::info!(%node, ms_left, "the job's lease is held by a run on another node");
-                return Err(already_running(job));
-            }
-            // Another node inserted the row first.
-            Err(e) if e.kind() == Some(tandem_core::DbErrorKind::UniqueViolation) => {
-                return Err(already_running(job));
-            }
-            Err(e) => return Err(e.into()),
-        }
+        lease_taken(held, &claim)?;
         let lost = Arc::new(LeaseLost::default());
-        let (db, flag, renew) = (db.clone(), lost.clone(), lease_renew(key, &owner, length));
+        let length = claim.length;
+        let (db, flag) = (db.clone(), lost.clone());
+        let renew = lease_renew(claim.key, &claim.owner, length);
         let renewer = tokio::spawn(async move {
             let mut renewed = Instant::now();
             loop {
                 tokio::time::sleep(length / 3).await;
-                match db.execute(&renew).await {
-                    Ok(1) => renewed = Instant::now(),
-                    Ok(_) => return flag.set(),
-                    Err(_) if renewed.elapsed() >= length => return flag.set(),
-                    Err(_) => {}
+                if renewal_lost(db.execute(&renew).await, &mut renewed, length) {
+                    return flag.set();
                 }
             }
         });
         Ok(Lease {
-            key,
-            owner,
+            claim,
             lost,
             renewer,
         })
@@ -265,7 +173,8 @@ impl Lease {
     /// Stops renewing and gives the lease back (through the pool: the lock's node may be the one that died).
     async fn release(self, db: &Database) {
         self.renewer.abort();
-        let _ = db.execute(&lease_release(self.key, &self.owner)).await;
+        let release = lease_release(self.claim.key, &self.claim.owner);
+        let _ = db.execute(&release).await;
     }
 }
 
@@ -275,151 +184,88 @@ impl Drop for Lease {
     }
 }
 
-/// Creates the run inside `tx`: earlier unfinished runs marked FAILED, the new execution row, and its steps
-/// (fresh partitions, or the steps of the latest run that has any, carried over with their checkpoints). The
-/// caller commits; a run that stops at any point leaves either all of this or none of it.
-async fn start<S: Entity, T>(tx: &Transaction, job: &BatchJob<S, T>) -> Result<Start, JobError> {
-    let jobs = tx.repository::<JobExecution>();
-    let last: Option<JobExecution> = jobs
-        .find_all(completed_run_query(job))
-        .await?
-        .try_next()
-        .await?;
-    check_last_run(job, last.as_ref())?;
-    tx.execute(&abandon_statement(job)).await?;
-    let resume_from: Option<JobExecution> =
-        jobs.find_all(resume_query(job)).await?.try_next().await?;
-    let previous = match &resume_from {
-        Some(r) => {
-            tx.repository::<StepExecution>()
-                .find_all(steps_query(r.id))
-                .await?
-                .try_collect::<Vec<_>>()
-                .await?
-        }
-        None => Vec::new(),
-    };
-    let (lo, hi, source_rows): (Option<i64>, Option<i64>, i64) =
-        tx.fetch_one(&bounds_statement::<S>()).await?;
-    let execution = jobs.insert(&new_execution(job)).await?;
-    let (mut steps, resumed) = new_steps(execution, previous, (lo, hi), job.parallelism);
-    if !steps.is_empty() {
-        let ids = tx.repository::<StepExecution>().insert_all(&steps).await?;
-        set_step_ids(&mut steps, ids);
-    }
-    Ok(Start {
-        execution,
-        steps,
-        resumed,
-        source_rows,
+/// Creates the run: what it reads and decides (one plan), then its execution row and its steps in one
+/// transaction. A run that stops at any point leaves either all of its writes or none of them.
+async fn start<S: Entity, T>(db: &Database, job: &BatchJob<S, T>) -> Result<Start, JobError> {
+    let opts = job.write_options();
+    let writes = (db
+        .run_atomically(&opts, start_reads(db.dialect(), job)?)
+        .await?)
+        .decide(job)?;
+    Ok(retry(&opts, || async {
+        let tx = db.begin(TxOptions::default()).await?;
+        let execution = tx
+            .repository::<JobExecution>()
+            .insert(&writes.execution)
+            .await?;
+        let (steps, resumed) = writes.steps(execution);
+        // An empty source has no partitions: its run completes at once.
+        let ids = if steps.is_empty() {
+            Vec::new()
+        } else {
+            tx.repository::<StepExecution>().insert_all(&steps).await?
+        };
+        tx.commit().await?;
+        Ok::<_, tandem_core::Error>(writes.started(execution, steps, ids, resumed))
     })
+    .await?)
 }
 
 async fn run_step<S, T>(
     db: &Database,
-    job: &BatchJob<S, T>,
+    run: RunContext<'_, S, T>,
     step: &StepExecution,
-    failed_rows: &AtomicU64,
-    lost: &LeaseLost,
 ) -> Result<PartitionReport, JobError>
 where
     S: Entity<Key = i64> + FromRow + Send + 'static,
     T: Entity + Sync + 'static,
 {
-    let started = Instant::now();
-    let mut report = PartitionReport::from_step(step);
-    if step.status == RunStatus::Completed {
-        return Ok(report);
-    }
-    let opts = BatchOptions {
-        chunk_rows: Some(job.chunk_size),
-        ignore_duplicates: job.ignore_duplicates,
-        transaction: BatchTransaction::PerCall,
-        // Multi-row INSERT: for 500-row chunks COPY gains nothing, and sqlx's COPY costs a slow round trip.
-        allow_copy: false,
-        ..BatchOptions::default()
+    let opts = run.job.write_options();
+    let mut p = match Partition::open(run, step, db.dialect()) {
+        Ok(p) => p,
+        Err(completed) => return Ok(completed),
     };
-    let mut after = step
-        .checkpoint
-        .unwrap_or(step.partition_lo.saturating_sub(1));
-    // Pages are read one ahead: the next page's first key is known once a page is processed, so it is
-    // read (on another connection, in a task of its own) while this page's chunks are written. The
-    // source is only read, never written, by the job. A read left running when the step fails finishes
-    // on its own; it is never cut short mid-statement.
-    let read = |after: i64| {
-        let (db, page) = (
-            db.clone(),
-            page_statement::<S>(after, step.partition_hi, job.page_size),
-        );
+    // The next page is read in a task of its own while this page's chunks are written. A read left
+    // running when the step fails finishes on its own; it is never cut short mid-statement.
+    let read = |page| {
+        let db = db.clone();
         tokio::spawn(async move { db.fetch_all::<S>(&page).await })
     };
-    let result: Result<(), JobError> = async {
-        let mut next = read(after);
+    let result = async {
+        let mut next = read(p.page(p.after()));
         loop {
-            let page: Vec<S> = next.await.map_err(|e| tandem_core::Error::Panicked {
-                message: format!("a page read: {e}"),
-            })??;
-            if page.is_empty() {
+            let page = (next.await).map_err(|e| panicked(step, format!("a page read: {e}")))??;
+            let Some(chunks) = p.process(page)? else {
                 return Ok(());
-            }
-            let chunks = process_page(job, page, failed_rows)?;
-            next = read(chunks.last().map_or(after, |c| c.last_key));
+            };
+            next = read(p.page(p.next_after(&chunks)));
             for chunk in chunks {
-                lost.check(job)?;
-                // Rows and checkpoint as one transaction sent at once, when the checkpoint is known before
-                // the INSERTs run; otherwise begin/commit rather than a closure, so the task's future is
-                // Send. Either way a chunk that meets a deadlock or serialization failure is written again,
-                // as the blocking runner does.
-                let plan = chunk_plan(db.dialect(), step.id, &chunk, &opts)?;
-                let (written, duplicates) = if let Some(plan) = plan {
-                    (db.run_atomically(&job.write_options(), plan).await?, 0)
-                } else {
-                    tandem_async::retry(&job.write_options(), || async {
-                        let tx = db.begin(TxOptions::default()).await?;
-                        let written = if chunk.rows.is_empty() {
-                            0
-                        } else {
-                            tx.repository::<T>()
-                                .batch_insert(&chunk.rows, &opts)
-                                .await?
-                                .inserted
-                        };
-                        let duplicates = chunk.rows.len() as u64 - written;
-                        tx.execute(&checkpoint_statement(step.id, &chunk, written, duplicates))
-                            .await?;
-                        tx.commit().await?;
-                        Ok((written, duplicates))
-                    })
-                    .await?
+                let counts = match p.write(&chunk)? {
+                    ChunkWrite::Plan(plan) => (db.run_atomically(&opts, plan).await?, 0),
+                    ChunkWrite::ByHand => {
+                        retry(&opts, || async {
+                            let tx = db.begin(TxOptions::default()).await?;
+                            let inserted = if chunk.rows.is_empty() {
+                                0
+                            } else {
+                                let r = tx.repository::<T>();
+                                r.batch_insert(&chunk.rows, &p.opts).await?.inserted
+                            };
+                            let (checkpoint, counts) = p.checkpoint(&chunk, inserted);
+                            tx.execute(&checkpoint).await?;
+                            tx.commit().await.map(|()| counts)
+                        })
+                        .await?
+                    }
                 };
-                after = chunk.last_key;
-                report.read += chunk.read;
-                report.written += written;
-                report.skipped += chunk.skipped + duplicates;
-                report.chunks += 1;
-                if let Some(d) = job.chunk_delay {
+                p.wrote(&chunk, counts);
+                if let Some(d) = p.delay() {
                     tokio::time::sleep(d).await;
                 }
             }
         }
     }
     .await;
-    report.duration = started.elapsed();
-    match result {
-        Ok(()) => {
-            let end = end_step_statement(step.id, RunStatus::Completed, None);
-            tandem_async::retry(&job.write_options(), || db.execute(&end)).await?;
-            Ok(report)
-        }
-        Err(e) => {
-            let _ = db
-                .execute(&end_step_statement(
-                    step.id,
-                    RunStatus::Failed,
-                    Some(e.to_string()),
-                ))
-                .await;
-            Err(e)
-        }
-    }
+    let (plan, settle) = p.end(result)?.split();
+    settle.after(db.run_atomically(&opts, plan).await)
 }

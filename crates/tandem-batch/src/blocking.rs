@@ -1,27 +1,15 @@
-//! The blocking runner: partitions on OS threads, each chunk one transaction with its checkpoint.
+//! The blocking runner: partitions on OS threads, each chunk one transaction with its checkpoint. The
+//! decisions are `job`'s (see `job::flow`); this is their I/O on `tandem-blocking`.
 
 use std::sync::atomic::AtomicU64;
 use std::time::Instant;
 use tandem_blocking::Executor as _;
 
-use tandem_blocking::{BatchOptions, BatchTransaction, Database};
+use tandem_blocking::{Database, PooledConnection};
 use tandem_sql::FromRow;
 use tandem_sql::prelude::*;
 
-use crate::job::{
-    BatchJob, JobError, JobReport, PartitionReport, Start, abandon_statement, bounds_statement,
-    check_last_run, checkpoint_statement, completed_run_query, end_job_statement,
-    end_step_statement, new_execution, new_steps, page_statement, process_page, resume_query,
-    set_step_ids, steps_query,
-};
-use crate::lock::{
-    LeaseLost, LeaseStep, RunLock, already_running, job_key, lease_insert, lease_read,
-    lease_release, lease_renew, lease_step, lease_table, lease_take_over, local_lock, new_owner,
-    node_statement, server_lock_statement, server_unlock_statement,
-};
-use crate::model::{
-    JobExecution, RunStatus, StepExecution, batch_job_execution as jx, batch_step_execution as sx,
-};
+use crate::runner::*;
 
 /// Creates the job repository tables if they are missing.
 pub fn prepare(db: &Database) -> tandem_core::Result<()> {
@@ -64,92 +52,60 @@ where
 {
     let started = Instant::now();
     prepare(db)?;
-    let Start {
-        execution,
-        steps,
-        resumed,
-        source_rows,
-    } = start(db, job)?;
+    let start = start(db, job)?;
     let failed_rows = AtomicU64::new(0);
+    let run = RunContext {
+        job,
+        failed_rows: &failed_rows,
+        lost,
+    };
     let results: Vec<Result<PartitionReport, JobError>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = steps
-            .iter()
-            .map(|step| {
-                let failed_rows = &failed_rows;
-                scope.spawn(move || run_step(db, job, step, failed_rows, lost))
-            })
+        let handles: Vec<_> = (start.steps.iter())
+            .map(|step| scope.spawn(move || run_step(db, run, step)))
             .collect();
-        handles
-            .into_iter()
-            .zip(&steps)
+        (handles.into_iter().zip(&start.steps))
             .map(|(h, step)| {
                 h.join().unwrap_or_else(|payload| {
-                    Err(JobError::Panicked {
-                        partition: step.step_name.clone(),
-                        message: tandem_core::tx::panic_message(&*payload),
-                    })
+                    Err(panicked(step, tandem_core::tx::panic_message(&*payload)))
                 })
             })
             .collect()
     });
-    let (mut report, outcome) =
-        crate::job::assemble(execution, resumed, started, source_rows, results);
-    report.duration = started.elapsed();
-    let totals = (report.read, report.written, report.skipped);
-    match outcome {
-        Ok(()) => {
-            let end = end_job_statement(execution, RunStatus::Completed, totals, None);
-            db.transaction_with(job.write_options(), |tx| tx.execute(&end))?;
-            Ok(report)
-        }
-        Err(e) => {
-            // Best effort: the database may be what failed.
-            let _ = db.execute(&end_job_statement(
-                execution,
-                RunStatus::Failed,
-                totals,
-                Some(e.to_string()),
-            ));
-            Err(e)
-        }
-    }
+    let (plan, settle) = end_run(db.dialect(), &start, started, results)?.split();
+    settle.after(db.run_atomically(&job.write_options(), plan))
 }
 
 /// A server lock's connection; on MySQL/MariaDB, also the run's lease.
-type Locks = (RunLock<tandem_blocking::PooledConnection>, Option<Lease>);
+type Locks = (RunLock<PooledConnection>, Option<Lease>);
 
 /// Takes the job's run lock (see [`crate::lock`]); it is released when the returned guard is dropped.
 fn lock<S, T>(db: &Database, job: &BatchJob<S, T>) -> Result<Locks, JobError> {
-    if let Some(local) = local_lock(db.options(), db.pool_id(), job)? {
-        return Ok((RunLock::Local(local), None));
-    }
-    let sql = server_lock_statement(db.dialect(), job_key(job)).expect("server engines lock");
+    let (statement, leased) = match lock_plan(db.options(), db.pool_id(), job)? {
+        LockPlan::Local(local) => return Ok((RunLock::Local(local), None)),
+        LockPlan::Server { statement, leased } => (statement, leased),
+    };
     let mut conn = db.checkout()?;
     // Closed, not pooled, when the run ends: the server drops the lock with the session.
     conn.close_on_drop();
-    let (taken,): (i64,) = conn.fetch_one(&sql)?;
+    let (taken, node): (i64, String) = conn.fetch_one(&statement)?;
     if taken != 1 {
         return Err(already_running(job));
     }
-    let lease = match db.dialect() {
-        Dialect::MySql => match Lease::take(db, &conn, job) {
-            Ok(lease) => Some(lease),
-            Err(e) => {
-                // Released before the refusal, as at a run's end: a rerun right after must not find the
-                // lock still held by this session while it closes.
-                let _ = conn.execute(&server_unlock_statement(db.dialect(), job_key(job)));
-                return Err(e);
-            }
-        },
-        _ => None,
-    };
-    Ok((RunLock::Server(Box::new(conn)), lease))
+    let lease = leased
+        .then(|| Lease::take(db, &conn, LeaseClaim::new(job, node)))
+        .transpose();
+    if lease.is_err() {
+        // Released before the refusal, as at a run's end: a rerun right after must not find the lock
+        // still held by this session while it closes.
+        let _ = conn.execute(&server_unlock_statement(db.dialect(), job_key(job)));
+    }
+    Ok((RunLock::Server(Box::new(conn)), lease?))
 }
 
-/// A MySQL/MariaDB run's lease on its job, and the thread renewing it (see [`crate::lock`]).
+/// A MySQL/MariaDB run's lease on its job (see [`crate::lock`]), renewed by a thread of its own every third
+/// of its length until released or dropped.
 struct Lease {
-    key: u64,
-    owner: String,
+    claim: LeaseClaim,
     lost: std::sync::Arc<LeaseLost>,
     /// Dropped to stop the renewing thread.
     stop: Option<std::sync::mpsc::Sender<()>>,
@@ -157,47 +113,26 @@ struct Lease {
 }
 
 impl Lease {
-    /// Takes the lease, in a transaction the cluster certifies, on behalf of the session `conn` that holds
-    /// this node's `GET_LOCK`; then renews it every third of its length until released.
-    fn take<S, T>(
-        db: &Database,
-        conn: &tandem_blocking::PooledConnection,
-        job: &BatchJob<S, T>,
-    ) -> Result<Lease, JobError> {
-        let key = job_key(job);
-        let length = job.lock_lease;
+    /// Takes the lease for `claim` — in a transaction the cluster certifies, the lock session `conn`
+    /// having made sure the lease table is there — and starts the thread that renews it.
+    fn take(db: &Database, conn: &PooledConnection, claim: LeaseClaim) -> Result<Lease, JobError> {
         conn.execute(&lease_table())?;
-        let (node,): (String,) = conn.fetch_one(&node_statement())?;
-        let owner = new_owner();
-        let held = db.transaction(|tx| {
-            let row = tx.fetch_optional(&lease_read(key))?;
-            Ok(match lease_step(row, &node) {
-                LeaseStep::Insert => {
-                    tx.execute(&lease_insert(key, &owner, &node, length))?;
-                    None
-                }
-                LeaseStep::TakeOver(from) => {
-                    tx.execute(&lease_take_over(key, &from, &owner, &node, length))?;
-                    None
-                }
-                LeaseStep::Held { node, ms_left } => Some((node, ms_left)),
-            })
-        });
-        match held {
-            Ok(None) => {}
-            Ok(Some((node, ms_left))) => {
-                tracing::info!(%node, ms_left, "the job's lease is held by a run on another node");
-                return Err(already_running(job));
-            }
-            // Another node inserted the row first.
-            Err(e) if e.kind() == Some(tandem_core::DbErrorKind::UniqueViolation) => {
-                return Err(already_running(job));
-            }
-            Err(e) => return Err(e.into()),
-        }
+        let held =
+            db.transaction(
+                |tx| match claim.write(tx.fetch_optional(&lease_read(claim.key))?) {
+                    LeaseWrite::Write(write) => tx.execute(&write).map(|_| None),
+                    LeaseWrite::Held(node, ms_left) => Ok(Some((node, ms_left))),
+                },
+            );
+        lease_taken(held, &claim)?;
         let lost = std::sync::Arc::new(LeaseLost::default());
         let (stop, stopped) = std::sync::mpsc::channel::<()>();
-        let (db, flag, renew) = (db.clone(), lost.clone(), lease_renew(key, &owner, length));
+        let length = claim.length;
+        let (db, flag, renew) = (
+            db.clone(),
+            lost.clone(),
+            lease_renew(claim.key, &claim.owner, length),
+        );
         let renewer = std::thread::Builder::new()
             .name("tandem-lease".into())
             .spawn(move || {
@@ -205,11 +140,8 @@ impl Lease {
                 while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
                     stopped.recv_timeout(length / 3)
                 {
-                    match db.execute(&renew) {
-                        Ok(1) => renewed = Instant::now(),
-                        Ok(_) => return flag.set(),
-                        Err(_) if renewed.elapsed() >= length => return flag.set(),
-                        Err(_) => {}
+                    if renewal_lost(db.execute(&renew), &mut renewed, length) {
+                        return flag.set();
                     }
                 }
             })
@@ -218,8 +150,7 @@ impl Lease {
                 source,
             })?;
         Ok(Lease {
-            key,
-            owner,
+            claim,
             lost,
             stop: Some(stop),
             renewer: Some(renewer),
@@ -229,7 +160,7 @@ impl Lease {
     /// Stops renewing and gives the lease back (through the pool: the lock's node may be the one that died).
     fn release(mut self, db: &Database) {
         self.stop_renewing();
-        let _ = db.execute(&lease_release(self.key, &self.owner));
+        let _ = db.execute(&lease_release(self.claim.key, &self.claim.owner));
     }
 
     fn stop_renewing(&mut self) {
@@ -246,120 +177,74 @@ impl Drop for Lease {
     }
 }
 
-/// Creates the run in one transaction: earlier unfinished runs marked FAILED, the new execution row, and its
-/// steps (fresh partitions, or the steps of the latest run that has any, carried over with their
-/// checkpoints). A run that stops at any point leaves either all of this or none of it.
+/// Creates the run: what it reads and decides (one plan), then its execution row and its steps in one
+/// transaction. A run that stops at any point leaves either all of its writes or none of them.
 fn start<S: Entity, T>(db: &Database, job: &BatchJob<S, T>) -> Result<Start, JobError> {
-    db.try_transaction_with(job.write_options(), |tx| {
-        let jobs = tx.repository::<JobExecution>();
-        let last: Option<JobExecution> = jobs
-            .find_all(completed_run_query(job))?
-            .next()
-            .transpose()?;
-        check_last_run(job, last.as_ref())?;
-        tx.execute(&abandon_statement(job))?;
-        let resume_from: Option<JobExecution> =
-            jobs.find_all(resume_query(job))?.next().transpose()?;
-        let previous = match &resume_from {
-            Some(r) => tx
-                .repository::<StepExecution>()
-                .find_all(steps_query(r.id))?
-                .collect::<Result<Vec<_>, _>>()?,
-            None => Vec::new(),
+    let opts = job.write_options();
+    let writes = db
+        .run_atomically(&opts, start_reads(db.dialect(), job)?)?
+        .decide(job)?;
+    Ok(db.transaction_with(opts, |tx| {
+        let execution = tx.repository::<JobExecution>().insert(&writes.execution)?;
+        let (steps, resumed) = writes.steps(execution);
+        // An empty source has no partitions: its run completes at once.
+        let ids = if steps.is_empty() {
+            Vec::new()
+        } else {
+            tx.repository::<StepExecution>().insert_all(&steps)?
         };
-        let (lo, hi, source_rows): (Option<i64>, Option<i64>, i64) =
-            tx.fetch_one(&bounds_statement::<S>())?;
-        let execution = jobs.insert(&new_execution(job))?;
-        let (mut steps, resumed) = new_steps(execution, previous, (lo, hi), job.parallelism);
-        if !steps.is_empty() {
-            let ids = tx.repository::<StepExecution>().insert_all(&steps)?;
-            set_step_ids(&mut steps, ids);
-        }
-        Ok(Start {
-            execution,
-            steps,
-            resumed,
-            source_rows,
-        })
-    })
+        Ok(writes.started(execution, steps, ids, resumed))
+    })?)
 }
 
 fn run_step<S, T>(
     db: &Database,
-    job: &BatchJob<S, T>,
+    run: RunContext<'_, S, T>,
     step: &StepExecution,
-    failed_rows: &AtomicU64,
-    lost: &LeaseLost,
 ) -> Result<PartitionReport, JobError>
 where
     S: Entity<Key = i64> + FromRow + Send,
     T: Entity + Sync,
 {
-    let started = Instant::now();
-    let mut report = PartitionReport::from_step(step);
-    if step.status == RunStatus::Completed {
-        return Ok(report);
-    }
-    let result = (|| -> Result<(), JobError> {
-        let mut after = step
-            .checkpoint
-            .unwrap_or(step.partition_lo.saturating_sub(1));
-        let opts = BatchOptions {
-            chunk_rows: Some(job.chunk_size),
-            ignore_duplicates: job.ignore_duplicates,
-            transaction: BatchTransaction::PerCall,
-            // Multi-row INSERT: for 500-row chunks COPY gains nothing (and costs sqlx a round trip).
-            allow_copy: false,
-            ..BatchOptions::default()
-        };
+    let opts = run.job.write_options();
+    let mut p = match Partition::open(run, step, db.dialect()) {
+        Ok(p) => p,
+        Err(completed) => return Ok(completed),
+    };
+    // The next page is read on a thread of its own while this page's chunks are written.
+    let result = std::thread::scope(|scope| -> Result<(), JobError> {
+        let read = |page| scope.spawn(move || db.fetch_all::<S>(&page));
+        let mut next = read(p.page(p.after()));
         loop {
-            let page: Vec<S> = db.fetch_all(&page_statement::<S>(
-                after,
-                step.partition_hi,
-                job.page_size,
-            ))?;
-            if page.is_empty() {
+            let page = next
+                .join()
+                .map_err(|payload| panicked(step, tandem_core::tx::panic_message(&*payload)))??;
+            let Some(chunks) = p.process(page)? else {
                 return Ok(());
-            }
-            for chunk in process_page(job, page, failed_rows)? {
-                lost.check(job)?;
-                let (written, duplicates) = db.transaction_with(job.write_options(), |tx| {
-                    let written = if chunk.rows.is_empty() {
-                        0
-                    } else {
-                        tx.repository::<T>()
-                            .batch_insert(&chunk.rows, &opts)?
-                            .inserted
-                    };
-                    let duplicates = chunk.rows.len() as u64 - written;
-                    tx.execute(&checkpoint_statement(step.id, &chunk, written, duplicates))?;
-                    Ok((written, duplicates))
-                })?;
-                after = chunk.last_key;
-                report.read += chunk.read;
-                report.written += written;
-                report.skipped += chunk.skipped + duplicates;
-                report.chunks += 1;
-                if let Some(d) = job.chunk_delay {
+            };
+            next = read(p.page(p.next_after(&chunks)));
+            for chunk in chunks {
+                let counts = match p.write(&chunk)? {
+                    ChunkWrite::Plan(plan) => (db.run_atomically(&opts, plan)?, 0),
+                    ChunkWrite::ByHand => db.transaction_with(opts.clone(), |tx| {
+                        let inserted = if chunk.rows.is_empty() {
+                            0
+                        } else {
+                            tx.repository::<T>()
+                                .batch_insert(&chunk.rows, &p.opts)?
+                                .inserted
+                        };
+                        let (checkpoint, counts) = p.checkpoint(&chunk, inserted);
+                        tx.execute(&checkpoint).map(|_| counts)
+                    })?,
+                };
+                p.wrote(&chunk, counts);
+                if let Some(d) = p.delay() {
                     std::thread::sleep(d);
                 }
             }
         }
-    })();
-    report.duration = started.elapsed();
-    match result {
-        Ok(()) => {
-            let end = end_step_statement(step.id, RunStatus::Completed, None);
-            db.transaction_with(job.write_options(), |tx| tx.execute(&end))?;
-            Ok(report)
-        }
-        Err(e) => {
-            let _ = db.execute(&end_step_statement(
-                step.id,
-                RunStatus::Failed,
-                Some(e.to_string()),
-            ));
-            Err(e)
-        }
-    }
+    });
+    let (plan, settle) = p.end(result)?.split();
+    settle.after(db.run_atomically(&opts, plan))
 }

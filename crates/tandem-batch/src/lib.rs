@@ -23,6 +23,7 @@ pub mod essay;
 pub mod job;
 pub mod lock;
 pub mod model;
+mod runner;
 
 pub use job::{
     BatchJob, JobError, JobReport, PartitionReport, ProcessError, Processed, SkipPolicy, partitions,

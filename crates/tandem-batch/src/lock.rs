@@ -47,24 +47,49 @@ fn fnv1a(bytes: &[u8]) -> u64 {
     })
 }
 
-/// The statement that tries to take a server engine's lock without waiting: one row, `1` when taken. Both
-/// engines' locks are server-wide (PostgreSQL: per database), while the job repository lives in one schema
-/// or database, so the lock's name includes where the job tables are.
+/// The statement that tries to take a server engine's lock without waiting: one row, `1` when taken, and
+/// the node the session is on (`host:port` as the server knows itself; MySQL/MariaDB, for the lease — ''
+/// on PostgreSQL). Both engines' locks are server-wide (PostgreSQL: per database), while the job repository
+/// lives in one schema or database, so the lock's name includes where the job tables are.
 pub(crate) fn server_lock_statement(dialect: Dialect, key: u64) -> Option<RawSql> {
     match dialect {
         Dialect::Postgres => Some(raw(
             "SELECT CAST(CASE WHEN pg_try_advisory_lock(hashtextextended(COALESCE(current_schema(), ''), $1)) \
-             THEN 1 ELSE 0 END AS BIGINT)",
+             THEN 1 ELSE 0 END AS BIGINT), ''",
             vec![Value::I64(key as i64)],
         )),
         // Lock names are at most 64 characters; this one is 62.
         Dialect::MySql => Some(raw(
             "SELECT CAST(COALESCE(GET_LOCK(CONCAT('tandem-batch-', ?, '-', MD5(COALESCE(DATABASE(), ''))), 0), 0) \
-             AS SIGNED)",
+             AS SIGNED), CONCAT(@@hostname, ':', @@port)",
             vec![Value::Text(format!("{key:016x}"))],
         )),
         Dialect::Sqlite => None,
     }
+}
+
+/// How a run takes its job's lock: a SQLite lock, taken already; or a server lock to take on a connection
+/// of its own, and — on MySQL/MariaDB — a lease beside it (see the module docs).
+pub(crate) enum LockPlan {
+    Local(LocalLock),
+    Server { statement: RawSql, leased: bool },
+}
+
+/// The lock plan of `job` on the database `options` name (`pool_id`: which in-memory SQLite database).
+pub(crate) fn lock_plan<S, T>(
+    options: &ConnectOptions,
+    pool_id: u64,
+    job: &BatchJob<S, T>,
+) -> Result<LockPlan, JobError> {
+    if let Some(local) = local_lock(options, pool_id, job)? {
+        return Ok(LockPlan::Local(local));
+    }
+    let statement =
+        server_lock_statement(options.dialect, job_key(job)).expect("server engines lock");
+    Ok(LockPlan::Server {
+        statement,
+        leased: options.dialect == Dialect::MySql,
+    })
 }
 
 /// The statement that releases the lock [`server_lock_statement`] took (same name).
@@ -92,11 +117,6 @@ pub(crate) fn lease_table() -> RawSql {
 
 /// The server's clock in milliseconds: leases are judged by the cluster's clocks, not the clients'.
 const NOW_MS: &str = "CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED)";
-
-/// Which node a connection is on: `host:port` as the server knows itself.
-pub(crate) fn node_statement() -> RawSql {
-    raw("SELECT CONCAT(@@hostname, ':', @@port)", vec![])
-}
 
 fn lease_key(key: u64) -> Value {
     Value::Text(format!("{key:016x}"))

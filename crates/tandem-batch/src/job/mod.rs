@@ -11,9 +11,11 @@ use tandem_sql::typed::{Entity, Table};
 
 use crate::model::{RunStatus, StepExecution};
 
+mod flow;
 mod read;
 mod record;
 
+pub(crate) use flow::*;
 pub(crate) use read::*;
 pub(crate) use record::*;
 
@@ -302,6 +304,10 @@ pub struct JobReport {
     pub duration: Duration,
     /// Whether this run resumed an earlier, unfinished one.
     pub resumed: bool,
+    /// The job's `parallelism`. A resumed run keeps the partitions of the run it resumes (their ranges
+    /// carry the checkpoints), so `partitions.len()` differs from this when the job was resumed with
+    /// another parallelism — said in a warning too.
+    pub parallelism_asked: usize,
 }
 
 /// `[lo, hi]` cut into `n` contiguous ranges (fewer when the range is smaller than `n`).

@@ -3,10 +3,11 @@
 
 use super::*;
 
-/// The UPDATE that records a committed chunk on its step (run in the chunk's transaction).
+/// The UPDATE that records a committed chunk on its step (run in the chunk's transaction): its last key as
+/// the checkpoint, and its counts.
 pub(crate) fn checkpoint_statement(
     step_id: i64,
-    chunk: &ProcessedChunk<impl Sized>,
+    chunk: ChunkCounts,
     written: u64,
     duplicates: u64,
 ) -> impl Render {
@@ -25,6 +26,25 @@ pub(crate) fn checkpoint_statement(
         .filter(s::id.eq(step_id))
 }
 
+/// What a chunk's checkpoint records of it: its last source key, the rows it read and skipped.
+#[derive(Clone, Copy)]
+pub(crate) struct ChunkCounts {
+    pub last_key: i64,
+    pub read: u64,
+    pub skipped: u64,
+}
+
+impl<T> ProcessedChunk<T> {
+    /// The chunk's counts, for its checkpoint.
+    pub(crate) fn counts(&self) -> ChunkCounts {
+        ChunkCounts {
+            last_key: self.last_key,
+            read: self.read,
+            skipped: self.skipped,
+        }
+    }
+}
+
 /// A chunk's write as one plan — its rows' INSERTs and the checkpoint that counts them written, in one
 /// transaction — for a job that fails on duplicates (then every row of a chunk that commits was inserted,
 /// so the checkpoint is known before the INSERTs run). `None` for a job that skips duplicates: its
@@ -40,7 +60,7 @@ pub(crate) fn chunk_plan<T: Entity>(
         return Ok(None);
     }
     let rows = chunk.rows.len() as u64;
-    let checkpoint = checkpoint_statement(step_id, chunk, rows, 0)
+    let checkpoint = checkpoint_statement(step_id, chunk.counts(), rows, 0)
         .render(dialect)
         .map_err(tandem_core::Error::from)?;
     let checkpoint = tandem_core::Step::Sql(checkpoint);
@@ -191,6 +211,7 @@ pub(crate) fn assemble(
         chunks: 0,
         duration: started.elapsed(),
         resumed,
+        parallelism_asked: 0,
     };
     let mut first_error = None;
     for p in partitions {
@@ -233,38 +254,28 @@ pub(crate) fn completed_run_query<S, T>(
         .limit(1)
 }
 
-/// The steps of a run, in order.
-pub(crate) fn steps_query(
-    execution: i64,
-) -> tandem_core::Find<crate::model::batch_step_execution::table> {
-    use crate::model::batch_step_execution as sx;
-    use tandem_sql::prelude::*;
-    tandem_core::Find::all()
-        .filter(sx::job_execution_id.eq(execution))
-        .order_by(sx::id.asc())
-}
-
-/// The latest earlier run of this job that has steps: the one a new run resumes from. A run row without
-/// steps (written by an older version that created steps separately, or by hand) is passed over, so its
-/// predecessor's checkpoints still count.
-pub(crate) fn resume_query<S, T>(
+/// The steps of the run a new run resumes from, in one query: those of the newest run of this job (same
+/// name and parameters) that has steps. A run row without steps (written by an older version that created
+/// steps separately, or by hand) is passed over, so its predecessor's checkpoints still count.
+pub(crate) fn resumed_steps_query<S, T>(
     job: &BatchJob<S, T>,
-) -> tandem_core::Find<crate::model::batch_job_execution::table> {
+) -> tandem_core::Find<crate::model::batch_step_execution::table> {
     use crate::model::{batch_job_execution as jx, batch_step_execution as sx};
     use tandem_sql::prelude::*;
     let has_steps = sx::table
         .select(sx::id)
         .correlated_with(jx::table)
         .filter(sx::job_execution_id.eq(jx::id));
+    // MAX rather than ORDER BY … LIMIT 1: MySQL and MariaDB take no LIMIT in an IN subquery.
+    let latest = jx::table.select(max(jx::id)).filter(
+        jx::job_name
+            .eq(job.name.clone())
+            .and(jx::job_params.eq(job.params_text()))
+            .and(exists(has_steps)),
+    );
     tandem_core::Find::all()
-        .filter(
-            jx::job_name
-                .eq(job.name.clone())
-                .and(jx::job_params.eq(job.params_text()))
-                .and(exists(has_steps)),
-        )
-        .order_by(jx::id.desc())
-        .limit(1)
+        .filter(sx::job_execution_id.in_subquery(latest))
+        .order_by(sx::id.asc())
 }
 
 /// A completed job is not run again.
@@ -304,12 +315,14 @@ pub(crate) fn abandon_statement<S, T>(job: &BatchJob<S, T>) -> impl Render + use
         )
 }
 
-/// A run as its start transaction created it: its execution row and its steps, both committed together.
+/// A run as its start created it: its execution row and its steps, both committed together.
 pub(crate) struct Start {
     pub execution: i64,
     pub steps: Vec<StepExecution>,
     pub resumed: bool,
     pub source_rows: i64,
+    /// The job's `parallelism`: a resumed run keeps its partitions, whatever this says.
+    pub parallelism_asked: usize,
 }
 
 /// Puts the keys the database generated on the steps just inserted.

@@ -1,0 +1,14 @@
+//! What both runners use, in one import: the decisions of `job` and `lock`, and the job repository's
+//! entities.
+
+pub(crate) use crate::job::{
+    BatchJob, ChunkWrite, JobError, JobReport, LeaseClaim, LeaseWrite, Partition, PartitionReport,
+    RunContext, Start, end_run, lease_taken, panicked, renewal_lost, start_reads,
+};
+pub(crate) use crate::lock::{
+    LeaseLost, LockPlan, RunLock, already_running, job_key, lease_read, lease_release, lease_renew,
+    lease_table, lock_plan, server_unlock_statement,
+};
+pub(crate) use crate::model::{
+    JobExecution, StepExecution, batch_job_execution as jx, batch_step_execution as sx,
+};
