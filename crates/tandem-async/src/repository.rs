@@ -157,9 +157,8 @@ impl<'a, E: Entity, X: Executor> Repository<'a, E, X> {
         &self,
         build: impl FnOnce(UpdateQuery<Table<E>>) -> UpdateQuery<Table<E>>,
     ) -> Result<u64> {
-        let update = build(tandem_sql::typed::update(<Table<E> as Default>::default()));
         self.exec
-            .run(repo::update_all(self.exec.dialect(), update)?)
+            .run(repo::update_all::<E>(self.exec.dialect(), build)?)
             .await
     }
 

@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use tandem_async::Executor as _;
 use tandem_blocking::Executor as _;
 
+use sqlx::{mysql::MySqlPoolOptions, postgres::PgPoolOptions, sqlite::SqlitePoolOptions};
 use tandem_batch::essay::{Source, benchmark_source, seed_rows};
 use tandem_blocking::{BatchOptions, Database, PoolConfig};
 use tandem_sql::Dialect;
@@ -132,35 +133,62 @@ fn raw_threads(
     })
 }
 
+/// One task's selects: ids from worker `w`'s sequence, each looked up by `select` and checked, until
+/// `window` has passed since `started`; their latencies.
+async fn select_until<F: Future<Output = anyhow::Result<Option<Source>>>>(
+    w: usize,
+    started: Instant,
+    window: Duration,
+    select: impl Fn(i64) -> F,
+) -> anyhow::Result<Latencies> {
+    let mut state = 0x9e37_79b9_7f4a_7c15 ^ (w as u64 + 1);
+    let mut seen = Latencies::new();
+    while started.elapsed() < window {
+        let id = pick(&mut state);
+        let op = Instant::now();
+        check(id, select(id).await?)?;
+        seen.record(op.elapsed());
+    }
+    Ok(seen)
+}
+
+/// The latencies of every task, together.
+async fn gather(
+    tasks: Vec<tokio::task::JoinHandle<anyhow::Result<Latencies>>>,
+) -> anyhow::Result<Latencies> {
+    let mut all = Latencies::new();
+    for t in tasks {
+        all.add(&t.await??);
+    }
+    Ok(all)
+}
+
 /// sqlx with a pool of `workers` connections: `query_as(..).fetch_optional(&pool)` in `workers` tasks.
 macro_rules! sqlx_tasks {
-    ($pool:expr, $sql:expr, $workers:expr, $window:expr) => {{
-        let pool = $pool;
+    ($pool_options:ty, $connect:expr, $run:expr) => {{
+        let (sql, workers, window) = $run;
+        let n = workers as u32;
+        let pool = <$pool_options>::new()
+            .max_connections(n)
+            .min_connections(n)
+            .connect_with($connect)
+            .await?;
         let started = Instant::now();
-        let tasks: Vec<_> = (0..$workers)
-            .map(|w| {
-                let pool = pool.clone();
-                tokio::spawn(async move {
-                    let mut state = 0x9e37_79b9_7f4a_7c15 ^ (w as u64 + 1);
-                    let mut seen = Latencies::new();
-                    while started.elapsed() < $window {
-                        let id = pick(&mut state);
-                        let op = Instant::now();
-                        let row = sqlx::query_as::<_, (i64, String, i32)>($sql)
-                            .bind(id)
-                            .fetch_optional(&pool)
-                            .await?;
-                        check(id, row.map(source))?;
-                        seen.record(op.elapsed());
-                    }
-                    Ok::<_, anyhow::Error>(seen)
+        let tasks = (0..workers).map(|w| {
+            let pool = pool.clone();
+            tokio::spawn(async move {
+                let pool = &pool;
+                select_until(w, started, window, move |id| async move {
+                    let row = sqlx::query_as::<_, (i64, String, i32)>(sql)
+                        .bind(id)
+                        .fetch_optional(pool)
+                        .await?;
+                    Ok(row.map(source))
                 })
+                .await
             })
-            .collect();
-        let mut all = Latencies::new();
-        for t in tasks {
-            all.add(&t.await??);
-        }
+        });
+        let all = gather(tasks.collect()).await?;
         Ok::<_, anyhow::Error>((started.elapsed(), all))
     }};
 }
@@ -175,34 +203,14 @@ fn raw_sqlx(
 ) -> anyhow::Result<(Duration, Latencies)> {
     let opts = tandem_core::ConnectOptions::parse(url)?;
     crate::plain_only(&opts)?;
-    let n = workers as u32;
-    let sql = select_sql(dialect);
+    let run = (select_sql(dialect), workers, window);
     rt.block_on(async {
         match dialect {
             Dialect::Sqlite => {
-                let pool = sqlx::sqlite::SqlitePoolOptions::new()
-                    .max_connections(n)
-                    .min_connections(n)
-                    .connect_with(crate::seed::sqlx_sqlite_options(&opts))
-                    .await?;
-                sqlx_tasks!(pool, sql, workers, window)
+                sqlx_tasks!(SqlitePoolOptions, seed::sqlx_sqlite_options(&opts), run)
             }
-            Dialect::Postgres => {
-                let pool = sqlx::postgres::PgPoolOptions::new()
-                    .max_connections(n)
-                    .min_connections(n)
-                    .connect_with(crate::seed::sqlx_pg_options(&opts))
-                    .await?;
-                sqlx_tasks!(pool, sql, workers, window)
-            }
-            Dialect::MySql => {
-                let pool = sqlx::mysql::MySqlPoolOptions::new()
-                    .max_connections(n)
-                    .min_connections(n)
-                    .connect_with(crate::seed::sqlx_mysql_options(&opts))
-                    .await?;
-                sqlx_tasks!(pool, sql, workers, window)
-            }
+            Dialect::Postgres => sqlx_tasks!(PgPoolOptions, seed::sqlx_pg_options(&opts), run),
+            Dialect::MySql => sqlx_tasks!(MySqlPoolOptions, seed::sqlx_mysql_options(&opts), run),
         }
     })
 }
@@ -383,37 +391,26 @@ fn tandem_tasks_round(
     use tandem_sql::prelude::*;
     let started = Instant::now();
     let all = rt.block_on(async {
-        let tasks: Vec<_> = (0..workers)
-            .map(|w| {
-                let db = adb.clone();
-                tokio::spawn(async move {
-                    let repo = db.repository::<Source>();
-                    let mut state = 0x9e37_79b9_7f4a_7c15 ^ (w as u64 + 1);
-                    let mut seen = Latencies::new();
-                    while started.elapsed() < window {
-                        let id = pick(&mut state);
-                        let op = Instant::now();
-                        let found = match how {
-                            Lookup::Key => repo.find_by_id(id).await?,
-                            Lookup::Statement => {
-                                let by_id = benchmark_source::table
-                                    .select_all()
-                                    .filter(benchmark_source::id.eq(id));
-                                db.fetch_optional::<Source>(&by_id).await?
-                            }
-                        };
-                        check(id, found)?;
-                        seen.record(op.elapsed());
-                    }
-                    Ok::<_, anyhow::Error>(seen)
+        let tasks = (0..workers).map(|w| {
+            let db = adb.clone();
+            tokio::spawn(async move {
+                let repo = db.repository::<Source>();
+                let (db, repo) = (&db, &repo);
+                select_until(w, started, window, move |id| async move {
+                    Ok(match how {
+                        Lookup::Key => repo.find_by_id(id).await?,
+                        Lookup::Statement => {
+                            let by_id = benchmark_source::table
+                                .select_all()
+                                .filter(benchmark_source::id.eq(id));
+                            db.fetch_optional::<Source>(&by_id).await?
+                        }
+                    })
                 })
+                .await
             })
-            .collect();
-        let mut all = Latencies::new();
-        for t in tasks {
-            all.add(&t.await??);
-        }
-        Ok::<_, anyhow::Error>(all)
+        });
+        gather(tasks.collect()).await
     })?;
     Ok((started.elapsed(), all))
 }

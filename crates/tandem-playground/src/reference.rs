@@ -509,6 +509,23 @@ pub const ENTRIES: &[Entry] = &[
     ),
 ];
 
+/// The error for a method that `on` does not have, at the method's name, listing those it has.
+pub fn no_method(on: On, method: &str, at: crate::syntax::Span) -> crate::syntax::Diagnostic {
+    let these = match on {
+        On::Function => "functions",
+        On::Table => "table markers",
+        On::Query => "queries",
+        On::Expression => "expressions",
+        On::Insert => "inserts",
+        On::Update => "updates",
+        On::Delete => "deletes",
+    };
+    crate::syntax::Diagnostic::new(
+        format!("{these} have no method `{method}` ({})", names(on)),
+        at,
+    )
+}
+
 /// The names callable on `on`, comma-separated, as errors list them.
 pub fn names(on: On) -> String {
     ENTRIES

@@ -41,6 +41,26 @@
 //! ```
 #![forbid(unsafe_code)]
 
+/// Calls `$m!` once per tuple width: `each_tuple!(m; ; A, B, C)` is `m!(A); m!(A, B); m!(A, B, C);`, and
+/// names before the first `;` start every list (`each_tuple!(m; A; B, C)` is `m!(A, B); m!(A, B, C);`).
+macro_rules! each_tuple {
+    ($m:ident; $($done:ident),* ; $next:ident $(, $rest:ident)*) => {
+        $m!($($done,)* $next);
+        each_tuple!($m; $($done,)* $next ; $($rest),*);
+    };
+    ($m:ident; $($done:ident),* ; ) => {};
+}
+
+/// [`each_tuple!`] over pairs of names (a type and its companion): `each_pair_tuple!(m; ; A IA, B IB)` is
+/// `m!(A IA); m!(A IA, B IB);`.
+macro_rules! each_pair_tuple {
+    ($m:ident; $($d:ident $dd:ident),* ; $n:ident $nn:ident $(, $r:ident $rr:ident)*) => {
+        $m!($($d $dd,)* $n $nn);
+        each_pair_tuple!($m; $($d $dd,)* $n $nn ; $($r $rr),*);
+    };
+    ($m:ident; $($d:ident $dd:ident),* ; ) => {};
+}
+
 pub mod ast;
 pub mod batch;
 pub mod dialect;

@@ -128,18 +128,7 @@ macro_rules! tuple_from_row {
         }
     };
 }
-tuple_from_row!(A);
-tuple_from_row!(A, B);
-tuple_from_row!(A, B, C);
-tuple_from_row!(A, B, C, D);
-tuple_from_row!(A, B, C, D, E);
-tuple_from_row!(A, B, C, D, E, F);
-tuple_from_row!(A, B, C, D, E, F, G);
-tuple_from_row!(A, B, C, D, E, F, G, H);
-tuple_from_row!(A, B, C, D, E, F, G, H, I);
-tuple_from_row!(A, B, C, D, E, F, G, H, I, J);
-tuple_from_row!(A, B, C, D, E, F, G, H, I, J, K);
-tuple_from_row!(A, B, C, D, E, F, G, H, I, J, K, L);
+each_tuple!(tuple_from_row; ; A, B, C, D, E, F, G, H, I, J, K, L);
 
 #[cfg(test)]
 mod tests {

@@ -1,33 +1,9 @@
 //! The schema the cross-crate tests share: users and their orders.
 #![allow(dead_code, missing_docs)]
 
-use tandem_sql::prelude::*;
-
-/// A user.
-#[derive(Table, Debug, Clone, PartialEq)]
-#[table(name = "users", index(age))]
-pub struct User {
-    #[column(primary_key, auto_increment)]
-    pub id: i64,
-    #[column(varchar = 100, unique)]
-    pub name: String,
-    pub age: i32,
-    pub email: Option<String>,
-}
-
-/// An order of a user.
-#[derive(Table, Debug, Clone, PartialEq)]
-#[table(name = "orders", unique_index(user_id, code))]
-pub struct Order {
-    #[column(primary_key, auto_increment)]
-    pub id: i64,
-    pub user_id: i64,
-    #[column(varchar = 20)]
-    pub code: String,
-    pub total: f64,
-    #[column(default = false)]
-    pub shipped: bool,
-}
+// The playground's default schema, so the tables the tests use are the ones a learner sees first in the
+// browser (and `tests/snippets.rs` checks the playground against the same declarations).
+include!("../../tandem-playground/snippets/schema.rs");
 
 /// Renders `stmt` for SQLite, PostgreSQL and MySQL, in that order; errors as `ERR: …`.
 pub fn sql3(stmt: &impl Render) -> [String; 3] {

@@ -82,10 +82,7 @@ impl<T: Table> Find<T> {
         E::Sources: AllIn<(T, ()), I>,
     {
         let cond = cond.into_ast();
-        self.filter = Some(match self.filter.take() {
-            Some(f) => f.and(cond),
-            None => cond,
-        });
+        Expr::and_into(&mut self.filter, cond);
         self
     }
 
@@ -427,8 +424,13 @@ pub fn update_by_id<E: Entity>(dialect: Dialect, entity: &E) -> Result<Plan<u64>
     Ok(Plan::one(update.render(dialect)?, |o| Ok(o.affected)))
 }
 
-/// `update_all`: the UPDATE the caller built (SET and optional filter). Returns rows affected.
-pub fn update_all<T: Table>(dialect: Dialect, update: UpdateQuery<T>) -> Result<Plan<u64>> {
+/// `update_all`: the UPDATE `build` makes from `UPDATE table` (its SET and optional filter). Returns rows
+/// affected.
+pub fn update_all<E: Entity>(
+    dialect: Dialect,
+    build: impl FnOnce(UpdateQuery<E::Table>) -> UpdateQuery<E::Table>,
+) -> Result<Plan<u64>> {
+    let update = build(tandem_sql::typed::update(<E::Table as Default>::default()));
     Ok(Plan::one(update.render(dialect)?, |o| Ok(o.affected)))
 }
 

@@ -5,6 +5,7 @@ use tandem_sql::Ident;
 use tandem_sql::ast::{self, BinaryOp, Function, Order};
 
 use super::{Ctx, LitVal, Result, Typed, Val, arity};
+use crate::reference::{On, no_method};
 use crate::schema::Kind;
 use crate::syntax::expr::{ArithOp, Expr, Name};
 use crate::syntax::{Diagnostic, Span};
@@ -443,13 +444,7 @@ impl Ctx<'_> {
                 };
                 Ok(Val::Aliased(t, a))
             }
-            other => Err(Diagnostic::new(
-                format!(
-                    "expressions have no method `{other}` ({})",
-                    crate::reference::names(crate::reference::On::Expression)
-                ),
-                m.span,
-            )),
+            other => Err(no_method(On::Expression, other, m.span)),
         }
     }
 }

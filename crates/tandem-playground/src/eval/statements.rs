@@ -5,6 +5,7 @@
 use tandem_sql::ast::{self, Conflict, Insert, JoinKind, Returning, Select, SelectItem, Statement};
 
 use super::{Ctx, LitVal, Result, Typed, Val, arity};
+use crate::reference::{On, no_method};
 use crate::schema::Kind;
 use crate::syntax::expr::{Expr, Name};
 use crate::syntax::{Diagnostic, Span};
@@ -226,13 +227,7 @@ impl Ctx<'_> {
                     self.schema.tables[t].schema.drop_table(true),
                 )))
             }
-            other => Err(Diagnostic::new(
-                format!(
-                    "table markers have no method `{other}` ({})",
-                    crate::reference::names(crate::reference::On::Table)
-                ),
-                m.span,
-            )),
+            other => Err(no_method(On::Table, other, m.span)),
         }
     }
 
@@ -274,10 +269,7 @@ impl Ctx<'_> {
                 if m.name == "filter" {
                     s.ast.and_where(c.ast);
                 } else {
-                    s.ast.having = Some(match s.ast.having.take() {
-                        Some(h) => h.and(c.ast),
-                        None => c.ast,
-                    });
+                    ast::Expr::and_into(&mut s.ast.having, c.ast);
                 }
             }
             "inner_join" | "left_join" => {
@@ -352,15 +344,7 @@ impl Ctx<'_> {
                 }
             }
             "into_ast" => arity(m, args, 0, span)?,
-            other => {
-                return Err(Diagnostic::new(
-                    format!(
-                        "queries have no method `{other}` ({})",
-                        crate::reference::names(crate::reference::On::Query)
-                    ),
-                    m.span,
-                ));
-            }
+            other => return Err(no_method(On::Query, other, m.span)),
         }
         Ok(Val::Select(s))
     }
@@ -471,15 +455,7 @@ impl Ctx<'_> {
                 ));
             }
             "into_ast" => arity(m, args, 0, span)?,
-            other => {
-                return Err(Diagnostic::new(
-                    format!(
-                        "inserts have no method `{other}` ({})",
-                        crate::reference::names(crate::reference::On::Insert)
-                    ),
-                    m.span,
-                ));
-            }
+            other => return Err(no_method(On::Insert, other, m.span)),
         }
         Ok(Val::Insert(i))
     }
@@ -497,21 +473,10 @@ impl Ctx<'_> {
             "filter" => {
                 arity(m, args, 1, span)?;
                 let c = self.condition(&args[0], &[u.table])?;
-                u.ast.filter = Some(match u.ast.filter.take() {
-                    Some(f) => f.and(c.ast),
-                    None => c.ast,
-                });
+                ast::Expr::and_into(&mut u.ast.filter, c.ast);
             }
             "into_ast" => arity(m, args, 0, span)?,
-            other => {
-                return Err(Diagnostic::new(
-                    format!(
-                        "updates have no method `{other}` ({})",
-                        crate::reference::names(crate::reference::On::Update)
-                    ),
-                    m.span,
-                ));
-            }
+            other => return Err(no_method(On::Update, other, m.span)),
         }
         Ok(Val::Update(u))
     }
@@ -521,21 +486,10 @@ impl Ctx<'_> {
             "filter" => {
                 arity(m, args, 1, span)?;
                 let c = self.condition(&args[0], &[d.table])?;
-                d.ast.filter = Some(match d.ast.filter.take() {
-                    Some(f) => f.and(c.ast),
-                    None => c.ast,
-                });
+                ast::Expr::and_into(&mut d.ast.filter, c.ast);
             }
             "into_ast" => arity(m, args, 0, span)?,
-            other => {
-                return Err(Diagnostic::new(
-                    format!(
-                        "deletes have no method `{other}` ({})",
-                        crate::reference::names(crate::reference::On::Delete)
-                    ),
-                    m.span,
-                ));
-            }
+            other => return Err(no_method(On::Delete, other, m.span)),
         }
         Ok(Val::Delete(d))
     }

@@ -105,6 +105,17 @@ impl Expr {
             | Expr::Arith { span: s, .. } => *s,
         }
     }
+
+    /// `lhs op rhs`, standing from the one's start to the other's end.
+    fn arith(op: ArithOp, lhs: Expr, rhs: Expr) -> Expr {
+        let span = lhs.span().to(rhs.span());
+        Expr::Arith {
+            op,
+            lhs: Box::new(lhs),
+            rhs: Box::new(rhs),
+            span,
+        }
+    }
 }
 
 /// Parses the query box: one expression, optionally written as `let name = expr;`, with a leading `&`
@@ -147,48 +158,32 @@ pub fn expression(c: &mut Cursor<'_>) -> Result<Expr, Diagnostic> {
 }
 
 fn sum(c: &mut Cursor<'_>) -> Result<Expr, Diagnostic> {
-    let mut lhs = product(c)?;
-    loop {
-        let op = if c.eat_punct("+") {
-            ArithOp::Add
-        } else if c.eat_punct("-") {
-            ArithOp::Sub
-        } else {
-            refuse_operator(c)?;
-            return Ok(lhs);
-        };
-        let rhs = product(c)?;
-        let span = lhs.span().to(rhs.span());
-        lhs = Expr::Arith {
-            op,
-            lhs: Box::new(lhs),
-            rhs: Box::new(rhs),
-            span,
-        };
-    }
+    let lhs = left_assoc(c, &[("+", ArithOp::Add), ("-", ArithOp::Sub)], product)?;
+    // No `+` or `-` follows: neither may a Rust operator the DSL writes as a method.
+    refuse_operator(c)?;
+    Ok(lhs)
 }
 
 fn product(c: &mut Cursor<'_>) -> Result<Expr, Diagnostic> {
-    let mut lhs = unary(c)?;
-    loop {
-        let op = if c.eat_punct("*") {
-            ArithOp::Mul
-        } else if c.eat_punct("/") {
-            ArithOp::Div
-        } else if c.eat_punct("%") {
-            ArithOp::Rem
-        } else {
-            return Ok(lhs);
-        };
-        let rhs = unary(c)?;
-        let span = lhs.span().to(rhs.span());
-        lhs = Expr::Arith {
-            op,
-            lhs: Box::new(lhs),
-            rhs: Box::new(rhs),
-            span,
-        };
+    let ops = [
+        ("*", ArithOp::Mul),
+        ("/", ArithOp::Div),
+        ("%", ArithOp::Rem),
+    ];
+    left_assoc(c, &ops, unary)
+}
+
+/// `operand (op operand)*`, grouped to the left: `a - b - c` is `(a - b) - c`.
+fn left_assoc(
+    c: &mut Cursor<'_>,
+    ops: &[(&str, ArithOp)],
+    operand: fn(&mut Cursor<'_>) -> Result<Expr, Diagnostic>,
+) -> Result<Expr, Diagnostic> {
+    let mut lhs = operand(c)?;
+    while let Some(&(_, op)) = ops.iter().find(|(p, _)| c.eat_punct(p)) {
+        lhs = Expr::arith(op, lhs, operand(c)?);
     }
+    Ok(lhs)
 }
 
 /// Rust operators that the DSL writes as methods.
@@ -414,6 +409,7 @@ fn path_or_call(c: &mut Cursor<'_>) -> Result<Expr, Diagnostic> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::syntax::refused;
 
     fn method_names(e: &Expr) -> Vec<String> {
         let mut out = Vec::new();
@@ -488,53 +484,29 @@ mod tests {
         let e = parse_query("users::table.filter(users::age == 3)").unwrap_err();
         assert!(e.message.contains(".eq("), "{}", e.message);
         assert_eq!(e.span, Span::new(31, 33));
-        assert!(
-            parse_query("users::table.filter(!x)")
-                .unwrap_err()
-                .message
-                .contains(".not()")
-        );
-        assert!(
-            parse_query("users::table.filter(a && b)")
-                .unwrap_err()
-                .message
-                .contains(".and(")
-        );
-        assert!(
-            parse_query("users::table.name")
-                .unwrap_err()
-                .message
-                .contains("not a field")
-        );
+        refused(parse_query("users::table.filter(!x)"), ".not()");
+        refused(parse_query("users::table.filter(a && b)"), ".and(");
+        refused(parse_query("users::table.name"), "not a field");
         assert!(parse_query("users::table.select_all().await").is_err());
-        assert!(
-            parse_query("users::table.select_all().")
-                .unwrap_err()
-                .message
-                .contains("end of the input")
+        refused(
+            parse_query("users::table.select_all()."),
+            "end of the input",
         );
         let open = parse_query("users::table.select(").unwrap_err();
         assert_eq!(
             (open.span, open.message.as_str()),
             (Span::new(19, 20), "this `(` is never closed: add `)`")
         );
-        assert!(
-            parse_query("a; b")
-                .unwrap_err()
-                .message
-                .contains("one statement")
-        );
+        refused(parse_query("a; b"), "one statement");
         assert!(parse_query("").is_err());
         assert!(parse_query("   // only a comment").is_err());
         let deep = format!("{}1{}", "(".repeat(500), ")".repeat(500));
-        assert!(parse_query(&deep).unwrap_err().message.contains("nested"));
+        refused(parse_query(&deep), "nested");
         let long = format!("x{}", ".a()".repeat(10_000));
         assert!(parse_query(&long).is_err());
-        assert!(
-            parse_query(&"a".repeat(super::super::MAX_INPUT + 1))
-                .unwrap_err()
-                .message
-                .contains("at most")
+        refused(
+            parse_query(&"a".repeat(super::super::MAX_INPUT + 1)),
+            "at most",
         );
     }
 }

@@ -245,27 +245,15 @@ fn type_name(c: &mut Cursor<'_>) -> Result<TypeName, Diagnostic> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::syntax::refused;
 
-    /// The README's declaration, with doc comments, derives and a `use` line.
+    /// The default schema's declarations, with doc comments, derives and a `use` line.
     #[test]
-    fn readme_declaration() {
-        let src = r#"
-use tandem_sql::prelude::*;
-
-/// A user.
-#[derive(Table, Debug, Clone, PartialEq)]
-#[table(name = "users", index(age))]
-pub struct User {
-    #[column(primary_key, auto_increment)]
-    pub id: i64,
-    #[column(varchar = 100, unique)]
-    pub name: String,
-    pub age: i32,
-    pub email: Option<String>,
-}
-"#;
+    fn default_schema_declarations() {
+        // The playground's default schema: users, then orders.
+        let src = crate::samples::DEFAULT_SCHEMA;
         let items = parse_items(src).unwrap();
-        assert_eq!(items.len(), 1);
+        assert_eq!(items.len(), 2);
         let u = &items[0];
         assert_eq!(u.name.name, "User");
         assert_eq!(u.attrs.len(), 2);
@@ -295,18 +283,8 @@ pub struct User {
             (open.span, open.message.as_str()),
             (Span::new(9, 10), "this `{` is never closed: add `}`")
         );
-        assert!(
-            parse_items("struct A { id: }")
-                .unwrap_err()
-                .message
-                .contains("found `}`")
-        );
-        assert!(
-            parse_items("fn main() {}")
-                .unwrap_err()
-                .message
-                .contains("struct")
-        );
+        refused(parse_items("struct A { id: }"), "found `}`");
+        refused(parse_items("fn main() {}"), "struct");
         assert!(parse_items("#[table(name = )] struct A {}").is_err());
         assert!(parse_items("struct A { x: Option<i64 }").is_err());
         assert!(parse_items("").unwrap().is_empty());

@@ -28,6 +28,18 @@ impl Span {
     }
 }
 
+/// In tests: `r` is refused with a message that mentions `needle`.
+#[cfg(test)]
+#[track_caller]
+pub(crate) fn refused<T: std::fmt::Debug>(r: Result<T, Diagnostic>, needle: &str) {
+    let e = r.unwrap_err();
+    assert!(
+        e.message.contains(needle),
+        "{needle:?} is not in: {}",
+        e.message
+    );
+}
+
 /// What went wrong, and where.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Diagnostic {

@@ -234,6 +234,15 @@ impl Expr {
         self.binary(BinaryOp::And, rhs)
     }
 
+    /// Puts `cond` in `slot` (a WHERE or HAVING), joined with AND to what is there already: how a
+    /// `filter` or `having` called again adds up.
+    pub fn and_into(slot: &mut Option<Expr>, cond: Expr) {
+        *slot = Some(match slot.take() {
+            Some(existing) => existing.and(cond),
+            None => cond,
+        });
+    }
+
     /// `self OR rhs`.
     pub fn or(self, rhs: Expr) -> Expr {
         self.binary(BinaryOp::Or, rhs)

@@ -120,10 +120,7 @@ impl Select {
 
     /// Adds a condition to WHERE with AND.
     pub fn and_where(&mut self, cond: Expr) {
-        self.filter = Some(match self.filter.take() {
-            Some(existing) => existing.and(cond),
-            None => cond,
-        });
+        Expr::and_into(&mut self.filter, cond);
     }
 }
 

@@ -189,14 +189,4 @@ macro_rules! tuples {
         }
     };
 }
-tuples!(A KA, B KB);
-tuples!(A KA, B KB, C KC);
-tuples!(A KA, B KB, C KC, D KD);
-tuples!(A KA, B KB, C KC, D KD, E KE);
-tuples!(A KA, B KB, C KC, D KD, E KE, F KF);
-tuples!(A KA, B KB, C KC, D KD, E KE, F KF, G KG);
-tuples!(A KA, B KB, C KC, D KD, E KE, F KF, G KG, H KH);
-tuples!(A KA, B KB, C KC, D KD, E KE, F KF, G KG, H KH, I KI);
-tuples!(A KA, B KB, C KC, D KD, E KE, F KF, G KG, H KH, I KI, J KJ);
-tuples!(A KA, B KB, C KC, D KD, E KE, F KF, G KG, H KH, I KI, J KJ, L KL);
-tuples!(A KA, B KB, C KC, D KD, E KE, F KF, G KG, H KH, I KI, J KJ, L KL, M KM);
+each_pair_tuple!(tuples; A KA; B KB, C KC, D KD, E KE, F KF, G KG, H KH, I KI, J KJ, L KL, M KM);

@@ -43,11 +43,4 @@ macro_rules! load_tuple {
         }
     };
 }
-load_tuple!(A CA);
-load_tuple!(A CA, B CB);
-load_tuple!(A CA, B CB, C CC);
-load_tuple!(A CA, B CB, C CC, D CD);
-load_tuple!(A CA, B CB, C CC, D CD, E CE);
-load_tuple!(A CA, B CB, C CC, D CD, E CE, F CF);
-load_tuple!(A CA, B CB, C CC, D CD, E CE, F CF, G CG);
-load_tuple!(A CA, B CB, C CC, D CD, E CE, F CF, G CG, H CH);
+each_pair_tuple!(load_tuple; ; A CA, B CB, C CC, D CD, E CE, F CF, G CG, H CH);

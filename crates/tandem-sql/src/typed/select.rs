@@ -157,10 +157,7 @@ impl<QS, Out, Outer> SelectQuery<QS, Out, Outer> {
         E::Sources: AllIn<QS, I>,
     {
         let cond = cond.into_ast();
-        self.ast.having = Some(match self.ast.having.take() {
-            Some(h) => h.and(cond),
-            None => cond,
-        });
+        ast::Expr::and_into(&mut self.ast.having, cond);
         self
     }
 
@@ -259,14 +256,7 @@ macro_rules! join_out {
         }
     };
 }
-join_out!(A);
-join_out!(A, B);
-join_out!(A, B, C);
-join_out!(A, B, C, D);
-join_out!(A, B, C, D, E);
-join_out!(A, B, C, D, E, F);
-join_out!(A, B, C, D, E, F, G);
-join_out!(A, B, C, D, E, F, G, H);
+each_tuple!(join_out; ; A, B, C, D, E, F, G, H);
 macro_rules! multi_kind {
     ($($k:ident),+) => {
         impl<$($k),+> SingleKind for ($($k),+) {
@@ -274,13 +264,7 @@ macro_rules! multi_kind {
         }
     };
 }
-multi_kind!(A, B);
-multi_kind!(A, B, C);
-multi_kind!(A, B, C, D);
-multi_kind!(A, B, C, D, E);
-multi_kind!(A, B, C, D, E, F);
-multi_kind!(A, B, C, D, E, F, G);
-multi_kind!(A, B, C, D, E, F, G, H);
+each_tuple!(multi_kind; A; B, C, D, E, F, G, H);
 
 /// An expression with `AS alias`.
 pub struct Aliased<E> {
@@ -382,11 +366,4 @@ macro_rules! select_tuple {
         }
     };
 }
-select_tuple!(A IA);
-select_tuple!(A IA, B IB);
-select_tuple!(A IA, B IB, C IC);
-select_tuple!(A IA, B IB, C IC, D ID);
-select_tuple!(A IA, B IB, C IC, D ID, E IE);
-select_tuple!(A IA, B IB, C IC, D ID, E IE, F IF);
-select_tuple!(A IA, B IB, C IC, D ID, E IE, F IF, G IG);
-select_tuple!(A IA, B IB, C IC, D ID, E IE, F IF, G IG, H IH);
+each_pair_tuple!(select_tuple; ; A IA, B IB, C IC, D ID, E IE, F IF, G IG, H IH);

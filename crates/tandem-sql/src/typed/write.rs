@@ -52,33 +52,6 @@ impl<T: Table> UpdateQuery<T> {
         self.ast.set.push((C::NAME, value.into_expr()));
         self
     }
-
-    /// `WHERE cond`; called again, joined with AND. Without a filter every row is updated.
-    pub fn filter<E, I>(mut self, cond: E) -> Self
-    where
-        E: Expression<Kind = kind::Bool>,
-        E::Sources: AllIn<(T, ()), I>,
-    {
-        let cond = cond.into_ast();
-        self.ast.filter = Some(match self.ast.filter.take() {
-            Some(f) => f.and(cond),
-            None => cond,
-        });
-        self
-    }
-
-    /// The untyped statement. A `Result`, as every typed statement's `into_ast` is: building a
-    /// `UPDATE` cannot fail today, building a SELECT can (an invalid alias), and a caller need not
-    /// know which.
-    pub fn into_ast(self) -> Result<ast::Update> {
-        Ok(self.ast)
-    }
-}
-
-impl<T> Render for UpdateQuery<T> {
-    fn render(&self, dialect: Dialect) -> Result<Rendered> {
-        self.ast.render(dialect)
-    }
 }
 
 /// A DELETE under construction.
@@ -88,31 +61,34 @@ pub struct DeleteQuery<T> {
     _table: PhantomData<fn() -> T>,
 }
 
-impl<T: Table> DeleteQuery<T> {
-    /// `WHERE cond`; called again, joined with AND. Without a filter every row is deleted.
-    pub fn filter<E, I>(mut self, cond: E) -> Self
-    where
-        E: Expression<Kind = kind::Bool>,
-        E::Sources: AllIn<(T, ()), I>,
-    {
-        let cond = cond.into_ast();
-        self.ast.filter = Some(match self.ast.filter.take() {
-            Some(f) => f.and(cond),
-            None => cond,
-        });
-        self
-    }
+/// What UPDATE and DELETE have alike: a filter over their one table, the untyped statement, rendering.
+macro_rules! one_table_write {
+    ($query:ident, $ast:ident, $done:literal) => {
+        impl<T: Table> $query<T> {
+            #[doc = concat!("`WHERE cond`; called again, joined with AND. Without a filter every row is ", $done, ".")]
+            pub fn filter<E, I>(mut self, cond: E) -> Self
+            where
+                E: Expression<Kind = kind::Bool>,
+                E::Sources: AllIn<(T, ()), I>,
+            {
+                ast::Expr::and_into(&mut self.ast.filter, cond.into_ast());
+                self
+            }
 
-    /// The untyped statement. A `Result`, as every typed statement's `into_ast` is: building a
-    /// `DELETE` cannot fail today, building a SELECT can (an invalid alias), and a caller need not
-    /// know which.
-    pub fn into_ast(self) -> Result<ast::Delete> {
-        Ok(self.ast)
-    }
-}
+            /// The untyped statement. A `Result`, as every typed statement's `into_ast` is: building
+            /// this one cannot fail today, building a SELECT can (an invalid alias), and a caller need
+            /// not know which.
+            pub fn into_ast(self) -> Result<ast::$ast> {
+                Ok(self.ast)
+            }
+        }
 
-impl<T> Render for DeleteQuery<T> {
-    fn render(&self, dialect: Dialect) -> Result<Rendered> {
-        self.ast.render(dialect)
-    }
+        impl<T> Render for $query<T> {
+            fn render(&self, dialect: Dialect) -> Result<Rendered> {
+                self.ast.render(dialect)
+            }
+        }
+    };
 }
+one_table_write!(UpdateQuery, Update, "updated");
+one_table_write!(DeleteQuery, Delete, "deleted");
