@@ -225,20 +225,26 @@ where
         Ok(p) => p,
         Err(completed) => return Ok(completed),
     };
-    // The next page is read in a task of its own while this page's chunks are written. A read left
-    // running when the step fails finishes on its own; it is never cut short mid-statement.
+    // Where the partition reads ahead (see `Partition::reads_ahead`), the next page is read in a task of
+    // its own while this page's chunks are written. A read left running when the step fails finishes on
+    // its own; it is never cut short mid-statement.
+    let ahead = p.reads_ahead();
     let read = |page| {
         let db = db.clone();
         tokio::spawn(async move { db.fetch_all::<S>(&page).await })
     };
     let result = async {
-        let mut next = read(p.page(p.after()));
+        let mut page = db.fetch_all::<S>(&p.page(p.after())).await?;
         loop {
-            let page = (next.await).map_err(|e| panicked(step, format!("a page read: {e}")))??;
             let Some(chunks) = p.process(page)? else {
                 return Ok(());
             };
-            next = read(p.page(p.next_after(&chunks)));
+            let next = p.page(p.next_after(&chunks));
+            let next = if ahead {
+                Next::Reading(read(next))
+            } else {
+                Next::Unread(next)
+            };
             for chunk in chunks {
                 let counts = match p.write(&chunk)? {
                     ChunkWrite::Plan(plan) => (db.run_atomically(&opts, plan).await?, 0),
@@ -263,6 +269,12 @@ where
                     tokio::time::sleep(d).await;
                 }
             }
+            page = match next {
+                Next::Reading(reading) => {
+                    (reading.await).map_err(|e| panicked(step, format!("a page read: {e}")))??
+                }
+                Next::Unread(next) => db.fetch_all::<S>(&next).await?,
+            };
         }
     }
     .await;

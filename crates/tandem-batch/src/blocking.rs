@@ -211,38 +211,67 @@ where
         Ok(p) => p,
         Err(completed) => return Ok(completed),
     };
-    // The next page is read on a thread of its own while this page's chunks are written.
+    // Where the partition reads ahead (see `Partition::reads_ahead`), the next page is read on a thread of
+    // its own while this page's chunks are written: one reader per partition for all its pages, so that it
+    // keeps one connection (on SQLite, its thread's home, with its prepared statements).
+    let ahead = p.reads_ahead();
     let result = std::thread::scope(|scope| -> Result<(), JobError> {
-        let read = |page| scope.spawn(move || db.fetch_all::<S>(&page));
-        let mut next = read(p.page(p.after()));
-        loop {
-            let page = next
-                .join()
-                .map_err(|payload| panicked(step, tandem_core::tx::panic_message(&*payload)))??;
-            let Some(chunks) = p.process(page)? else {
-                return Ok(());
-            };
-            next = read(p.page(p.next_after(&chunks)));
-            for chunk in chunks {
-                let counts = match p.write(&chunk)? {
-                    ChunkWrite::Plan(plan) => (db.run_atomically(&opts, plan)?, 0),
-                    ChunkWrite::ByHand => db.transaction_with(opts.clone(), |tx| {
-                        let inserted = if chunk.rows.is_empty() {
-                            0
-                        } else {
-                            tx.repository::<T>()
-                                .batch_insert(&chunk.rows, &p.opts)?
-                                .inserted
-                        };
-                        let (checkpoint, counts) = p.checkpoint(&chunk, inserted);
-                        tx.execute(&checkpoint).map(|_| counts)
-                    })?,
-                };
-                p.wrote(&chunk, counts);
-                if let Some(d) = p.delay() {
-                    std::thread::sleep(d);
+        let (ask, asked) = std::sync::mpsc::channel();
+        let (answer, answered) = std::sync::mpsc::sync_channel(1);
+        let reader = ahead.then(|| {
+            scope.spawn(move || {
+                for page in asked {
+                    if answer.send(db.fetch_all::<S>(&page)).is_err() {
+                        return;
+                    }
                 }
+            })
+        });
+        let stopped = || panicked(step, "the page reader stopped".into());
+        let written = (|| -> Result<(), JobError> {
+            let mut page = db.fetch_all::<S>(&p.page(p.after()))?;
+            loop {
+                let Some(chunks) = p.process(page)? else {
+                    return Ok(());
+                };
+                let next = p.page(p.next_after(&chunks));
+                let next = if ahead {
+                    ask.send(next).map_err(|_| stopped())?;
+                    Next::Reading(())
+                } else {
+                    Next::Unread(next)
+                };
+                for chunk in chunks {
+                    let counts = match p.write(&chunk)? {
+                        ChunkWrite::Plan(plan) => (db.run_atomically(&opts, plan)?, 0),
+                        ChunkWrite::ByHand => db.transaction_with(opts.clone(), |tx| {
+                            let inserted = if chunk.rows.is_empty() {
+                                0
+                            } else {
+                                tx.repository::<T>()
+                                    .batch_insert(&chunk.rows, &p.opts)?
+                                    .inserted
+                            };
+                            let (checkpoint, counts) = p.checkpoint(&chunk, inserted);
+                            tx.execute(&checkpoint).map(|_| counts)
+                        })?,
+                    };
+                    p.wrote(&chunk, counts);
+                    if let Some(d) = p.delay() {
+                        std::thread::sleep(d);
+                    }
+                }
+                page = match next {
+                    Next::Reading(()) => answered.recv().map_err(|_| stopped())??,
+                    Next::Unread(next) => db.fetch_all::<S>(&next)?,
+                };
             }
+        })();
+        // The reader ends once asked for nothing more (after a read still under way, never cut short).
+        drop(ask);
+        match reader.map(|r| r.join()) {
+            Some(Err(payload)) => Err(panicked(step, tandem_core::tx::panic_message(&*payload))),
+            _ => written,
         }
     });
     let (plan, settle) = p.end(result)?.split();

@@ -12,3 +12,10 @@ pub(crate) use crate::lock::{
 pub(crate) use crate::model::{
     JobExecution, StepExecution, batch_job_execution as jx, batch_step_execution as sx,
 };
+
+/// The page after the one being written: being read beside the writes (where the partition reads ahead),
+/// or still to read once they are done.
+pub(crate) enum Next<Reading, Unread> {
+    Reading(Reading),
+    Unread(Unread),
+}

@@ -225,6 +225,14 @@ impl<'j, S: Entity<Key = i64>, T: Entity> Partition<'j, S, T> {
         })
     }
 
+    /// Whether the runner reads the next page while it writes this one's chunks. On a server the read
+    /// overlaps a round trip; on SQLite both are the same process's work on the same file, and a second
+    /// connection reading beside the writer made one-partition runs slower (blocking: 84 → 74 ops/s at
+    /// 10,000 rows, same-run A/B), so the page is read after the chunks are written.
+    pub(crate) fn reads_ahead(&self) -> bool {
+        self.dialect != Dialect::Sqlite
+    }
+
     /// The last source key committed.
     pub(crate) fn after(&self) -> i64 {
         self.after
