@@ -88,6 +88,8 @@ lint:
 # and refuses a URL for a left-out engine with a typed error.
 features:
     cargo clippy -p tandem --lib --no-default-features --features sqlite -- -D warnings
+    cargo clippy -p tandem-blocking -p tandem-async --lib --no-default-features --features postgres -- -D warnings
+    cargo clippy -p tandem-blocking -p tandem-async --lib --no-default-features --features mysql -- -D warnings
     cargo clippy -p tandem-test-support --features testcontainers -- -D warnings
     cargo test -p tandem-blocking --lib --no-default-features --features sqlite
     cargo test -p tandem-async --lib --no-default-features --features sqlite

@@ -63,9 +63,11 @@ pub(crate) enum Link {
     /// A rusqlite connection on its worker thread.
     Rusqlite(PooledWorker),
     /// Left behind by a connection handed to a cleanup task.
+    #[cfg(feature = "sqlite")]
     Abandoned,
 }
 
+#[cfg(feature = "sqlite")]
 fn abandoned() -> Error {
     Error::Internal("a connection handed to its cleanup task was used".into())
 }
@@ -197,6 +199,7 @@ impl Conn {
 
     /// Ends a sqlx SQLite connection's abandoned transaction (see [`Drop for Conn`]); closes the connection
     /// if that fails. The statements after the ROLLBACK prove the connection is outside a transaction.
+    #[cfg(feature = "sqlite")]
     async fn end_abandoned_sqlite(mut self) {
         self.in_transaction = false;
         let _ = self.simple("ROLLBACK").await;
@@ -216,6 +219,7 @@ impl Conn {
             Link::MySql(_) => Dialect::MySql,
             #[cfg(feature = "sqlite")]
             Link::Sqlite(_) | Link::Rusqlite(_) => Dialect::Sqlite,
+            #[cfg(feature = "sqlite")]
             Link::Abandoned => Dialect::Sqlite,
         }
     }
@@ -246,6 +250,7 @@ impl Conn {
                     Err(e) => Err(e),
                 }
             }
+            #[cfg(feature = "sqlite")]
             Link::Abandoned => Err(abandoned()),
         };
         self.note(result)
@@ -290,6 +295,7 @@ impl Conn {
                 let sql = sql.to_owned();
                 worker.call(move |c| c.simple(&sql)).await
             }
+            #[cfg(feature = "sqlite")]
             Link::Abandoned => Err(abandoned()),
         };
         self.note(result)
@@ -306,6 +312,8 @@ impl Conn {
     /// PostgreSQL binary COPY of a payload encoded by `tandem-core`.
     #[cfg(feature = "postgres")]
     pub(crate) async fn copy_in(&mut self, copy: &tandem_core::CopyIn) -> Result<u64> {
+        // (Irrefutable in a PostgreSQL-only build.)
+        #[allow(irrefutable_let_patterns)]
         let Link::Postgres(c) = &mut self.link else {
             return Err(Error::Internal(
                 "COPY is planned for PostgreSQL only".into(),
@@ -413,12 +421,18 @@ impl Conn {
     fn close_server_on_drop(&mut self) -> bool {
         match &mut self.link {
             #[cfg(feature = "postgres")]
-            Link::Postgres(c) => c.close_on_drop(),
+            Link::Postgres(c) => {
+                c.close_on_drop();
+                true
+            }
             #[cfg(feature = "mysql")]
-            Link::MySql(c) => c.close_on_drop(),
-            _ => return false,
+            Link::MySql(c) => {
+                c.close_on_drop();
+                true
+            }
+            #[allow(unreachable_patterns)]
+            _ => false,
         }
-        true
     }
 
     pub(crate) fn close_on_drop(&mut self) {
@@ -431,6 +445,7 @@ impl Conn {
             Link::Sqlite(c) => c.close_on_drop(),
             #[cfg(feature = "sqlite")]
             Link::Rusqlite(w) => w.close_on_drop(),
+            #[cfg(feature = "sqlite")]
             Link::Abandoned => {}
         }
     }

@@ -12,7 +12,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use sqlx::pool::PoolOptions;
-use tandem_core::{ConnectOptions, Error, HostWalk, Result, ServerRole, TlsMode, Verdict};
+use tandem_core::{ConnectOptions, Error, Result};
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+use tandem_core::{HostWalk, ServerRole, TlsMode, Verdict};
 use tandem_pool::{LossClock, PoolConfig};
 use tandem_sql::Dialect;
 

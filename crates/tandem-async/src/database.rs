@@ -5,7 +5,7 @@
 use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use tandem_core::plan::{Done, Plan};
 use tandem_core::{ConnectOptions, Error, Result, TxOptions};
@@ -149,7 +149,7 @@ impl Database {
                         .create_if_missing(true)
                         .journal_mode(sqlx::sqlite::SqliteJournalMode::Wal)
                         .synchronous(sqlx::sqlite::SqliteSynchronous::Normal)
-                        .busy_timeout(Duration::from_secs(5)),
+                        .busy_timeout(std::time::Duration::from_secs(5)),
                     None => o.in_memory(true),
                 };
                 Pools::Sqlite(
@@ -288,6 +288,10 @@ impl Database {
     /// One connect to the server the pool uses, outside the pool: `Ok` when it answers, its connect error
     /// when it does not. Remembered either way (see [`tandem_pool::LossClock`]).
     async fn reach(&self) -> Result<()> {
+        #[cfg_attr(
+            not(any(feature = "postgres", feature = "mysql")),
+            allow(unused_variables)
+        )]
         let (options, config) = (&self.inner.options, &self.inner.config);
         let result: Result<()> = match &self.inner.pools {
             #[cfg(feature = "postgres")]
@@ -329,6 +333,10 @@ impl Database {
             return Ok(());
         }
         let stamp = losses.stamp();
+        #[cfg_attr(
+            not(any(feature = "postgres", feature = "mysql")),
+            allow(unused_variables)
+        )]
         let (options, config) = (&self.inner.options, &self.inner.config);
         match &self.inner.pools {
             #[cfg(feature = "postgres")]

@@ -1,9 +1,14 @@
 //! The three sqlx drivers behind one trait: binding tandem [`Value`]s, decoding cells, reading what a
 //! statement did, and mapping errors to `tandem-core`'s kinds (the same kinds the blocking executor reports).
 
+#[cfg(feature = "sqlite")]
 use std::borrow::Cow;
 
-use sqlx::{Column, Database, Row as _, TypeInfo, ValueRef};
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+use sqlx::Column;
+#[cfg(any(feature = "sqlite", feature = "mysql"))]
+use sqlx::ValueRef;
+use sqlx::{Database, Row as _, TypeInfo};
 use tandem_core::{DbError, DbErrorKind, Error, Result};
 use tandem_sql::{Dialect, SqlType, Value};
 
@@ -33,6 +38,7 @@ fn decode_err(dialect: Dialect, ty: &str, e: sqlx::Error) -> Error {
 
 /// A cell sqlx read that does not fit tandem's value (an unsigned integer past `i64`, a decimal that is
 /// not a number): no error underneath, only why.
+#[cfg(feature = "mysql")]
 fn decode_refused(dialect: Dialect, ty: &str, why: String) -> Error {
     Error::Decode {
         dialect,

@@ -26,17 +26,8 @@
 //! - `driver`: binding, decoding and errors per sqlx driver. Async only: `sqlite` (rusqlite connections on
 //!   worker threads).
 #![forbid(unsafe_code)]
-// Built with fewer engines, the shared code keeps parameters and helpers only some engines use.
-#![cfg_attr(
-    not(all(feature = "sqlite", feature = "postgres", feature = "mysql")),
-    allow(
-        unused_variables,
-        dead_code,
-        unreachable_code,
-        unused_imports,
-        unused_mut
-    )
-)]
+// Built with fewer engines, what only some engines use is compiled out where it is declared (no crate-wide
+// allow: `just features` builds each executor with one engine, warnings denied).
 
 #[cfg(not(any(feature = "sqlite", feature = "postgres", feature = "mysql")))]
 compile_error!("tandem-async needs at least one engine feature: sqlite, postgres or mysql");

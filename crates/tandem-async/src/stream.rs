@@ -15,7 +15,7 @@ use tandem_core::{Error, Result};
 use tandem_sql::{FromRow, Rendered, Row};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::conn::{Conn, Link, Sink};
+use crate::conn::{Conn, Sink};
 
 // ANCHOR: backpressure
 /// Rows sent per message.
@@ -56,7 +56,7 @@ impl<T> RowStream<T> {
     pub(crate) fn start(mut conn: Conn, r: Rendered, home: Option<oneshot::Sender<Conn>>) -> Self {
         let (tx, rx) = mpsc::channel(BUFFERED);
         #[cfg(feature = "sqlite")]
-        if let Link::Rusqlite(worker) = &conn.link {
+        if let crate::conn::Link::Rusqlite(worker) = &conn.link {
             // rusqlite steps on the connection's worker thread; `blocking_send` waits for the consumer
             // there. The task holds the connection until the statement is done.
             let call = worker.call(move |c| {

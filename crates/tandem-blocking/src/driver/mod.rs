@@ -1,8 +1,11 @@
 //! The three drivers behind one connection type. Each submodule binds [`Value`]s, runs one statement
 //! streaming its rows into a sink, decodes cells into [`Value`]s and classifies errors with `tandem-core`.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+use std::sync::{
+    Arc,
+    atomic::{AtomicUsize, Ordering},
+};
 use std::time::Duration;
 
 use tandem_core::{ConnectOptions, Error, Result};
@@ -35,9 +38,11 @@ pub struct Conn {
 }
 
 /// Connect attempts given up on whose thread is still blocked in the driver (see [`bounded`]).
+#[cfg(any(feature = "postgres", feature = "mysql"))]
 static HANGING: AtomicUsize = AtomicUsize::new(0);
 
 /// At most this many abandoned connect threads at once in the process; past it, connecting fails at once.
+#[cfg(any(feature = "postgres", feature = "mysql"))]
 const MAX_HANGING: usize = 64;
 
 /// Runs a server driver's connect, which can block without end (a server that accepts the TCP connection
@@ -45,6 +50,7 @@ const MAX_HANGING: usize = 64;
 /// thread of its own, and gives up after `timeout` with [`Error::ConnectTimeout`]. The abandoned thread
 /// ends when the driver does (the server answers or closes); while too many are stuck, new attempts fail
 /// at once instead of piling up threads.
+#[cfg(any(feature = "postgres", feature = "mysql"))]
 fn bounded<T: Send + 'static>(
     opts: &ConnectOptions,
     timeout: Duration,
@@ -81,6 +87,10 @@ fn bounded<T: Send + 'static>(
 impl Conn {
     /// Opens a connection to the one server `opts` names, within `timeout`, handshake included (a URL
     /// naming several servers is walked by [`crate::connect::open`]).
+    #[cfg_attr(
+        not(any(feature = "postgres", feature = "mysql")),
+        allow(unused_variables)
+    )]
     pub(crate) fn open_one(opts: &ConnectOptions, timeout: Duration) -> Result<Conn> {
         let driver = match opts.dialect {
             #[cfg(feature = "sqlite")]
@@ -174,6 +184,7 @@ impl Conn {
     }
 
     /// PostgreSQL binary COPY of rows into a declared table.
+    #[cfg_attr(not(feature = "postgres"), allow(unused_variables))]
     pub(crate) fn copy_in(&mut self, copy: &tandem_core::CopyIn) -> Result<u64> {
         let result = match &mut self.driver {
             #[cfg(feature = "postgres")]
@@ -257,11 +268,13 @@ impl tandem_core::Runner for Conn {
 }
 
 /// Column names shared by every row of a result.
+#[cfg(any(feature = "postgres", feature = "mysql"))]
 pub(crate) fn names(iter: impl IntoIterator<Item = String>) -> Arc<[String]> {
     iter.into_iter().collect::<Vec<_>>().into()
 }
 
 /// A value kind this executor does not bind or decode yet.
+#[cfg(any(feature = "postgres", feature = "mysql"))]
 pub(crate) fn unsupported_value(dialect: Dialect, v: &tandem_sql::Value) -> Error {
     Error::Unsupported {
         dialect,
