@@ -236,7 +236,7 @@ pub(crate) fn killed_connections_mysql_async() {
 }
 
 /// The example job as a child process, SIGKILLed midway, then run again: every row exactly once, and the job
-/// repository shows the abandoned run as failed and the rerun as completed.
+/// repository shows the abandoned run and its unfinished steps as failed and the rerun as completed.
 pub(crate) fn killed_process_resumes() {
     for use_async in [false, true] {
         let t = db::open(Dialect::Sqlite, "process", PoolConfig::default());
@@ -281,6 +281,17 @@ pub(crate) fn killed_process_resumes() {
         assert!(String::from_utf8_lossy(&out.stdout).contains("(resumed)"));
         assert_target(&t.db, &expected(1..=ROWS));
         assert_eq!(executions(&t.db), [RunStatus::Failed, RunStatus::Completed]);
+        // The killed run's unfinished steps are marked with it, not left STARTED for ever.
+        let steps = step_statuses(&t.db);
+        assert!(
+            steps.iter().all(|(s, _)| *s != RunStatus::Started),
+            "use_async {use_async}: no step left STARTED: {steps:?}"
+        );
+        assert!(
+            steps.iter().any(|(s, e)| *s == RunStatus::Failed
+                && e.as_deref().is_some_and(|e| e.starts_with("abandoned"))),
+            "use_async {use_async}: the killed run's unfinished steps marked abandoned: {steps:?}"
+        );
     }
 }
 

@@ -8,7 +8,9 @@ use tandem_blocking::Executor as _;
 use tandem_test_support::{db, harness};
 
 use tandem_batch::essay::{self, Source, Target, benchmark_source, benchmark_target};
-use tandem_batch::model::{JobExecution, RunStatus, batch_job_execution, batch_step_execution};
+use tandem_batch::model::{
+    JobExecution, RunStatus, StepExecution, batch_job_execution, batch_step_execution,
+};
 use tandem_batch::{BatchJob, JobError, ProcessError, Processed, SkipPolicy};
 use tandem_blocking::{BatchOptions, Database, PoolConfig};
 use tandem_sql::prelude::*;
@@ -92,6 +94,19 @@ fn executions(db: &Database) -> Vec<RunStatus> {
     .unwrap()
     .into_iter()
     .map(|e| e.status)
+    .collect()
+}
+
+/// Every step row's status and error text, oldest first.
+fn step_statuses(db: &Database) -> Vec<(RunStatus, Option<String>)> {
+    db.fetch_all::<StepExecution>(
+        &batch_step_execution::table
+            .select_all()
+            .order_by(batch_step_execution::id.asc()),
+    )
+    .unwrap()
+    .into_iter()
+    .map(|s| (s.status, s.error_text))
     .collect()
 }
 

@@ -32,8 +32,8 @@ fn together(statements: Vec<Rendered>) -> Plan<()> {
 
 /// What a new run reads before it writes anything, in one plan (one transaction, run again after a
 /// deadlock or a serialization failure): the job's last completed run, the steps of the run to resume from,
-/// and the source's key range and size. It also marks earlier runs still recorded as STARTED as FAILED:
-/// under the job's run lock such a run is known to have stopped without a word.
+/// and the source's key range and size. It also marks earlier runs still recorded as STARTED, and their
+/// unfinished steps, as FAILED: under the job's run lock such a run is known to have stopped without a word.
 pub(crate) struct StartReads {
     completed: Option<JobExecution>,
     previous: Vec<StepExecution>,
@@ -47,16 +47,17 @@ pub(crate) fn start_reads<S: Entity, T>(
     job: &BatchJob<S, T>,
 ) -> Result<Plan<StartReads>, JobError> {
     let completed = tandem_core::repo::find_all::<JobExecution>(dialect, completed_run_query(job))?;
+    let abandon_steps = rendered(dialect, &abandon_steps_statement(job))?;
     let abandon = rendered(dialect, &abandon_statement(job))?;
     let previous = tandem_core::repo::find_all::<StepExecution>(dialect, resumed_steps_query(job))?;
     let bounds = rendered(dialect, &bounds_statement::<S>())?;
-    let steps = [completed, abandon, previous, bounds]
+    let steps = [completed, abandon_steps, abandon, previous, bounds]
         .map(Step::Sql)
         .to_vec();
     Ok(Plan::new(steps, Atomicity::Together, |outcomes| {
-        let [completed, _, previous, bounds]: [tandem_core::plan::Outcome; 4] =
+        let [completed, _, _, previous, bounds]: [tandem_core::plan::Outcome; 5] =
             outcomes.try_into().map_err(|_| {
-                tandem_core::Error::Internal("the start of a run read other than 4 results".into())
+                tandem_core::Error::Internal("the start of a run read other than 5 results".into())
             })?;
         let completed = completed
             .rows

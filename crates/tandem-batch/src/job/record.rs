@@ -315,6 +315,33 @@ pub(crate) fn abandon_statement<S, T>(job: &BatchJob<S, T>) -> impl Render + use
         )
 }
 
+/// Marks the unfinished steps (still STARTED) of every run [`abandon_statement`] marks as FAILED, with the
+/// reason; run just before it, in the same transaction. Their checkpoints stay: the run that resumes from
+/// them reads them as they are.
+pub(crate) fn abandon_steps_statement<S, T>(job: &BatchJob<S, T>) -> impl Render + use<S, T> {
+    use crate::model::{batch_job_execution as j, batch_step_execution as s};
+    use tandem_sql::prelude::*;
+    let abandoned_runs = j::table.select(j::id).filter(
+        j::job_name
+            .eq(job.name.clone())
+            .and(j::job_params.eq(job.params_text()))
+            .and(j::status.eq(RunStatus::Started)),
+    );
+    s::table
+        .update()
+        .set(s::status, RunStatus::Failed)
+        .set(s::ended_at, Some(crate::model::now_ms()))
+        .set(
+            s::error_text,
+            Some("abandoned: its run stopped without finishing".to_owned()),
+        )
+        .filter(
+            s::status
+                .eq(RunStatus::Started)
+                .and(s::job_execution_id.in_subquery(abandoned_runs)),
+        )
+}
+
 /// A run as its start created it: its execution row and its steps, both committed together.
 pub(crate) struct Start {
     pub execution: i64,
