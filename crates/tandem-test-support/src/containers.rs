@@ -22,6 +22,7 @@ use tandem_sql::Dialect;
 use testcontainers_modules::mariadb::Mariadb;
 use testcontainers_modules::postgres::Postgres;
 use testcontainers_modules::testcontainers::bollard::models::{HostConfig, PortBinding};
+use testcontainers_modules::testcontainers::core::error::{ClientError, TestcontainersError};
 use testcontainers_modules::testcontainers::core::logs::LogFrame;
 use testcontainers_modules::testcontainers::runners::SyncRunner;
 use testcontainers_modules::testcontainers::{Container, ContainerRequest, Image, ImageExt};
@@ -32,6 +33,8 @@ const PID_LABEL: &str = "org.tandem.test-pid";
 const STARTUP: Duration = Duration::from_secs(120);
 /// How many of a container's last log lines a start failure shows.
 const LOG_TAIL: usize = 30;
+/// How many containers one start may try when the engine fails to start a created one.
+const START_ATTEMPTS: u32 = 3;
 
 /// PostgreSQL with TLS on, the distribution's self-signed certificate (as Debian's packaged server has it),
 /// so `tests/connect.rs` can check every `sslmode`; `fsync=off` as testcontainers' module sets it.
@@ -75,12 +78,11 @@ impl Server {
     /// Starts a server of `dialect` (PostgreSQL or MariaDB) on a free port of 127.0.0.1 and waits until it
     /// is ready. The error says why, with the container's last log lines.
     pub fn start(dialect: Dialect) -> Result<Server, String> {
-        let port = free_port().map_err(|e| format!("no free port on 127.0.0.1: {e}"))?;
-        let running = run(dialect, Some(port))?;
+        let (running, port) = run(dialect, true)?;
         Ok(Server {
             running,
             dialect,
-            port,
+            port: port.expect("run picks the port when asked to"),
         })
     }
 
@@ -136,7 +138,7 @@ pub(crate) fn shared_url(dialect: Dialect) -> Result<String, String> {
         &POSTGRES
     };
     let port = cell.get_or_init(|| {
-        let running = run(dialect, None)?;
+        let (running, _) = run(dialect, false)?;
         let port = on_container!(&running, |c| c.get_host_port_ipv4(container_port(dialect)))
             .map_err(|e| format!("the {dialect} container's port: {e}"))?;
         shared()
@@ -180,9 +182,10 @@ fn container_port(dialect: Dialect) -> u16 {
     }
 }
 
-/// Starts a container of `dialect` with its port published on 127.0.0.1 (`host_port`, or one the engine
-/// picks), after removing the containers of processes that are gone.
-fn run(dialect: Dialect, host_port: Option<u16>) -> Result<Running, String> {
+/// Starts a container of `dialect` with its port published on 127.0.0.1 — on a port picked here and
+/// returned (`pick_port`: a server that must come back on the same port after a restart), or on one the
+/// engine picks — after removing the containers of processes that are gone.
+fn run(dialect: Dialect, pick_port: bool) -> Result<(Running, Option<u16>), String> {
     remove_orphans();
     let log = Arc::new(Mutex::new(VecDeque::<String>::new()));
     let failed = |e: &dyn std::fmt::Display| {
@@ -195,22 +198,48 @@ fn run(dialect: Dialect, host_port: Option<u16>) -> Result<Running, String> {
             tail.join("\n    ")
         )
     };
-    match dialect {
-        Dialect::MySql => configure(Mariadb::default(), "10.11", dialect, host_port, &log)
+    let mut attempt = 1;
+    loop {
+        let host_port = if pick_port {
+            Some(free_port().map_err(|e| format!("no free port on 127.0.0.1: {e}"))?)
+        } else {
+            None
+        };
+        let started = match dialect {
+            Dialect::MySql => configure(Mariadb::default(), "10.11", dialect, host_port, &log)
+                .start()
+                .map(Running::Mariadb),
+            _ => configure(
+                Postgres::default().with_db_name("test").with_host_auth(),
+                "15",
+                dialect,
+                host_port,
+                &log,
+            )
+            .with_cmd(POSTGRES_ARGS)
             .start()
-            .map(Running::Mariadb),
-        _ => configure(
-            Postgres::default().with_db_name("test").with_host_auth(),
-            "15",
-            dialect,
-            host_port,
-            &log,
-        )
-        .with_cmd(POSTGRES_ARGS)
-        .start()
-        .map(Running::Postgres),
+            .map(Running::Postgres),
+        };
+        match started {
+            // The engine created the container and then failed to start it, before the server ran at all:
+            // a port picked here can be taken by another process (any outgoing connection's ephemeral port)
+            // before the engine binds it. A fresh container, on a fresh port, is tried again; an engine
+            // that cannot start containers at all fails every attempt, and that error is reported. (The
+            // one left created is removed with this process's orphans by a later run.) A server that
+            // starts and then fails is never retried: its log is the error.
+            Err(TestcontainersError::Client(ClientError::StartContainer(e)))
+                if attempt < START_ATTEMPTS =>
+            {
+                eprintln!(
+                    "{}: the container engine did not start the container ({e}); trying a new one",
+                    crate::harness::server_name(dialect)
+                );
+                attempt += 1;
+                std::thread::sleep(Duration::from_secs(1));
+            }
+            other => return other.map(|r| (r, host_port)).map_err(|e| failed(&e)),
+        }
     }
-    .map_err(|e| failed(&e))
 }
 
 /// The request every container shares: the tag, the label, the log kept for a failure message, the port
