@@ -407,6 +407,87 @@ fn tls_mysql_preferred_connects_once() {
     drop((first, second));
 }
 
+/// The error's database kind, or a panic naming what came instead.
+fn db_kind(side: &str, r: &Result<(), Error>) -> DbErrorKind {
+    match r {
+        Err(Error::Database(d)) => d.kind,
+        other => panic!("{side}: expected a database error, got {other:?}"),
+    }
+}
+
+/// Time limits from the URL, on both executors: a statement waiting for a row lock another transaction
+/// holds fails with `LockTimeout` once `lock_timeout` has passed (MariaDB counts whole seconds), and a
+/// statement running past `statement_timeout` is stopped by the server with `StatementTimeout` — each well
+/// before the lock is released or the statement would have ended.
+fn time_limits(dialect: Dialect) {
+    use tandem_async::Executor as _;
+    use tandem_blocking::Executor as _;
+    let t = db::open(dialect, "limits", PoolConfig::default());
+    for sql in [
+        "CREATE TABLE limits_rows (id INT PRIMARY KEY, n INT NOT NULL)",
+        "INSERT INTO limits_rows (id, n) VALUES (1, 0)",
+    ] {
+        t.db.execute(&tandem_sql::raw(sql, vec![])).unwrap();
+    }
+    let holder = t.db.begin(tandem_core::TxOptions::default()).unwrap();
+    let bump = tandem_sql::raw("UPDATE limits_rows SET n = n + 1 WHERE id = 1", vec![]);
+    holder.execute(&bump).unwrap();
+    let sleep = tandem_sql::raw(
+        if dialect == Dialect::Postgres {
+            "SELECT pg_sleep(20)"
+        } else {
+            "SELECT SLEEP(20)"
+        },
+        vec![],
+    );
+    let (lock_bound, statement_bound) = match dialect {
+        Dialect::Postgres => (Duration::from_millis(300), Duration::from_millis(300)),
+        _ => (Duration::from_secs(1), Duration::from_millis(300)),
+    };
+    for (limit, stmt, kind, bound) in [
+        (
+            "lock_timeout=300ms",
+            &bump,
+            DbErrorKind::LockTimeout,
+            lock_bound,
+        ),
+        (
+            "statement_timeout=300",
+            &sleep,
+            DbErrorKind::StatementTimeout,
+            statement_bound,
+        ),
+    ] {
+        let url = format!("{}&{limit}", t.target.url());
+        let started = Instant::now();
+        let blocking = tandem_blocking::Database::connect_with(&url, config())
+            .and_then(|db| db.execute(stmt).map(drop));
+        let b = (blocking, started.elapsed());
+        let started = Instant::now();
+        let asynchronous = harness::block_on(async {
+            let db = tandem_async::Database::connect_with(&url, config()).await?;
+            db.execute(stmt).await.map(drop)
+        });
+        let a = (asynchronous, started.elapsed());
+        for (side, (result, took)) in [("blocking", b), ("async", a)] {
+            assert_eq!(db_kind(side, &result), kind, "{side} {limit}: {result:?}");
+            assert!(
+                took >= bound && took < bound + Duration::from_secs(5),
+                "{side} {limit}: failed after {took:?}, the bound is {bound:?}"
+            );
+        }
+    }
+    holder.rollback().unwrap();
+}
+
+fn time_limits_postgres() {
+    time_limits(Dialect::Postgres);
+}
+
+fn time_limits_mysql() {
+    time_limits(Dialect::MySql);
+}
+
 fn main() {
     harness::main(
         [
@@ -425,6 +506,13 @@ fn main() {
             vec![
                 harness::Case::new("connect_failures_mysql", connect_failures_mysql)
                     .needs(&[Dialect::MySql]),
+            ],
+            vec![
+                harness::Case::new("time_limits_postgres", time_limits_postgres)
+                    .needs(&[Dialect::Postgres]),
+            ],
+            vec![
+                harness::Case::new("time_limits_mysql", time_limits_mysql).needs(&[Dialect::MySql]),
             ],
             vec![harness::Case::new("tls_postgres", tls_postgres).needs(&[Dialect::Postgres])],
             vec![harness::Case::new("tls_mysql", tls_mysql).needs(&[Dialect::MySql])],

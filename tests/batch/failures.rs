@@ -337,3 +337,67 @@ pub(crate) fn start_transaction_is_retried_postgres() {
         );
     }
 }
+
+/// A run's start waiting on a lock another session holds (here the whole job repository table, locked by a
+/// transaction left open) fails with `LockTimeout` after the lease, on each attempt, instead of waiting as
+/// long as the lock is held; once the lock is gone the job runs, with nothing left behind by the attempts.
+pub(crate) fn start_lock_waits_are_bounded_postgres() {
+    let t = db::open(Dialect::Postgres, "startbound", PoolConfig::default());
+    let (rt, adb) = async_twin(&t, PoolConfig::default());
+    let lease = Duration::from_secs(1);
+    for use_async in [false, true] {
+        let db = &t.db;
+        reset(db, 1_000);
+        tandem_batch::blocking::prepare(db).unwrap();
+        let holder = db.begin(tandem_core::TxOptions::default()).unwrap();
+        holder
+            .execute(&raw(
+                "LOCK TABLE batch_job_execution IN ACCESS EXCLUSIVE MODE",
+                vec![],
+            ))
+            .unwrap();
+        let job = essay::job(2).lock_lease(lease).write_attempts(2);
+        let started = std::time::Instant::now();
+        let (done, finished) = std::sync::mpsc::channel();
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let result = if use_async {
+                    rt.block_on(tandem_batch::asynchronous::run(&adb, &job))
+                } else {
+                    tandem_batch::blocking::run(db, &job)
+                };
+                let _ = done.send(result);
+            });
+            let result = finished.recv_timeout(Duration::from_secs(30));
+            let took = started.elapsed();
+            // Released whatever happened, so that a run still waiting ends.
+            holder.rollback().unwrap();
+            let err = match result {
+                Ok(Err(e)) => e,
+                Ok(Ok(report)) => panic!("async {use_async}: ran under the lock: {report:?}"),
+                Err(_) => panic!("async {use_async}: still waiting on the lock after 30 s"),
+            };
+            assert!(
+                matches!(&err, JobError::Database(tandem_core::Error::Database(d))
+                    if d.kind == tandem_core::DbErrorKind::LockTimeout),
+                "async {use_async}: {err}"
+            );
+            assert!(
+                took >= lease && took < Duration::from_secs(10),
+                "async {use_async}: failed after {took:?}; two attempts of a {lease:?} bound"
+            );
+        });
+        assert!(
+            executions(db).is_empty(),
+            "async {use_async}: no run row left"
+        );
+        let report = if use_async {
+            rt.block_on(tandem_batch::asynchronous::run(&adb, &job))
+        } else {
+            tandem_batch::blocking::run(db, &job)
+        }
+        .unwrap_or_else(|e| panic!("async {use_async}: {e}"));
+        assert_eq!(report.written, 1_000, "async {use_async}");
+        assert_target(db, &expected(1..=1_000));
+    }
+}

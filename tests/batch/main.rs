@@ -131,6 +131,13 @@ fn main() {
                 .needs(&[Dialect::Postgres]),
             ],
             vec![
+                harness::Case::new(
+                    "start_lock_waits_are_bounded_postgres",
+                    start_lock_waits_are_bounded_postgres,
+                )
+                .needs(&[Dialect::Postgres]),
+            ],
+            vec![
                 harness::Case::new("essay_job_postgres", essay_job_postgres)
                     .needs(&[Dialect::Postgres]),
             ],

@@ -93,8 +93,9 @@ pub(crate) fn pg_connect_options(
     if let Some(name) = &options.application_name {
         o = o.application_name(name);
     }
-    if let Some(sp) = &options.search_path {
-        o = o.options([("search_path", sp.as_str())]);
+    let settings = options.pg_startup_settings();
+    if !settings.is_empty() {
+        o = o.options(settings.iter().map(|(k, v)| (*k, v.as_str())));
     }
     Ok(o)
 }

@@ -14,8 +14,14 @@ use tandem_sql::prelude::*;
 
 use crate::runner::*;
 
-/// Creates the job repository tables if they are missing.
+/// Creates the job repository tables if they are missing (and touches nothing when they are there).
 pub async fn prepare(db: &Database) -> tandem_core::Result<()> {
+    let (present,): (i64,) = db
+        .fetch_one(&repository_tables_statement(db.dialect()))
+        .await?;
+    if present == 2 {
+        return Ok(());
+    }
     db.create_table(&jx::table.create_table()).await?;
     db.create_table(&sx::table.create_table()).await
 }
@@ -86,7 +92,7 @@ where
         }));
     }
     let (plan, settle) = end_run(db.dialect(), &start, started, results)?.split();
-    settle.after(db.run_atomically(&job.write_options(), plan).await)
+    settle.after(db.run_atomically(&job.bookkeeping_options(), plan).await)
 }
 
 /// Takes the job's run lock (see [`crate::lock`]); it is released when the returned guard is dropped —
@@ -187,13 +193,13 @@ impl Drop for Lease {
 /// Creates the run: what it reads and decides (one plan), then its execution row and its steps in one
 /// transaction. A run that stops at any point leaves either all of its writes or none of them.
 async fn start<S: Entity, T>(db: &Database, job: &BatchJob<S, T>) -> Result<Start, JobError> {
-    let opts = job.write_options();
+    let opts = job.bookkeeping_options();
     let writes = (db
         .run_atomically(&opts, start_reads(db.dialect(), job)?)
         .await?)
         .decide(job)?;
     Ok(retry(&opts, || async {
-        let tx = db.begin(TxOptions::default()).await?;
+        let tx = db.begin(opts.clone()).await?;
         let execution = tx
             .repository::<JobExecution>()
             .insert(&writes.execution)
@@ -250,7 +256,7 @@ where
                     ChunkWrite::Plan(plan) => (db.run_atomically(&opts, plan).await?, 0),
                     ChunkWrite::ByHand => {
                         retry(&opts, || async {
-                            let tx = db.begin(TxOptions::default()).await?;
+                            let tx = db.begin(opts.clone()).await?;
                             let inserted = if chunk.rows.is_empty() {
                                 0
                             } else {
@@ -279,5 +285,8 @@ where
     }
     .await;
     let (plan, settle) = p.end(result)?.split();
-    settle.after(db.run_atomically(&opts, plan).await)
+    settle.after(
+        db.run_atomically(&run.job.bookkeeping_options(), plan)
+            .await,
+    )
 }

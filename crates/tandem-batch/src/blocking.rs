@@ -11,8 +11,12 @@ use tandem_sql::prelude::*;
 
 use crate::runner::*;
 
-/// Creates the job repository tables if they are missing.
+/// Creates the job repository tables if they are missing (and touches nothing when they are there).
 pub fn prepare(db: &Database) -> tandem_core::Result<()> {
+    let (present,): (i64,) = db.fetch_one(&repository_tables_statement(db.dialect()))?;
+    if present == 2 {
+        return Ok(());
+    }
     db.create_table(&jx::table.create_table())?;
     db.create_table(&sx::table.create_table())
 }
@@ -72,7 +76,7 @@ where
             .collect()
     });
     let (plan, settle) = end_run(db.dialect(), &start, started, results)?.split();
-    settle.after(db.run_atomically(&job.write_options(), plan))
+    settle.after(db.run_atomically(&job.bookkeeping_options(), plan))
 }
 
 /// A server lock's connection; on MySQL/MariaDB, also the run's lease.
@@ -180,7 +184,7 @@ impl Drop for Lease {
 /// Creates the run: what it reads and decides (one plan), then its execution row and its steps in one
 /// transaction. A run that stops at any point leaves either all of its writes or none of them.
 fn start<S: Entity, T>(db: &Database, job: &BatchJob<S, T>) -> Result<Start, JobError> {
-    let opts = job.write_options();
+    let opts = job.bookkeeping_options();
     let writes = db
         .run_atomically(&opts, start_reads(db.dialect(), job)?)?
         .decide(job)?;
@@ -275,5 +279,5 @@ where
         }
     });
     let (plan, settle) = p.end(result)?.split();
-    settle.after(db.run_atomically(&opts, plan))
+    settle.after(db.run_atomically(&run.job.bookkeeping_options(), plan))
 }

@@ -3,7 +3,8 @@
 
 pub(crate) use crate::job::{
     BatchJob, ChunkWrite, JobError, JobReport, LeaseClaim, LeaseWrite, Partition, PartitionReport,
-    RunContext, Start, end_run, lease_taken, panicked, renewal_lost, start_reads,
+    RunContext, Start, end_run, lease_taken, panicked, renewal_lost, repository_tables_statement,
+    start_reads,
 };
 pub(crate) use crate::lock::{
     LeaseLost, LockPlan, RunLock, already_running, job_key, lease_read, lease_release, lease_renew,

@@ -397,8 +397,13 @@ pub enum DbErrorKind {
     SerializationFailure,
     /// A deadlock was detected; rerun the transaction.
     Deadlock,
-    /// A lock wait timed out (MySQL 1205); rerun the transaction.
+    /// A lock wait timed out (MySQL/MariaDB 1205 past `innodb_lock_wait_timeout`, PostgreSQL 55P03 past
+    /// `lock_timeout`); rerun the transaction.
     LockTimeout,
+    /// The server stopped a statement that ran past its time limit (PostgreSQL 57014 past
+    /// `statement_timeout` — also what a cancel request reads as —, MariaDB 1969 past
+    /// `max_statement_time`, MySQL 3024). Not retried: the same statement would run as long again.
+    StatementTimeout,
     /// SQLite: the database is locked by another connection.
     Busy,
     /// The connection was closed, killed or broke, or could not be made (refused, unreachable).
@@ -443,6 +448,7 @@ pub fn classify_postgres(sqlstate: &str) -> DbErrorKind {
         "40001" => DbErrorKind::SerializationFailure,
         "40P01" => DbErrorKind::Deadlock,
         "55P03" => DbErrorKind::LockTimeout,
+        "57014" => DbErrorKind::StatementTimeout,
         // admin_shutdown, crash_shutdown, cannot_connect_now, and class 08 (connection exception).
         "57P01" | "57P02" | "57P03" => DbErrorKind::ConnectionLost,
         s if s.starts_with("08") => DbErrorKind::ConnectionLost,
@@ -464,6 +470,7 @@ pub fn classify_mysql(number: u16) -> DbErrorKind {
         1366 | 1292 => DbErrorKind::InvalidValue,
         1213 => DbErrorKind::Deadlock,
         1205 => DbErrorKind::LockTimeout,
+        1969 | 3024 => DbErrorKind::StatementTimeout,
         // 1927: MariaDB "Connection was killed"; 2006/2013: server gone / lost during query; 1053 shutdown.
         1927 | 2006 | 2013 | 1053 | 1317 => DbErrorKind::ConnectionLost,
         1045 | 1044 | 1698 => DbErrorKind::AuthenticationFailed,

@@ -39,6 +39,11 @@ pub struct TxOptions {
     /// How many times the whole transaction runs at most when it fails with a retriable error
     /// (serialization failure, deadlock, lock timeout, SQLite busy). Default 3; 1 means no retry.
     pub max_attempts: u32,
+    /// PostgreSQL: how long each statement of the transaction waits for a lock before it fails with
+    /// [`crate::DbErrorKind::LockTimeout`] (`SET LOCAL lock_timeout`, this transaction only); `None`: the
+    /// connection's (the URL's `lock_timeout`, else none). MySQL/MariaDB have no per-transaction setting:
+    /// the URL's `lock_timeout` or the server's default (50 s) applies; SQLite waits its busy timeout.
+    pub lock_timeout: Option<std::time::Duration>,
 }
 
 impl Default for TxOptions {
@@ -47,6 +52,7 @@ impl Default for TxOptions {
             isolation: None,
             read_only: false,
             max_attempts: 3,
+            lock_timeout: None,
         }
     }
 }
@@ -61,6 +67,13 @@ impl TxOptions {
     /// Makes the transaction read-only.
     pub fn read_only(mut self) -> Self {
         self.read_only = true;
+        self
+    }
+
+    /// Bounds each lock wait of the transaction on PostgreSQL (see [`TxOptions::lock_timeout`]; at least
+    /// one millisecond).
+    pub fn lock_timeout(mut self, limit: std::time::Duration) -> Self {
+        self.lock_timeout = Some(limit.max(std::time::Duration::from_millis(1)));
         self
     }
 
@@ -148,7 +161,11 @@ pub fn begin(dialect: Dialect, opts: &TxOptions) -> Vec<String> {
             if opts.read_only {
                 sql.push_str(" READ ONLY");
             }
-            vec![sql]
+            let mut out = vec![sql];
+            if let Some(limit) = opts.lock_timeout {
+                out.push(format!("SET LOCAL lock_timeout = {}", limit.as_millis()));
+            }
+            out
         }
         Dialect::MySql => {
             let mut out = Vec::new();
@@ -544,7 +561,7 @@ mod tests {
         );
     }
 
-    /// Each engine gets its own spelling of isolation and read-only.
+    /// Each engine gets its own spelling of isolation, read-only and a lock bound.
     #[test]
     fn begin_statements() {
         let opts = TxOptions::default()
@@ -574,5 +591,13 @@ mod tests {
             ["BEGIN IMMEDIATE"]
         );
         assert_eq!(TxOptions::default().max_attempts(0).max_attempts, 1);
+        // A lock bound for the transaction: PostgreSQL only, scoped to it by SET LOCAL.
+        let bounded = TxOptions::default().lock_timeout(std::time::Duration::from_secs(30));
+        assert_eq!(
+            begin(Dialect::Postgres, &bounded),
+            ["BEGIN", "SET LOCAL lock_timeout = 30000"]
+        );
+        assert_eq!(begin(Dialect::MySql, &bounded), ["START TRANSACTION"]);
+        assert_eq!(begin(Dialect::Sqlite, &bounded), ["BEGIN IMMEDIATE"]);
     }
 }

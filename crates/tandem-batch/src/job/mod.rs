@@ -172,6 +172,15 @@ impl<S, T> BatchJob<S, T> {
         tandem_core::TxOptions::default().max_attempts(self.write_attempts)
     }
 
+    /// The options of the run's bookkeeping (its start, a partition's end, its end): those of its writes,
+    /// and on PostgreSQL no lock wait longer than the lease — a start waiting on a lock a stuck session
+    /// holds fails (and is retried) instead of waiting without end. (MariaDB's bound is its
+    /// `innodb_lock_wait_timeout`, 50 s unless the URL's `lock_timeout` says less; chunks keep the
+    /// connection's bound, so that a chunk pays no extra round trip.)
+    pub(crate) fn bookkeeping_options(&self) -> tandem_core::TxOptions {
+        self.write_options().lock_timeout(self.lock_lease)
+    }
+
     /// The parameters as stored: sorted `key=value` pairs joined by `&`.
     pub fn params_text(&self) -> String {
         let mut p: Vec<String> = self

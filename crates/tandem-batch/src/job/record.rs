@@ -374,3 +374,27 @@ pub(crate) fn new_execution<S, T>(job: &BatchJob<S, T>) -> crate::model::JobExec
         error_text: None,
     }
 }
+
+/// One row, one BIGINT: how many of the job repository's two tables exist where the connection looks
+/// (PostgreSQL: its `search_path`; MySQL/MariaDB: its database; SQLite: its file). Asked before creating
+/// them, and nothing is created when both are there: `CREATE INDEX IF NOT EXISTS` on a table that exists
+/// still waits for its lock (PostgreSQL), and a run must not wait without end on a session that holds one.
+/// (It also spares every run four DDL round trips.)
+pub(crate) fn repository_tables_statement(dialect: tandem_sql::Dialect) -> tandem_sql::RawSql {
+    use tandem_sql::Dialect;
+    let sql = match dialect {
+        Dialect::Postgres => {
+            "SELECT CAST((to_regclass('batch_job_execution') IS NOT NULL)::int \
+             + (to_regclass('batch_step_execution') IS NOT NULL)::int AS BIGINT)"
+        }
+        Dialect::MySql => {
+            "SELECT CAST(COUNT(*) AS SIGNED) FROM information_schema.tables WHERE table_schema = DATABASE() \
+             AND table_name IN ('batch_job_execution', 'batch_step_execution')"
+        }
+        Dialect::Sqlite => {
+            "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' \
+             AND name IN ('batch_job_execution', 'batch_step_execution')"
+        }
+    };
+    tandem_sql::raw(sql, vec![])
+}

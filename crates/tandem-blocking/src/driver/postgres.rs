@@ -36,8 +36,13 @@ pub(crate) fn open(opts: &ConnectOptions, timeout: std::time::Duration) -> Resul
     if let Some(name) = &opts.application_name {
         config.application_name(name);
     }
-    if let Some(sp) = &opts.search_path {
-        config.options(&format!("-c search_path={sp}"));
+    let settings = opts.pg_startup_settings();
+    if !settings.is_empty() {
+        let each: Vec<String> = settings
+            .iter()
+            .map(|(k, v)| format!("-c {k}={v}"))
+            .collect();
+        config.options(&each.join(" "));
     }
     config.connect_timeout(timeout);
     let connected = match super::tls::client_config(opts)? {

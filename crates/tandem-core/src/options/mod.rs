@@ -10,6 +10,7 @@
 //! `target_session_attrs=` ([`SessionAttrs`]).
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use tandem_sql::Dialect;
 
@@ -51,6 +52,15 @@ pub struct ConnectOptions {
     /// read*): what a pool spread over several nodes needs to read its own writes. A server without
     /// Galera's variables refuses the connection with its own error.
     pub wsrep_sync_wait: Option<u8>,
+    /// PostgreSQL and MariaDB: the server stops any statement that runs longer, with a
+    /// [`crate::DbErrorKind::StatementTimeout`] error (`statement_timeout=` in milliseconds, or with `ms`,
+    /// `s` or `min`; PostgreSQL's `statement_timeout`, MariaDB's `max_statement_time`). None: no limit.
+    pub statement_timeout: Option<Duration>,
+    /// PostgreSQL and MariaDB: a statement waits at most this long for a row or table lock, then fails with
+    /// [`crate::DbErrorKind::LockTimeout`] (`lock_timeout=`, same spelling; PostgreSQL's `lock_timeout`,
+    /// MariaDB's `innodb_lock_wait_timeout`, which counts whole seconds: rounded up). None: the server's
+    /// default (PostgreSQL: no limit; MariaDB: 50 s).
+    pub lock_timeout: Option<Duration>,
     /// SQLite: which driver the async executor uses (`?driver=rusqlite|sqlx`); the blocking executor always
     /// uses rusqlite.
     pub sqlite_driver: SqliteDriver,
@@ -176,6 +186,8 @@ impl ConnectOptions {
             search_path: None,
             application_name: None,
             wsrep_sync_wait: None,
+            statement_timeout: None,
+            lock_timeout: None,
             sqlite_driver: SqliteDriver::default(),
             sqlite_worker_wait: WorkerWait::default(),
             tls: TlsMode::default(),
@@ -192,6 +204,19 @@ impl ConnectOptions {
                         Some(value.parse().ok().filter(|n| *n <= 15).ok_or_else(|| {
                             bad(&format!("wsrep_sync_wait={value} is not a number from 0 to 15"))
                         })?)
+                }
+                (_, "statement_timeout" | "lock_timeout") => {
+                    let limit = time_limit(&value).ok_or_else(|| {
+                        bad(&format!(
+                            "{key}={value} is not a time limit (milliseconds, or a number with ms, s \
+                             or min; 0 for none)"
+                        ))
+                    })?;
+                    if key == "lock_timeout" {
+                        options.lock_timeout = limit;
+                    } else {
+                        options.statement_timeout = limit;
+                    }
                 }
                 (_, "load_balance_hosts") => {
                     options.load_balance = match value.as_str() {
@@ -244,9 +269,10 @@ impl ConnectOptions {
                         "unknown parameter {key:?} (known: {})",
                         if dialect == Dialect::Postgres {
                             "search_path, application_name, sslmode, sslrootcert, target_session_attrs, \
-                             load_balance_hosts"
+                             load_balance_hosts, statement_timeout, lock_timeout"
                         } else {
-                            "ssl-mode, ssl-ca, load_balance_hosts, wsrep_sync_wait"
+                            "ssl-mode, ssl-ca, load_balance_hosts, wsrep_sync_wait, statement_timeout, \
+                             lock_timeout"
                         }
                     )));
                 }
@@ -303,6 +329,8 @@ impl ConnectOptions {
             search_path: None,
             application_name: None,
             wsrep_sync_wait: None,
+            statement_timeout: None,
+            lock_timeout: None,
             sqlite_driver,
             sqlite_worker_wait,
             tls: TlsMode::Disable,
@@ -321,8 +349,43 @@ impl ConnectOptions {
     /// the drivers have no option of their own for).
     pub fn session_statements(&self) -> Vec<String> {
         let mut out = Vec::new();
-        if let (Dialect::MySql, Some(n)) = (self.dialect, self.wsrep_sync_wait) {
+        if self.dialect != Dialect::MySql {
+            return out;
+        }
+        if let Some(n) = self.wsrep_sync_wait {
             out.push(format!("SET SESSION wsrep_sync_wait = {n}"));
+        }
+        if let Some(t) = self.statement_timeout {
+            out.push(format!(
+                "SET SESSION max_statement_time = {:.3}",
+                t.as_secs_f64()
+            ));
+        }
+        if let Some(t) = self.lock_timeout {
+            // Whole seconds, at least one (0 is not "no limit" there).
+            let secs = t.as_millis().div_ceil(1000).max(1);
+            out.push(format!("SET SESSION innodb_lock_wait_timeout = {secs}"));
+        }
+        out
+    }
+
+    /// PostgreSQL: the run-time parameters every connection starts with (libpq's `options`, `-c name=value`
+    /// each): the URL's `search_path` and time limits, in milliseconds.
+    pub fn pg_startup_settings(&self) -> Vec<(&'static str, String)> {
+        let mut out = Vec::new();
+        if self.dialect != Dialect::Postgres {
+            return out;
+        }
+        if let Some(sp) = &self.search_path {
+            out.push(("search_path", sp.clone()));
+        }
+        for (name, limit) in [
+            ("statement_timeout", self.statement_timeout),
+            ("lock_timeout", self.lock_timeout),
+        ] {
+            if let Some(t) = limit {
+                out.push((name, t.as_millis().to_string()));
+            }
         }
         out
     }
@@ -354,6 +417,24 @@ impl ConnectOptions {
     pub fn chooses_server(&self) -> bool {
         self.hosts.len() > 1 || self.target_session_attrs != SessionAttrs::Any
     }
+}
+
+/// A time limit as the URL spells it: milliseconds, or a number with `ms`, `s` or `min`; `0` is none.
+fn time_limit(value: &str) -> Option<Option<Duration>> {
+    let (digits, unit_ms) = if let Some(d) = value.strip_suffix("ms") {
+        (d, 1)
+    } else if let Some(d) = value.strip_suffix("min") {
+        (d, 60_000)
+    } else if let Some(d) = value.strip_suffix('s') {
+        (d, 1_000)
+    } else {
+        (value, 1)
+    };
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let ms = digits.parse::<u64>().ok()?.checked_mul(unit_ms)?;
+    Some((ms > 0).then(|| Duration::from_millis(ms)))
 }
 
 fn host_port(host: &str, port: u16) -> String {

@@ -274,3 +274,66 @@ fn tls_modes() {
         TlsMode::Disable
     );
 }
+
+/// Time limits: milliseconds or a unit, 0 for none, anything else refused with the spelling; each engine
+/// gets them in its own words (PostgreSQL startup parameters in ms, MariaDB session variables in seconds,
+/// its lock wait rounded up to a whole second).
+#[test]
+fn time_limits() {
+    let ms = Duration::from_millis;
+    for (spelled, limit) in [
+        ("250", Some(ms(250))),
+        ("250ms", Some(ms(250))),
+        ("3s", Some(ms(3_000))),
+        ("2min", Some(ms(120_000))),
+        ("0", None),
+        ("0s", None),
+    ] {
+        let o = ConnectOptions::parse(&format!(
+            "postgres://u@a/d?statement_timeout={spelled}&lock_timeout={spelled}"
+        ))
+        .unwrap();
+        assert_eq!(
+            (o.statement_timeout, o.lock_timeout),
+            (limit, limit),
+            "{spelled}"
+        );
+    }
+    for bad in ["", "-1", "1.5s", "3h", "s", "99999999999999999999"] {
+        match ConnectOptions::parse(&format!("mysql://r@a/t?lock_timeout={bad}")) {
+            Err(Error::InvalidUrl { reason, .. }) => assert!(
+                reason.starts_with(&format!("lock_timeout={bad} is not a time limit")),
+                "{reason}"
+            ),
+            other => panic!("{bad:?}: {other:?}"),
+        }
+    }
+    let pg = ConnectOptions::parse(
+        "postgres://u@a/d?search_path=s1&statement_timeout=1500ms&lock_timeout=2s",
+    )
+    .unwrap();
+    assert_eq!(
+        pg.pg_startup_settings(),
+        [
+            ("search_path", "s1".to_owned()),
+            ("statement_timeout", "1500".to_owned()),
+            ("lock_timeout", "2000".to_owned())
+        ]
+    );
+    assert!(pg.session_statements().is_empty());
+    let my =
+        ConnectOptions::parse("mysql://r@a/t?statement_timeout=1500&lock_timeout=1200").unwrap();
+    assert_eq!(
+        my.session_statements(),
+        [
+            "SET SESSION max_statement_time = 1.500",
+            "SET SESSION innodb_lock_wait_timeout = 2"
+        ]
+    );
+    assert!(my.pg_startup_settings().is_empty());
+    let short = ConnectOptions::parse("mysql://r@a/t?lock_timeout=10ms").unwrap();
+    assert_eq!(
+        short.session_statements(),
+        ["SET SESSION innodb_lock_wait_timeout = 1"]
+    );
+}
