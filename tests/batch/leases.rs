@@ -241,3 +241,81 @@ pub(crate) fn completed_is_not_hidden_by_a_later_failure() {
     }
     assert_target(db, &expected(1..=100));
 }
+
+/// A run that stops making progress — its processor stalls for five leases, as a partition stuck on a
+/// frozen server would — stops renewing its lease, on both runners: the lease row expires (by the server's
+/// clock) within two leases of the stall, so a run on another node could take the job over, and the stalled
+/// run, once it wakes, stops with `LockLost` without writing anything more. A rerun completes every row once.
+pub(crate) fn stalled_run_gives_up_its_lease_mysql() {
+    let t = db::open(Dialect::MySql, "stalled", PoolConfig::default());
+    let (rt, adb) = async_twin(&t, PoolConfig::default());
+    let db = &t.db;
+    let lease = Duration::from_secs(1);
+    let job = |stall: bool| {
+        let stall = Arc::new(AtomicBool::new(stall));
+        BatchJob::new("stalls", move |s: Source| {
+            if s.id == 350 && stall.swap(false, Ordering::SeqCst) {
+                std::thread::sleep(5 * lease);
+            }
+            essay::transform(s)
+        })
+        .sizes(100, 100)
+        .lock_lease(lease)
+    };
+    let left_ms = raw(
+        "SELECT expires_at - CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED) FROM batch_job_lock",
+        vec![],
+    );
+    for use_async in [false, true] {
+        let run = |job: &BatchJob<Source, Target>| {
+            if use_async {
+                rt.block_on(tandem_batch::asynchronous::run(&adb, job))
+            } else {
+                tandem_batch::blocking::run(db, job)
+            }
+        };
+        reset(db, 1_000);
+        let stalling = job(true);
+        let (result, expired_after) = std::thread::scope(|scope| {
+            let running = scope.spawn(|| run(&stalling));
+            let deadline = std::time::Instant::now() + Duration::from_secs(30);
+            while committed_chunks(db) < 3 {
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "async {use_async}: no progress"
+                );
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            // Rows 301-400 are being processed: the stall has begun.
+            let stalled_at = std::time::Instant::now();
+            let expired_after = loop {
+                let (left,): (i64,) = db.fetch_one(&left_ms).unwrap();
+                if left < 0 {
+                    break stalled_at.elapsed();
+                }
+                assert!(
+                    stalled_at.elapsed() < 2 * lease + Duration::from_millis(1_000),
+                    "async {use_async}: the lease is still renewed {:?} into the stall",
+                    stalled_at.elapsed()
+                );
+                std::thread::sleep(Duration::from_millis(50));
+            };
+            (running.join().unwrap(), expired_after)
+        });
+        eprintln!(
+            "async {use_async}: the stalled run's lease expired {expired_after:?} into the stall"
+        );
+        assert!(
+            matches!(result, Err(JobError::LockLost { .. })),
+            "async {use_async}: {result:?}"
+        );
+        assert_eq!(
+            committed_chunks(db),
+            3,
+            "async {use_async}: nothing written after the stall (lease expired after {expired_after:?})"
+        );
+        let report = run(&job(false)).unwrap_or_else(|e| panic!("async {use_async}: rerun: {e}"));
+        assert!(report.resumed, "async {use_async}");
+        assert_target(db, &expected(1..=1_000));
+    }
+}

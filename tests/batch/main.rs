@@ -132,6 +132,13 @@ fn main() {
             ],
             vec![
                 harness::Case::new(
+                    "stalled_run_gives_up_its_lease_mysql",
+                    stalled_run_gives_up_its_lease_mysql,
+                )
+                .needs(&[Dialect::MySql]),
+            ],
+            vec![
+                harness::Case::new(
                     "start_lock_waits_are_bounded_postgres",
                     start_lock_waits_are_bounded_postgres,
                 )

@@ -156,7 +156,7 @@ impl Lease {
         })
         .await;
         lease_taken(held, &claim)?;
-        let lost = Arc::new(LeaseLost::default());
+        let lost = Arc::new(LeaseLost::leased(claim.length));
         let length = claim.length;
         let (db, flag) = (db.clone(), lost.clone());
         let renew = lease_renew(claim.key, &claim.owner, length);
@@ -164,7 +164,7 @@ impl Lease {
             let mut renewed = Instant::now();
             loop {
                 tokio::time::sleep(length / 3).await;
-                if renewal_lost(db.execute(&renew).await, &mut renewed, length) {
+                if flag.stalled() || renewal_lost(db.execute(&renew).await, &mut renewed, length) {
                     return flag.set();
                 }
             }

@@ -129,7 +129,7 @@ impl Lease {
                 },
             );
         lease_taken(held, &claim)?;
-        let lost = std::sync::Arc::new(LeaseLost::default());
+        let lost = std::sync::Arc::new(LeaseLost::leased(claim.length));
         let (stop, stopped) = std::sync::mpsc::channel::<()>();
         let length = claim.length;
         let (db, flag, renew) = (
@@ -144,7 +144,7 @@ impl Lease {
                 while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
                     stopped.recv_timeout(length / 3)
                 {
-                    if renewal_lost(db.execute(&renew), &mut renewed, length) {
+                    if flag.stalled() || renewal_lost(db.execute(&renew), &mut renewed, length) {
                         return flag.set();
                     }
                 }

@@ -19,11 +19,14 @@
 //! `batch_job_lock` (job key, owner, node, expiry), which the cluster certifies like any write — of two
 //! nodes taking it at once, one commit fails (Galera: 1213) and that run finds the row taken. The lease
 //! expires unless renewed; the run renews it every third of its length ([`crate::BatchJob::lock_lease`],
-//! default 30 s) and stops before its next chunk when it could not ([`crate::JobError::LockLost`]). A
-//! lease whose holder is dead is taken over:
+//! default 30 s) **while it makes progress** — a run none of whose partitions read a page or wrote a chunk
+//! for a whole lease (stuck on a frozen server, say, while its renewing thread reaches another node) stops
+//! renewing — and stops before its next chunk when it could not renew or stopped
+//! ([`crate::JobError::LockLost`]). A lease whose holder is dead or stuck is taken over:
 //! - at once on the holder's own node (the run there holds `GET_LOCK`, so a lease left by a run on this
 //!   node belongs to a dead session), and when the run ended and released it;
-//! - elsewhere once it expires, at most `lock_lease` after the holder stopped renewing.
+//! - elsewhere once it expires, at most `lock_lease` after the holder stopped renewing (at most two leases
+//!   after it stopped making progress).
 
 use std::collections::HashSet;
 use std::path::PathBuf;
@@ -229,18 +232,70 @@ pub(crate) fn lease_step(row: Option<(String, String, i64, i64)>, my_node: &str)
     }
 }
 
-/// Set when a run's lease could not be renewed in time: the run stops before its next chunk.
-#[derive(Debug, Default)]
-pub(crate) struct LeaseLost(AtomicBool);
+/// What a run's partitions and its lease keeper share: whether the lease is lost (set when it could not be
+/// renewed in time, or was not renewed because the run stalled; the run stops before its next chunk), and
+/// when the run last made progress (a page read, a chunk written), which the keeper renews on.
+#[derive(Debug)]
+pub(crate) struct LeaseLost {
+    lost: AtomicBool,
+    origin: std::time::Instant,
+    /// Milliseconds from `origin` to the last progress.
+    progress_ms: AtomicU64,
+    /// The lease's length; `None` for a run that holds no lease (its lock is not one that expires).
+    lease: Option<Duration>,
+}
+
+impl Default for LeaseLost {
+    fn default() -> Self {
+        LeaseLost {
+            lost: AtomicBool::new(false),
+            origin: std::time::Instant::now(),
+            progress_ms: AtomicU64::new(0),
+            lease: None,
+        }
+    }
+}
 
 impl LeaseLost {
-    pub(crate) fn set(&self) {
-        self.0.store(true, Ordering::SeqCst);
+    /// The state of a run that holds a lease of `length`, taken now.
+    pub(crate) fn leased(length: Duration) -> Self {
+        LeaseLost {
+            lease: Some(length),
+            ..LeaseLost::default()
+        }
     }
 
-    /// [`JobError::LockLost`] once the lease is lost.
+    /// Whether the run has stopped earning its lease: no partition moved on (read a page, wrote a chunk)
+    /// for a whole lease. Its keeper then stops renewing, so the lease expires and another run — on another
+    /// node — can take the job over within one lease, as the lock promises; and no partition writes again,
+    /// since the lease may have lapsed meanwhile (a run stuck on a frozen server, or in a chunk slower than
+    /// the lease, stops before its next chunk once it wakes).
+    pub(crate) fn stalled(&self) -> bool {
+        self.lease.is_some_and(|length| self.idle() >= length)
+    }
+
+    pub(crate) fn set(&self) {
+        self.lost.store(true, Ordering::SeqCst);
+    }
+
+    /// A partition moved on: read a page, or wrote a chunk.
+    pub(crate) fn progressed(&self) {
+        let now = self.origin.elapsed().as_millis() as u64;
+        self.progress_ms.fetch_max(now, Ordering::Relaxed);
+    }
+
+    /// How long since any partition last moved on (since the lease was taken, before the first).
+    pub(crate) fn idle(&self) -> Duration {
+        let last = Duration::from_millis(self.progress_ms.load(Ordering::Relaxed));
+        self.origin.elapsed().saturating_sub(last)
+    }
+
+    /// [`JobError::LockLost`] once the lease is lost, or the run stalled (see [`LeaseLost::stalled`]).
     pub(crate) fn check<S, T>(&self, job: &BatchJob<S, T>) -> Result<(), JobError> {
-        if self.0.load(Ordering::SeqCst) {
+        if self.stalled() {
+            self.set();
+        }
+        if self.lost.load(Ordering::SeqCst) {
             return Err(JobError::LockLost {
                 name: job.name.clone(),
                 params: job.params_text(),

@@ -212,6 +212,7 @@ impl<'j, S: Entity<Key = i64>, T: Entity> Partition<'j, S, T> {
             return Err(report);
         }
         let job = run.job;
+        run.lost.progressed();
         Ok(Partition {
             run,
             job,
@@ -252,6 +253,7 @@ impl<'j, S: Entity<Key = i64>, T: Entity> Partition<'j, S, T> {
         if page.is_empty() {
             return Ok(None);
         }
+        self.run.lost.progressed();
         process_page(self.job, page, self.run.failed_rows).map(Some)
     }
 
@@ -286,6 +288,7 @@ impl<'j, S: Entity<Key = i64>, T: Entity> Partition<'j, S, T> {
 
     /// Counts a chunk committed with `written` rows and `duplicates` skipped.
     pub(crate) fn wrote(&mut self, chunk: &ProcessedChunk<T>, (written, duplicates): (u64, u64)) {
+        self.run.lost.progressed();
         self.after = chunk.last_key;
         self.report.read += chunk.read;
         self.report.written += written;

@@ -63,8 +63,11 @@ pub struct BatchJob<S, T> {
     /// Pause after each committed chunk (tests use it to stop a job midway). Default none.
     pub chunk_delay: Option<Duration>,
     /// MySQL/MariaDB: how long the run's lease on the job lasts unless renewed (it is renewed every third
-    /// of this): how long a run on another node waits for the lease of a run that died without a word.
-    /// Default 30 s. (See [`crate::lock`].)
+    /// of this, while the run makes progress): how long a run on another node waits for the lease of a run
+    /// that died without a word, or stalled — a run none of whose partitions read a page or wrote a chunk
+    /// for a whole lease stops renewing, and stops before its next chunk. So it must exceed the time one
+    /// page takes to process and one chunk to write. Default 30 s; on PostgreSQL it bounds the lock waits
+    /// of the run's bookkeeping. (See [`crate::lock`].)
     pub lock_lease: Duration,
     /// How many times a chunk's transaction, and each write that records a step's or a run's end, runs at
     /// most when it fails retriably: a deadlock, a serialization failure, or — on a Galera cluster — a
