@@ -252,9 +252,11 @@ pub(crate) fn stalled_run_gives_up_its_lease_mysql() {
     let db = &t.db;
     let lease = Duration::from_secs(1);
     let job = |stall: bool| {
-        let stall = Arc::new(AtomicBool::new(stall));
+        // The 301st row processed, whatever its key (a Galera cluster hands out keys three apart): the
+        // first of the fourth page, after three chunks were written.
+        let processed = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         BatchJob::new("stalls", move |s: Source| {
-            if s.id == 350 && stall.swap(false, Ordering::SeqCst) {
+            if stall && processed.fetch_add(1, Ordering::SeqCst) == 300 {
                 std::thread::sleep(5 * lease);
             }
             essay::transform(s)
@@ -286,7 +288,7 @@ pub(crate) fn stalled_run_gives_up_its_lease_mysql() {
                 );
                 std::thread::sleep(Duration::from_millis(10));
             }
-            // Rows 301-400 are being processed: the stall has begun.
+            // The fourth page is being processed: the stall has begun.
             let stalled_at = std::time::Instant::now();
             let expired_after = loop {
                 let (left,): (i64,) = db.fetch_one(&left_ms).unwrap();
