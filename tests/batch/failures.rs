@@ -361,12 +361,7 @@ pub(crate) fn start_lock_waits_are_bounded_postgres() {
         let (done, finished) = std::sync::mpsc::channel();
         std::thread::scope(|s| {
             s.spawn(|| {
-                let result = if use_async {
-                    rt.block_on(tandem_batch::asynchronous::run(&adb, &job))
-                } else {
-                    tandem_batch::blocking::run(db, &job)
-                };
-                let _ = done.send(result);
+                let _ = done.send(run_job(use_async, (&rt, &adb), db, &job));
             });
             let result = finished.recv_timeout(Duration::from_secs(30));
             let took = started.elapsed();
@@ -391,12 +386,8 @@ pub(crate) fn start_lock_waits_are_bounded_postgres() {
             executions(db).is_empty(),
             "async {use_async}: no run row left"
         );
-        let report = if use_async {
-            rt.block_on(tandem_batch::asynchronous::run(&adb, &job))
-        } else {
-            tandem_batch::blocking::run(db, &job)
-        }
-        .unwrap_or_else(|e| panic!("async {use_async}: {e}"));
+        let report = run_job(use_async, (&rt, &adb), db, &job)
+            .unwrap_or_else(|e| panic!("async {use_async}: {e}"));
         assert_eq!(report.written, 1_000, "async {use_async}");
         assert_target(db, &expected(1..=1_000));
     }

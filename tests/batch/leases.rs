@@ -124,13 +124,7 @@ pub(crate) fn lease_across_nodes_mysql() {
         .fetch_one(&raw("SELECT CONCAT(@@hostname, ':', @@port)", vec![]))
         .unwrap();
     for use_async in [false, true] {
-        let run = |job: &BatchJob<Source, Target>| {
-            if use_async {
-                rt.block_on(tandem_batch::asynchronous::run(&adb, job))
-            } else {
-                tandem_batch::blocking::run(db, job)
-            }
-        };
+        let run = |job: &BatchJob<Source, Target>| run_job(use_async, (&rt, &adb), db, job);
         reset(db, 1_000);
         tandem_batch::blocking::prepare(db).unwrap();
         let job = essay::job(4);
@@ -269,13 +263,7 @@ pub(crate) fn stalled_run_gives_up_its_lease_mysql() {
         vec![],
     );
     for use_async in [false, true] {
-        let run = |job: &BatchJob<Source, Target>| {
-            if use_async {
-                rt.block_on(tandem_batch::asynchronous::run(&adb, job))
-            } else {
-                tandem_batch::blocking::run(db, job)
-            }
-        };
+        let run = |job: &BatchJob<Source, Target>| run_job(use_async, (&rt, &adb), db, job);
         reset(db, 1_000);
         let stalling = job(true);
         let (result, expired_after) = std::thread::scope(|scope| {

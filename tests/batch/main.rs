@@ -70,6 +70,20 @@ fn expected(ids: impl Iterator<Item = usize>) -> Vec<(String, i32)> {
     ids.map(|i| (format!("ITEM-{i}"), 2 * i as i32)).collect()
 }
 
+/// Runs `job` on the async runner (on `rt`, over `adb`) or the blocking one (over `db`).
+fn run_job(
+    use_async: bool,
+    (rt, adb): (&tokio::runtime::Runtime, &tandem_async::Database),
+    db: &Database,
+    job: &BatchJob<Source, Target>,
+) -> Result<tandem_batch::JobReport, JobError> {
+    if use_async {
+        rt.block_on(tandem_batch::asynchronous::run(adb, job))
+    } else {
+        tandem_batch::blocking::run(db, job)
+    }
+}
+
 /// A runtime and an async pool on the same database as `t`, for the async runner.
 fn async_twin(
     t: &db::TestDb,
