@@ -270,7 +270,8 @@ fn cancelled_futures_leave_the_pool_usable() {
                     if let Err(e) = r {
                         panic!(
                             "{d}: after a transfer cancelled at its await point {n}, the next transfer \
-                             failed: {e:?}"
+                             failed: {e:?} — a connection was lent again with a transaction still open: \
+                             mark it \"in a transaction\" before BEGIN is sent, not after"
                         );
                     }
                 }
