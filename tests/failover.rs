@@ -327,6 +327,111 @@ fn dead_server_surfaces_mysql() {
     dead_server_surfaces(Dialect::MySql);
 }
 
+/// A pool on `a,b` works through `a`; `a` falls silent (its proxy passes nothing either way and closes
+/// nothing: a frozen server or a partition, as the client sees it). The call waiting on it fails with
+/// `NoAnswer` naming `a` once `socket_timeout` has passed — not after the freeze, which never ends here —
+/// and the pool goes on through `b` without waiting out a timeout per connection: `a` is tried last by
+/// every walk for `host_recheck`, and pooled connections to it are dropped or fail a short ping.
+fn silent_server_is_passed_over(dialect: Dialect) {
+    use tandem_async::Executor as _;
+    use tandem_blocking::Executor as _;
+    let upstream = server_target(dialect);
+    let stmt = raw("SELECT 1", vec![]);
+    let bound = Duration::from_secs(1);
+    let config = PoolConfig {
+        max_size: 4,
+        min_idle: Some(2),
+        connect_timeout: Duration::from_secs(3),
+        ..PoolConfig::default()
+    };
+    for side in ["blocking", "async"] {
+        let (a, b) = (
+            proxy::start(&upstream, |_| true),
+            proxy::start(&upstream, |_| true),
+        );
+        let url = with_param(
+            &with_servers(
+                dialect,
+                &format!("127.0.0.1:{},127.0.0.1:{}", a.port, b.port),
+            ),
+            "socket_timeout=1s&host_recheck=60s",
+        );
+        let rt = harness::runtime();
+        let blocking;
+        let asynchronous;
+        let mut run: Box<dyn FnMut() -> Result<i64, Error>> = if side == "blocking" {
+            blocking = tandem_blocking::Database::connect_with(&url, config.clone()).unwrap();
+            Box::new(|| blocking.fetch_one::<(i64,)>(&stmt).map(|(v,)| v))
+        } else {
+            asynchronous = rt
+                .block_on(tandem_async::Database::connect_with(&url, config.clone()))
+                .unwrap();
+            Box::new(|| {
+                rt.block_on(asynchronous.fetch_one::<(i64,)>(&stmt))
+                    .map(|(v,)| v)
+            })
+        };
+        for _ in 0..8 {
+            run().unwrap();
+        }
+        assert_eq!(
+            b.accepted(),
+            0,
+            "{side}: the pool starts on the first server"
+        );
+        a.silence();
+        let started = std::time::Instant::now();
+        let first = run();
+        let surfaced = started.elapsed();
+        match &first {
+            Err(Error::Database(d)) if d.kind == DbErrorKind::NoAnswer => assert!(
+                d.message.contains(&format!("127.0.0.1:{}", a.port)),
+                "{side}: the error names the silent server: {}",
+                d.message
+            ),
+            other => panic!("{side}: a call on the silent server gave {other:?}"),
+        }
+        assert!(
+            surfaced >= bound && surfaced < bound + Duration::from_secs(3),
+            "{side}: socket_timeout is {bound:?}, the call failed after {surfaced:?}"
+        );
+        // The next calls: on through `b`, with at most one more failure (a connection checked out of a
+        // pool that had not yet seen the loss), and without a connect timeout's wait.
+        let started = std::time::Instant::now();
+        let mut failed = 0;
+        while let Err(e) = run() {
+            failed += 1;
+            assert!(
+                e.is_unreachable() && failed <= 1,
+                "{side}: call {failed} after the silence: {e:?}"
+            );
+        }
+        let recovered = started.elapsed();
+        eprintln!(
+            "{side} {dialect}: no answer surfaced after {surfaced:?}; served again {recovered:?} later"
+        );
+        assert!(
+            recovered < bound * 2 + Duration::from_secs(1),
+            "{side}: going on through the second server took {recovered:?}"
+        );
+        for _ in 0..20 {
+            run().unwrap_or_else(|e| panic!("{side}: after passing the silent server over: {e}"));
+        }
+        assert!(
+            b.accepted() > 0,
+            "{side}: the pool went on through the second server"
+        );
+    }
+}
+
+fn silent_server_is_passed_over_postgres() {
+    silent_server_is_passed_over(Dialect::Postgres);
+}
+
+fn silent_server_is_passed_over_mysql() {
+    silent_server_is_passed_over(Dialect::MySql);
+}
+
 /// Marks the session a statement runs in, and reads the mark back: a session variable, so a mark set in a
 /// read-only transaction is seen only on that connection.
 fn mark_sql(dialect: Dialect) -> (&'static str, &'static str) {
@@ -461,5 +566,15 @@ fn main() {
         harness::Case::new("dead_server_surfaces_mysql", dead_server_surfaces_mysql)
             .needs(&[Dialect::MySql]),
         harness::Case::new("standby_routing_mysql", standby_routing_mysql).needs(&[Dialect::MySql]),
+        harness::Case::new(
+            "silent_server_is_passed_over_postgres",
+            silent_server_is_passed_over_postgres,
+        )
+        .needs(&[Dialect::Postgres]),
+        harness::Case::new(
+            "silent_server_is_passed_over_mysql",
+            silent_server_is_passed_over_mysql,
+        )
+        .needs(&[Dialect::MySql]),
     ]);
 }

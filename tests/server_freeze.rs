@@ -4,8 +4,10 @@
 //!
 //! - a new connection to the frozen server fails with the typed `ConnectTimeout` within the pool's
 //!   `connect_timeout` (the TCP connection is accepted by the kernel; the handshake never comes);
-//! - a statement already sent waits as long as the freeze lasts and then completes: nothing is lost or
-//!   done twice, and the pool serves again at once after the thaw.
+//! - a statement already sent waits through a freeze shorter than `socket_timeout` and then completes:
+//!   nothing is lost or done twice, and the pool serves again at once after the thaw;
+//! - a freeze longer than `socket_timeout` fails the waiting call with the typed `NoAnswer` once that
+//!   bound has passed, and the pool serves again as soon as the server thaws.
 //!
 //! Each case freezes a server it started for itself, in a container (`containers::Server`, the engine's
 //! pause): never the machine's servers on 5432/3306. Without a container engine the harness reports the
@@ -117,6 +119,70 @@ fn a_statement_waits_out_the_freeze(dialect: Dialect) {
     }
 }
 
+/// With `socket_timeout=1s`, a statement on a frozen server fails with `NoAnswer` naming the server once
+/// the second has passed, on both executors — however long the freeze lasts; after the thaw the same pool
+/// serves at once.
+fn a_statement_gives_up_on_a_frozen_server(dialect: Dialect) {
+    let server = started(dialect);
+    let bound = Duration::from_secs(1);
+    let url = format!("{}?socket_timeout=1s", server.url());
+    let execs: Vec<Arc<Exec>> = [Side::Blocking, Side::Async]
+        .into_iter()
+        .map(|side| Arc::new(Exec::connect(side, &url, config()).unwrap()))
+        .collect();
+    for exec in &execs {
+        assert_eq!(exec.query().unwrap(), 1, "{:?}: warm", exec.side);
+    }
+    server.pause().unwrap_or_else(|e| panic!("{e}"));
+    let frozen_at = Instant::now();
+    let waiting: Vec<_> = execs
+        .iter()
+        .map(|exec| {
+            let exec = Arc::clone(exec);
+            std::thread::spawn(move || {
+                let r = exec.query();
+                (exec.side, r, frozen_at.elapsed())
+            })
+        })
+        .collect();
+    for w in waiting {
+        let (side, r, took) = w.join().expect("the querying thread");
+        match r {
+            Err(Error::Database(d)) if d.kind == tandem_core::DbErrorKind::NoAnswer => {
+                assert!(
+                    d.message.contains("socket_timeout"),
+                    "{side:?}: {}",
+                    d.message
+                )
+            }
+            other => panic!("{side:?} {dialect}: a frozen server gave {other:?} after {took:?}"),
+        }
+        eprintln!("{side:?} {dialect}: no answer surfaced {took:?} into the freeze");
+        assert!(
+            took >= bound && took < bound + SLACK,
+            "{side:?} {dialect}: socket_timeout is {bound:?}, the call failed after {took:?}"
+        );
+    }
+    server.unpause().unwrap_or_else(|e| panic!("{e}"));
+    for exec in &execs {
+        let began = Instant::now();
+        for _ in 0..10 {
+            assert_eq!(
+                exec.query().unwrap(),
+                1,
+                "{:?} {dialect}: after the thaw",
+                exec.side
+            );
+        }
+        assert!(
+            began.elapsed() < SLACK,
+            "{:?} {dialect}: ten calls after the thaw took {:?}",
+            exec.side,
+            began.elapsed()
+        );
+    }
+}
+
 fn main() {
     let mut cases = Vec::new();
     for (engine, dialect) in [("postgres", Dialect::Postgres), ("mysql", Dialect::MySql)] {
@@ -131,6 +197,13 @@ fn main() {
             harness::Case::new(
                 format!("a_statement_waits_out_the_freeze::{engine}"),
                 move || a_statement_waits_out_the_freeze(dialect),
+            )
+            .requires("a container engine", harness::container_engine),
+        );
+        cases.push(
+            harness::Case::new(
+                format!("a_statement_gives_up_on_a_frozen_server::{engine}"),
+                move || a_statement_gives_up_on_a_frozen_server(dialect),
             )
             .requires("a container engine", harness::container_engine),
         );

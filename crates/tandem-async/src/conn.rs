@@ -1,12 +1,14 @@
 //! One pooled sqlx connection of any engine, and the generic statement loop every operation goes through.
 
+use std::future::Future;
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures_util::TryStreamExt;
 use sqlx::pool::PoolConnection;
 use sqlx::{AssertSqlSafe, Column, Either, Row as _};
 use tandem_core::plan::{Done, Outcome, Step};
-use tandem_core::{Error, Result};
+use tandem_core::{DbError, Error, Result};
 use tandem_pool::Permit;
 use tandem_sql::{Dialect, Rendered, Row};
 
@@ -48,8 +50,15 @@ pub(crate) struct Conn {
     mid_statement: bool,
     /// Whether a statement failed retriably, or the connection was found lost (then it is closed).
     pub(crate) health: tandem_pool::ConnHealth,
+    /// `socket_timeout` (servers): the longest one wait for the server may take.
+    bound: Option<Duration>,
+    /// The server the pool connects to (servers): a call it left unanswered names it and marks it silent.
+    server: Option<Server>,
     _permit: Option<Permit>,
 }
+
+/// The server a pool connects to now: the one chosen from the URL's list, changed after a failover.
+pub(crate) type Server = Arc<std::sync::Mutex<Option<tandem_core::hosts::Remote>>>;
 
 /// The driver connection itself.
 pub(crate) enum Link {
@@ -72,10 +81,32 @@ fn abandoned() -> Error {
     Error::Internal("a connection handed to its cleanup task was used".into())
 }
 
+/// Waits at most `bound` for one answer of the server: past it the error is
+/// [`tandem_core::DbErrorKind::NoAnswer`], which closes the connection (see [`Conn::note`]).
+async fn answer<T>(
+    bound: Option<Duration>,
+    dialect: Dialect,
+    step: impl Future<Output = std::result::Result<T, sqlx::Error>>,
+) -> Result<T> {
+    let answered = match bound {
+        None => Ok(step.await),
+        Some(bound) => tokio::time::timeout(bound, step).await,
+    };
+    match answered {
+        Ok(result) => result.map_err(|e| error(dialect, e)),
+        Err(_) => Err(Error::Database(DbError::no_answer(
+            dialect,
+            "the server",
+            bound.unwrap_or_default(),
+        ))),
+    }
+}
+
 async fn run_on<B: Backend, S: Sink>(
     conn: &mut PoolConnection<B>,
     r: &Rendered,
     sink: &mut S,
+    bound: Option<Duration>,
 ) -> Result<Done>
 where
     for<'c> &'c mut B::Connection: sqlx::Executor<'c, Database = B>,
@@ -88,7 +119,8 @@ where
     let mut done = Done::default();
     let mut names: Option<Arc<[String]>> = None;
     let mut stream = sqlx::Executor::fetch_many(&mut **conn, q);
-    while let Some(item) = stream.try_next().await.map_err(|e| error(B::DIALECT, e))? {
+    // Each row is one wait: a consumer may take its time between rows, the server may not.
+    while let Some(item) = answer(bound, B::DIALECT, stream.try_next()).await? {
         match item {
             Either::Left(result) => {
                 done.affected += B::affected(&result);
@@ -117,7 +149,7 @@ where
         }
     }
     drop(stream);
-    done.key_step = key_step::<B>(conn, r, &done).await?;
+    done.key_step = key_step::<B>(conn, r, &done, bound).await?;
     Ok(done)
 }
 
@@ -129,6 +161,7 @@ async fn key_step<B: Backend>(
     conn: &mut PoolConnection<B>,
     r: &Rendered,
     done: &Done,
+    bound: Option<Duration>,
 ) -> Result<Option<i64>>
 where
     for<'c> &'c mut B::Connection: sqlx::Executor<'c, Database = B>,
@@ -141,10 +174,8 @@ where
     {
         return Ok(None);
     }
-    let row = sqlx::query::<B>("SELECT @@SESSION.auto_increment_increment")
-        .fetch_one(&mut **conn)
-        .await
-        .map_err(|e| error(B::DIALECT, e))?;
+    let step = sqlx::query::<B>("SELECT @@SESSION.auto_increment_increment").fetch_one(&mut **conn);
+    let row = answer(bound, B::DIALECT, step).await?;
     Ok(B::decode(&row, 0)?.as_i64())
 }
 
@@ -171,28 +202,35 @@ async fn hand_over<S: Sink>(rows: Vec<Row>, sink: &mut S) -> Result<()> {
     Ok(())
 }
 
-async fn simple_on<B: Backend>(conn: &mut PoolConnection<B>, sql: &str) -> Result<()>
+async fn simple_on<B: Backend>(
+    conn: &mut PoolConnection<B>,
+    sql: &str,
+    bound: Option<Duration>,
+) -> Result<()>
 where
     for<'c> &'c mut B::Connection: sqlx::Executor<'c, Database = B>,
 {
-    sqlx::raw_sql(AssertSqlSafe(sql.to_owned()))
-        .execute(&mut **conn)
-        .await
-        .map(|_| ())
-        .map_err(|e| error(B::DIALECT, e))
+    let step = sqlx::raw_sql(AssertSqlSafe(sql.to_owned())).execute(&mut **conn);
+    answer(bound, B::DIALECT, step).await.map(|_| ())
 }
 
 impl Conn {
+    /// A checked-out connection; `bound` is the URL's `socket_timeout` and `server` the pool's server
+    /// (servers; `None` for SQLite).
     pub(crate) fn new(
         link: Link,
         permit: Option<Permit>,
         losses: Option<Arc<tandem_pool::LossClock>>,
+        bound: Option<Duration>,
+        server: Option<Server>,
     ) -> Conn {
         Conn {
             link,
             in_transaction: false,
             mid_statement: false,
             health: tandem_pool::ConnHealth::new(losses),
+            bound,
+            server,
             _permit: permit,
         }
     }
@@ -229,11 +267,11 @@ impl Conn {
         self.mid_statement = true;
         let result = match &mut self.link {
             #[cfg(feature = "postgres")]
-            Link::Postgres(c) => run_on(c, r, sink).await,
+            Link::Postgres(c) => run_on(c, r, sink, self.bound).await,
             #[cfg(feature = "mysql")]
-            Link::MySql(c) => run_on(c, r, sink).await,
+            Link::MySql(c) => run_on(c, r, sink, self.bound).await,
             #[cfg(feature = "sqlite")]
-            Link::Sqlite(c) => run_on(c, r, sink).await,
+            Link::Sqlite(c) => run_on(c, r, sink, self.bound).await,
             #[cfg(feature = "sqlite")]
             Link::Rusqlite(worker) => {
                 let keep = sink.keep();
@@ -285,11 +323,11 @@ impl Conn {
         self.mid_statement = true;
         let result = match &mut self.link {
             #[cfg(feature = "postgres")]
-            Link::Postgres(c) => simple_on(c, sql).await,
+            Link::Postgres(c) => simple_on(c, sql, self.bound).await,
             #[cfg(feature = "mysql")]
-            Link::MySql(c) => simple_on(c, sql).await,
+            Link::MySql(c) => simple_on(c, sql, self.bound).await,
             #[cfg(feature = "sqlite")]
-            Link::Sqlite(c) => simple_on(c, sql).await,
+            Link::Sqlite(c) => simple_on(c, sql, self.bound).await,
             #[cfg(feature = "sqlite")]
             Link::Rusqlite(worker) => {
                 let sql = sql.to_owned();
@@ -322,10 +360,13 @@ impl Conn {
         let (payload, sql) = (copy.payload()?, copy.statement());
         // Cut short anywhere from here (a failure too), the connection is not reused: see `mid_statement`.
         self.mid_statement = true;
-        let lost = |e| error(Dialect::Postgres, e);
-        let mut copy = c.copy_in_raw(&sql).await.map_err(lost)?;
-        copy.send(payload).await.map_err(lost)?;
-        let result = copy.finish().await.map_err(lost);
+        let (bound, pg) = (self.bound, Dialect::Postgres);
+        let result = async {
+            let mut copy = answer(bound, pg, c.copy_in_raw(&sql)).await?;
+            answer(bound, pg, copy.send(payload)).await?;
+            answer(bound, pg, copy.finish()).await
+        }
+        .await;
         self.note(result)
     }
 
@@ -405,11 +446,22 @@ impl Conn {
         outcomes.and_then(|outcomes| ended.map(|()| outcomes))
     }
 
-    /// A connection that broke is closed instead of going back to the pool; a retriable failure is
+    /// A connection that broke is closed instead of going back to the pool; a server that gave no answer
+    /// is named in the error and tried last by host walks for a while; a retriable failure is
     /// remembered (see [`tandem_pool::ConnHealth::note`]). A lost connection also makes the pool check the
     /// others (and, for a URL naming several servers, choose the server again).
     fn note<T>(&mut self, result: Result<T>) -> Result<T> {
         self.mid_statement = false;
+        let result = match (&self.server, &result) {
+            (Some(server), Err(e)) if e.kind() == Some(tandem_core::DbErrorKind::NoAnswer) => {
+                let remote = server.lock().unwrap_or_else(|p| p.into_inner()).clone();
+                match remote {
+                    Some(remote) => remote.name_silence(result),
+                    None => result,
+                }
+            }
+            _ => result,
+        };
         if self.health.note(&result) {
             self.close_on_drop();
         }
@@ -474,7 +526,13 @@ impl Drop for Conn {
             #[cfg(feature = "sqlite")]
             Link::Sqlite(_) => {
                 let link = std::mem::replace(&mut self.link, Link::Abandoned);
-                let abandoned = Conn::new(link, self._permit.take(), self.health.take_losses());
+                let abandoned = Conn::new(
+                    link,
+                    self._permit.take(),
+                    self.health.take_losses(),
+                    self.bound,
+                    self.server.take(),
+                );
                 match tokio::runtime::Handle::try_current() {
                     Ok(rt) => {
                         rt.spawn(abandoned.end_abandoned_sqlite());

@@ -20,11 +20,15 @@ use tandem_sql::Dialect;
 
 use crate::driver::error;
 
+/// The longest a suspect idle connection's ping may take before the connection is replaced.
+const PING_BOUND: Duration = Duration::from_secs(1);
+
 pub(crate) fn pool_options<DB: sqlx::Database>(
     config: &PoolConfig,
     created: Arc<AtomicU64>,
     losses: Arc<LossClock>,
     init: Arc<[String]>,
+    bound: Option<Duration>,
 ) -> PoolOptions<DB>
 where
     for<'c> &'c mut DB::Connection: sqlx::Executor<'c, Database = DB>,
@@ -42,10 +46,22 @@ where
             Box::pin(async move { init_session::<DB>(conn, &init).await })
         })
         // Once a connection was found dead, one idle since before that is pinged before it is handed out
-        // (and replaced when the ping fails): see `LossClock`.
+        // (and replaced when the ping fails, or is not answered within `socket_timeout`): see `LossClock`.
         .before_acquire(move |conn, meta| {
             let suspect = losses.suspect_idle(meta.idle_for);
-            Box::pin(async move { Ok(!suspect || sqlx::Connection::ping(conn).await.is_ok()) })
+            Box::pin(async move {
+                if !suspect {
+                    return Ok(true);
+                }
+                // A live server answers a ping in milliseconds; one that does not within a second (or
+                // `socket_timeout`, if shorter) costs this connection a reconnect, not its caller an error.
+                let ping = sqlx::Connection::ping(conn);
+                let bound = bound.map_or(PING_BOUND, |b| b.min(PING_BOUND));
+                Ok(matches!(
+                    tokio::time::timeout(bound, ping).await,
+                    Ok(Ok(()))
+                ))
+            })
         })
 }
 
@@ -258,7 +274,8 @@ where
     let checked = init_session::<DB>(&mut first, &init).await;
     let _ = sqlx::Connection::close(first).await;
     checked.map_err(|e| connect_error(dialect, options, e))?;
-    let pool = pool_options(config, created, losses, init).connect_lazy_with(connect);
+    let pool = pool_options(config, created, losses, init, options.socket_timeout)
+        .connect_lazy_with(connect);
 
     let acquires = futures_util::future::join_all((0..wanted).map(|_| pool.acquire()));
     let left = config.connect_timeout.saturating_sub(started.elapsed());

@@ -57,6 +57,8 @@ struct Inner {
     chosen_at: AtomicU64,
     /// One choice at a time.
     choosing: tokio::sync::Mutex<()>,
+    /// The server chosen (servers), which connections name when it falls silent.
+    server: crate::conn::Server,
     /// Where read-only transactions go ([`Database::with_standby`]).
     standby: std::sync::OnceLock<Database>,
 }
@@ -105,11 +107,13 @@ impl Database {
         let dialect = options.dialect;
         let admission = Admission::new(&config);
         let created = admission.created_counter();
+        let server: crate::conn::Server = Default::default();
         let pools = match dialect {
             #[cfg(feature = "postgres")]
             Dialect::Postgres => {
                 let chosen =
                     choose_server(&options, &config, pg_connect_options, Some(pg_role)).await?;
+                set_server(&server, &chosen);
                 let o = pg_connect_options(&chosen)?;
                 Pools::Postgres(
                     open_pool(o, &config, created, admission.losses().clone(), &chosen).await?,
@@ -124,6 +128,7 @@ impl Database {
                     None,
                 )
                 .await?;
+                set_server(&server, &chosen);
                 let o = mysql_connect_options(&chosen)?;
                 Pools::MySql(
                     open_pool(o, &config, created, admission.losses().clone(), &chosen).await?,
@@ -170,6 +175,7 @@ impl Database {
                 mysql_collation: std::sync::OnceLock::new(),
                 chosen_at: AtomicU64::new(chosen_at),
                 choosing: tokio::sync::Mutex::new(()),
+                server,
                 standby: std::sync::OnceLock::new(),
             }),
         })
@@ -235,7 +241,7 @@ impl Database {
                 let admission = &self.inner.admission;
                 let permit = admission.acquire().await?;
                 match p.checkout(Some(admission.remaining(started))).await? {
-                    Some(w) => Ok(Conn::new(Link::Rusqlite(w), permit, None)),
+                    Some(w) => Ok(Conn::new(Link::Rusqlite(w), permit, None, None, None)),
                     None => Err(admission.timed_out(started).into()),
                 }
             }
@@ -267,7 +273,9 @@ impl Database {
             let wait = left.min(self.inner.config.connect_timeout);
             match tokio::time::timeout(wait, pool_acquire()).await {
                 Ok(Ok(link)) => {
-                    return Ok(Conn::new(link, permit, Some(admission.losses().clone())));
+                    let losses = Some(admission.losses().clone());
+                    let (bound, at) = (self.inner.options.socket_timeout, &self.inner.server);
+                    return Ok(Conn::new(link, permit, losses, bound, Some(at.clone())));
                 }
                 // A connect timeout's worth of waiting: is the server there at all?
                 Err(_) if server && wait < left => self.reach().await?,
@@ -344,6 +352,7 @@ impl Database {
                 let chosen =
                     choose_server(options, config, pg_connect_options, Some(pg_role)).await?;
                 p.set_connect_options(pg_connect_options(&chosen)?);
+                set_server(&self.inner.server, &chosen);
             }
             #[cfg(feature = "mysql")]
             Pools::MySql(p) => {
@@ -355,6 +364,7 @@ impl Database {
                 )
                 .await?;
                 p.set_connect_options(mysql_connect_options(&chosen)?);
+                set_server(&self.inner.server, &chosen);
             }
             #[allow(unreachable_patterns)]
             _ => {}
@@ -577,4 +587,10 @@ impl crate::executor::sealed::Run for Database {
     ) -> impl Future<Output = Result<RowStream<T>>> + Send {
         self.stream(r)
     }
+}
+
+/// Records the server a pool was pointed at.
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+fn set_server(server: &crate::conn::Server, chosen: &ConnectOptions) {
+    *server.lock().unwrap_or_else(|p| p.into_inner()) = tandem_core::hosts::Remote::of(chosen);
 }

@@ -313,7 +313,9 @@ impl Error {
     pub fn is_unreachable(&self) -> bool {
         matches!(
             self.kind(),
-            Some(DbErrorKind::ConnectionLost | DbErrorKind::NodeUnavailable)
+            Some(
+                DbErrorKind::ConnectionLost | DbErrorKind::NoAnswer | DbErrorKind::NodeUnavailable
+            )
         ) || matches!(
             self,
             Error::ConnectTimeout { .. } | Error::PoolTimeout { .. } | Error::PoolWarmUp { .. }
@@ -364,6 +366,20 @@ impl DbError {
         self
     }
 
+    /// `server` (`host:port`, or the URL) did not answer a call within `limit` (`socket_timeout`).
+    pub fn no_answer(dialect: Dialect, server: &str, limit: std::time::Duration) -> Self {
+        DbError {
+            dialect,
+            kind: DbErrorKind::NoAnswer,
+            code: None,
+            message: format!(
+                "{server} sent no answer for {limit:?} (socket_timeout); the connection was closed"
+            ),
+            constraint: None,
+            source: None,
+        }
+    }
+
     /// A connection-level failure (I/O error, closed socket).
     pub fn connection_lost(dialect: Dialect, message: impl Into<String>) -> Self {
         DbError {
@@ -408,6 +424,11 @@ pub enum DbErrorKind {
     Busy,
     /// The connection was closed, killed or broke, or could not be made (refused, unreachable).
     ConnectionLost,
+    /// The server sent nothing for a whole `socket_timeout` while a call waited for it (a frozen process,
+    /// a network partition, a stalled disk): tandem closed the connection, and whether a statement in
+    /// flight took effect is unknown, as after [`DbErrorKind::ConnectionLost`]. The server is tried last by
+    /// host walks for `host_recheck` (see [`crate::hosts::mark_silent`]).
+    NoAnswer,
     /// The server refused the credentials: unknown user, wrong password, or no access (PostgreSQL class
     /// 28, MySQL 1045 / 1044 / 1698).
     AuthenticationFailed,

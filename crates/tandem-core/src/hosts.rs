@@ -9,8 +9,15 @@
 //! With `load_balance_hosts=random`, each walk takes the servers in a random order (libpq's rule), so
 //! that connections spread over them.
 //!
+//! A server that gave no answer — a connect that timed out, a call past `socket_timeout` — is *silent*
+//! for `host_recheck` (pgjdbc's `hostRecheckSeconds`): every walk of the process tries it after the
+//! others until then, so a frozen first server costs one timeout, not one per connection ([`mark_silent`]).
+//!
 //! [`HostWalk`] is that walk as a plan: it says which server to try next and judges what each one said;
 //! the executors connect, ask the server what it is ([`SessionAttrs::probe_sql`]) and report back.
+
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use tandem_sql::{Dialect, GeneratedKey, Rendered, Row, Value};
 
@@ -138,6 +145,74 @@ impl ServerRole {
     }
 }
 
+/// Servers that gave no answer, each with the moment it may lead a walk again.
+static SILENT: Mutex<Vec<(String, u16, Instant)>> = Mutex::new(Vec::new());
+
+/// Records that `host:port` gave no answer: walks try it after the others for `recheck` (nothing for
+/// zero). Called by [`HostWalk::failed`] for a connect that timed out, and by the executors when a call
+/// outlived `socket_timeout`.
+pub fn mark_silent(host: &str, port: u16, recheck: Duration) {
+    if recheck.is_zero() {
+        return;
+    }
+    let until = Instant::now() + recheck;
+    let mut silent = SILENT.lock().unwrap_or_else(|p| p.into_inner());
+    silent.retain(|(h, p, until)| (h != host || *p != port) && *until > Instant::now());
+    silent.push((host.to_owned(), port, until));
+}
+
+/// Whether `host:port` gave no answer within its `host_recheck` (see [`mark_silent`]).
+pub fn is_silent(host: &str, port: u16) -> bool {
+    let silent = SILENT.lock().unwrap_or_else(|p| p.into_inner());
+    let now = Instant::now();
+    silent
+        .iter()
+        .any(|(h, p, until)| h == host && *p == port && *until > now)
+}
+
+/// The one server a connection talks to, as it is named when that server goes silent.
+#[derive(Clone, Debug)]
+pub struct Remote {
+    host: String,
+    port: u16,
+    recheck: Duration,
+    bound: Option<Duration>,
+}
+
+impl Remote {
+    /// The server `options` were narrowed to (see [`ConnectOptions::on_host`]); `None` for SQLite.
+    pub fn of(options: &ConnectOptions) -> Option<Remote> {
+        (options.dialect != Dialect::Sqlite).then(|| Remote {
+            host: options.host.clone(),
+            port: options.port,
+            recheck: options.host_recheck,
+            bound: options.socket_timeout,
+        })
+    }
+
+    /// Whether this server gave no answer lately ([`is_silent`]): a pooled connection to it is dropped,
+    /// not pinged (a ping would wait out `socket_timeout` again).
+    pub fn is_silent(&self) -> bool {
+        is_silent(&self.host, self.port)
+    }
+
+    /// A call's result on a connection to this server: a [`DbErrorKind::NoAnswer`] is named after the
+    /// server and its bound, and the server is marked silent ([`mark_silent`]).
+    pub fn name_silence<T>(&self, result: Result<T, Error>) -> Result<T, Error> {
+        match result {
+            Err(Error::Database(d)) if d.kind == DbErrorKind::NoAnswer => {
+                mark_silent(&self.host, self.port, self.recheck);
+                let target = crate::options::host_port(&self.host, self.port);
+                Err(Error::Database(DbError {
+                    source: d.source,
+                    ..DbError::no_answer(d.dialect, &target, self.bound.unwrap_or_default())
+                }))
+            }
+            other => other,
+        }
+    }
+}
+
 /// One walk over a URL's servers (two for `prefer-standby`).
 #[derive(Debug)]
 pub struct HostWalk {
@@ -168,6 +243,10 @@ impl HostWalk {
         let mut order: Vec<usize> = (0..options.hosts.len().max(1)).collect();
         if options.load_balance {
             shuffle(&mut order);
+        }
+        // Silent servers last, the others in the order chosen (a stable sort).
+        if order.len() > 1 {
+            order.sort_by_key(|&i| options.hosts.get(i).is_some_and(|(h, p)| is_silent(h, *p)));
         }
         HostWalk {
             order,
@@ -206,6 +285,11 @@ impl HostWalk {
 
     /// The server last handed out did not answer: `error` is why.
     pub fn failed(&mut self, server: &ConnectOptions, error: Error) {
+        if matches!(error, Error::ConnectTimeout { .. })
+            || error.kind() == Some(DbErrorKind::NoAnswer)
+        {
+            mark_silent(&server.host, server.port, server.host_recheck);
+        }
         self.passed_over
             .push(format!("{} did not answer ({error})", server.target()));
         self.last_failure = Some(error);
@@ -400,6 +484,53 @@ mod tests {
             Err(Error::Database(d)) => assert_eq!(d.message, "refused"),
             other => panic!("{other:?}"),
         }
+    }
+
+    /// A server whose connect timed out is tried last by later walks until `host_recheck` has passed;
+    /// a refused one is not (it answered, quickly). (Host names of their own: the record is the
+    /// process's.)
+    #[test]
+    fn silent_servers_go_last_for_a_while() {
+        let url = "mysql://r@quiet1:1,quiet2:2,quiet3:3/t?host_recheck=300ms";
+        let options = ConnectOptions::parse(url).unwrap();
+        let order = || {
+            let mut walk = HostWalk::new(&options);
+            std::iter::from_fn(|| walk.next_server().map(|s| s.port)).collect::<Vec<_>>()
+        };
+        assert_eq!(order(), [1, 2, 3]);
+        let mut walk = HostWalk::new(&options);
+        let first = walk.next_server().unwrap();
+        walk.failed(
+            &first,
+            Error::ConnectTimeout {
+                target: first.target(),
+                timeout: Duration::from_secs(1),
+            },
+        );
+        let second = walk.next_server().unwrap();
+        walk.failed(
+            &second,
+            Error::Database(DbError::connection_lost(Dialect::MySql, "refused")),
+        );
+        assert!(is_silent("quiet1", 1) && !is_silent("quiet2", 2));
+        assert_eq!(order(), [2, 3, 1]);
+        mark_silent("quiet3", 3, Duration::from_millis(300));
+        assert_eq!(order(), [2, 1, 3]);
+        std::thread::sleep(Duration::from_millis(350));
+        assert_eq!(order(), [1, 2, 3]);
+        // `host_recheck=0`: never reordered.
+        let never = ConnectOptions::parse("mysql://r@quiet4:4,quiet5:5/t?host_recheck=0").unwrap();
+        let mut walk = HostWalk::new(&never);
+        let first = walk.next_server().unwrap();
+        walk.failed(
+            &first,
+            Error::Database(DbError::no_answer(
+                Dialect::MySql,
+                "quiet4:4",
+                Duration::from_secs(1),
+            )),
+        );
+        assert!(!is_silent("quiet4", 4));
     }
 
     /// `load_balance_hosts=random`: every server is tried once per walk, and walks start at different

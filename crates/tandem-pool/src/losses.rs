@@ -151,7 +151,9 @@ impl ConnHealth {
         self.retriable_seen |= e.is_retriable();
         let lost = matches!(
             e.kind(),
-            Some(DbErrorKind::ConnectionLost | DbErrorKind::NodeUnavailable)
+            Some(
+                DbErrorKind::ConnectionLost | DbErrorKind::NoAnswer | DbErrorKind::NodeUnavailable
+            )
         );
         if lost {
             self.broken = true;

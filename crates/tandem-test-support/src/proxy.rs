@@ -1,5 +1,6 @@
 //! A TCP proxy in front of a server, for tests that must see or shape the connections a pool makes, or
-//! see a server vanish ([`Proxy::cut`]: as a node dying, for this client).
+//! see a server vanish ([`Proxy::cut`]: as a node dying, for this client) or fall silent
+//! ([`Proxy::silence`]: as a frozen server or a partition, for this client).
 
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -11,6 +12,7 @@ pub struct Proxy {
     pub port: u16,
     accepted: Arc<AtomicUsize>,
     cut: Arc<AtomicBool>,
+    silent: Arc<AtomicBool>,
     /// Every socket the proxy holds (both ends of forwarded connections, held ones).
     sockets: Arc<Mutex<Vec<TcpStream>>>,
 }
@@ -19,6 +21,13 @@ impl Proxy {
     /// Connections accepted so far.
     pub fn accepted(&self) -> usize {
         self.accepted.load(Ordering::SeqCst)
+    }
+
+    /// From now on nothing goes through, either way, and nothing is closed: what the proxy receives it
+    /// takes (so the sender's writes succeed) and drops, and new connections are accepted and held
+    /// without a word — a frozen server, or one behind a partition, as its clients see it.
+    pub fn silence(&self) {
+        self.silent.store(true, Ordering::SeqCst);
     }
 
     /// Closes every connection through the proxy and stops listening: clients see their connections
@@ -45,8 +54,10 @@ pub fn start(upstream: &str, forward: impl Fn(usize) -> bool + Send + 'static) -
     let upstream = upstream.to_owned();
     let accepted = Arc::new(AtomicUsize::new(0));
     let cut = Arc::new(AtomicBool::new(false));
+    let silent = Arc::new(AtomicBool::new(false));
     let sockets = Arc::new(Mutex::new(Vec::new()));
     let (counted, stop, kept) = (accepted.clone(), cut.clone(), sockets.clone());
+    let quiet = silent.clone();
     std::thread::spawn(move || {
         for client in listener.incoming().flatten() {
             if stop.load(Ordering::SeqCst) {
@@ -54,7 +65,7 @@ pub fn start(upstream: &str, forward: impl Fn(usize) -> bool + Send + 'static) -
                 break;
             }
             let i = counted.fetch_add(1, Ordering::SeqCst);
-            if !forward(i) {
+            if !forward(i) || quiet.load(Ordering::SeqCst) {
                 kept.lock().unwrap().push(client);
                 continue;
             }
@@ -71,11 +82,9 @@ pub fn start(upstream: &str, forward: impl Fn(usize) -> bool + Send + 'static) -
                     kept.push(s);
                 }
             }
-            for (mut from, mut to) in [(client_in, server_in), (server, client)] {
-                std::thread::spawn(move || {
-                    let _ = std::io::copy(&mut from, &mut to);
-                    let _ = to.shutdown(Shutdown::Both);
-                });
+            for (from, to) in [(client_in, server_in), (server, client)] {
+                let quiet = quiet.clone();
+                std::thread::spawn(move || relay(from, to, &quiet));
             }
         }
     });
@@ -83,6 +92,25 @@ pub fn start(upstream: &str, forward: impl Fn(usize) -> bool + Send + 'static) -
         port,
         accepted,
         cut,
+        silent,
         sockets,
+    }
+}
+
+/// Copies `from` to `to` until either closes, dropping what arrives once `quiet` is set.
+fn relay(mut from: TcpStream, mut to: TcpStream, quiet: &AtomicBool) {
+    use std::io::{Read, Write};
+    let mut buf = [0u8; 16 * 1024];
+    loop {
+        let n = match from.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        if !quiet.load(Ordering::SeqCst) && to.write_all(&buf[..n]).is_err() {
+            break;
+        }
+    }
+    if !quiet.load(Ordering::SeqCst) {
+        let _ = to.shutdown(Shutdown::Both);
     }
 }

@@ -35,6 +35,8 @@ pub(crate) enum Driver {
 pub struct Conn {
     pub(crate) driver: Driver,
     pub(crate) health: tandem_pool::ConnHealth,
+    /// The server (none for SQLite): a call it left unanswered names it, and marks it silent.
+    remote: Option<tandem_core::hosts::Remote>,
 }
 
 /// Connect attempts given up on whose thread is still blocked in the driver (see [`bounded`]).
@@ -113,6 +115,7 @@ impl Conn {
         Ok(Conn {
             driver,
             health: tandem_pool::ConnHealth::default(),
+            remote: tandem_core::hosts::Remote::of(opts),
         })
     }
 
@@ -174,7 +177,7 @@ impl Conn {
             #[cfg(feature = "sqlite")]
             Driver::Sqlite(c) => c.simple(sql),
             #[cfg(feature = "postgres")]
-            Driver::Postgres(c) => c.client.batch_execute(sql).map_err(postgres::error),
+            Driver::Postgres(c) => c.batch_execute(sql),
             #[cfg(feature = "mysql")]
             Driver::MySql(c) => {
                 ::mysql::prelude::Queryable::query_drop(c, sql).map_err(mysql::error)
@@ -204,7 +207,7 @@ impl Conn {
         }
         #[cfg(feature = "postgres")]
         if let Driver::Postgres(c) = &self.driver
-            && c.client.is_closed()
+            && c.is_closed()
         {
             return false;
         }
@@ -226,8 +229,13 @@ impl Conn {
     }
 
     /// Marks the connection broken when an error says it is, and tells the pool; remembers a retriable
-    /// failure (see [`tandem_pool::ConnHealth::note`]).
+    /// failure (see [`tandem_pool::ConnHealth::note`]). A server that gave no answer is named in the
+    /// error and tried last by host walks for a while.
     fn note<T>(&mut self, result: Result<T>) -> Result<T> {
+        let result = match &self.remote {
+            Some(remote) => remote.name_silence(result),
+            None => result,
+        };
         self.health.note(&result);
         result
     }
@@ -238,6 +246,10 @@ impl Conn {
         let Some(stamp) = self.health.suspect() else {
             return true;
         };
+        if self.remote.as_ref().is_some_and(|r| r.is_silent()) {
+            self.health.broken = true;
+            return false;
+        }
         if self.simple("SELECT 1").is_ok() {
             self.health.checked(stamp);
             return true;

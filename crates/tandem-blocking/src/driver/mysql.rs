@@ -19,10 +19,19 @@ pub(crate) fn open(opts: &ConnectOptions, timeout: std::time::Duration) -> Resul
         .db_name(Some(opts.database.clone()))
         .prefer_socket(false)
         .tcp_connect_timeout(Some(timeout))
+        // Each read and write waits at most `socket_timeout` (the socket's own timeouts).
+        .read_timeout(opts.socket_timeout)
+        .write_timeout(opts.socket_timeout)
         .stmt_cache_size(Some(64))
         .init(opts.session_statements())
         // Affected rows count matched rows, as on PostgreSQL and SQLite, and as sqlx always asks for.
         .additional_capabilities(mysql::consts::CapabilityFlags::CLIENT_FOUND_ROWS);
+    // Data the kernel cannot get acknowledged for that long (a partition, a host gone) closes the socket.
+    #[cfg(target_os = "linux")]
+    let plain = plain.tcp_user_timeout_ms(
+        opts.socket_timeout
+            .map(|t| u32::try_from(t.as_millis()).unwrap_or(u32::MAX)),
+    );
     let Some(ssl) = ssl_opts(opts)? else {
         return Conn::new(plain).map_err(error);
     };
@@ -233,6 +242,24 @@ fn key_step(conn: &mut Conn, r: &Rendered, done: &Done) -> Result<Option<i64>> {
 }
 
 /// Maps a mysql error: server errors by number, I/O and closed connections as connection lost.
+/// Whether an I/O failure is the socket's read or write timeout (`EAGAIN` on Linux), directly or inside
+/// the packet codec's error.
+fn timed_out(e: &mysql::Error) -> bool {
+    let io = match e {
+        mysql::Error::IoError(io) => Some(io),
+        mysql::Error::CodecError(c) => {
+            std::error::Error::source(c).and_then(|s| s.downcast_ref::<std::io::Error>())
+        }
+        _ => None,
+    };
+    io.is_some_and(|io| {
+        matches!(
+            io.kind(),
+            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+        )
+    })
+}
+
 pub(crate) fn error(e: mysql::Error) -> Error {
     let (kind, code, message) = match &e {
         mysql::Error::MySqlError(m) => (
@@ -240,6 +267,10 @@ pub(crate) fn error(e: mysql::Error) -> Error {
             Some(m.code.to_string()),
             m.message.clone(),
         ),
+        // A socket timeout: the server sent nothing for `socket_timeout` (`Conn::note` names it).
+        mysql::Error::IoError(_) | mysql::Error::CodecError(_) if timed_out(&e) => {
+            (DbErrorKind::NoAnswer, None, e.to_string())
+        }
         mysql::Error::IoError(_) | mysql::Error::CodecError(_) => {
             (DbErrorKind::ConnectionLost, None, e.to_string())
         }

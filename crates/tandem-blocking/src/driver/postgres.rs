@@ -1,17 +1,21 @@
-//! postgres (the synchronous client over tokio-postgres): prepared statements cached per connection, rows
-//! read from the socket as they are consumed, parameters converted to the exact width the server asks for,
-//! and binary COPY for bulk loads.
+//! PostgreSQL on tokio-postgres, driven synchronously: each connection owns a one-thread tokio runtime
+//! (what the `postgres` crate is) and blocks on it for each call, and every wait for the server is bounded
+//! by `socket_timeout` — the `postgres` crate has no such bound, so a frozen server held its caller
+//! forever. Prepared statements are cached per connection, rows read from the socket as they are consumed,
+//! parameters converted to the exact width the server asks for, and bulk loads sent by binary COPY.
 
 use std::collections::HashMap;
 use std::error::Error as StdError;
+use std::future::Future;
+use std::time::Duration;
 
-use bytes::BytesMut;
-use postgres::fallible_iterator::FallibleIterator;
-use postgres::types::{IsNull, ToSql, Type, to_sql_checked};
-use postgres::{Client, NoTls, Statement};
+use bytes::{Bytes, BytesMut};
+use futures_util::{SinkExt, StreamExt};
 use tandem_core::CopyIn;
 use tandem_core::{ConnectOptions, DbError, DbErrorKind, Error, Result};
 use tandem_sql::{Dialect, Rendered, Row, SqlType, Value};
+use tokio_postgres::types::{IsNull, ToSql, Type, to_sql_checked};
+use tokio_postgres::{Client, NoTls, Statement};
 
 use super::{Done, Sink, names};
 
@@ -19,12 +23,24 @@ use super::{Done, Sink, names};
 const STATEMENT_CACHE: usize = 64;
 
 pub(crate) struct PgConn {
-    pub(crate) client: Client,
+    client: Client,
     statements: HashMap<String, Statement>,
+    io: Io,
 }
 
-pub(crate) fn open(opts: &ConnectOptions, timeout: std::time::Duration) -> Result<PgConn> {
-    let mut config = postgres::Config::new();
+/// What a call blocks on: the runtime and the bound on each wait (apart from the client, which the
+/// waits borrow).
+struct Io {
+    /// Runs the connection's I/O task while a call blocks on it; dropping it closes the socket.
+    runtime: tokio::runtime::Runtime,
+    /// `socket_timeout`: the longest one wait for the server may take.
+    bound: Option<Duration>,
+    /// Set when a wait outlived `bound`: the connection is out of step and is never used again.
+    silent: bool,
+}
+
+pub(crate) fn open(opts: &ConnectOptions, timeout: Duration) -> Result<PgConn> {
+    let mut config = tokio_postgres::Config::new();
     config
         .host(&opts.host)
         .port(opts.port)
@@ -42,25 +58,95 @@ pub(crate) fn open(opts: &ConnectOptions, timeout: std::time::Duration) -> Resul
             .iter()
             .map(|(k, v)| format!("-c {k}={v}"))
             .collect();
-        config.options(&each.join(" "));
+        config.options(each.join(" "));
     }
     config.connect_timeout(timeout);
-    let connected = match super::tls::client_config(opts)? {
-        None => config.connect(NoTls),
-        Some(tls) => {
-            config.ssl_mode(if opts.tls.requires_tls() {
-                postgres::config::SslMode::Require
-            } else {
-                postgres::config::SslMode::Prefer
-            });
-            config.connect(tokio_postgres_rustls::MakeRustlsConnect::new(tls))
-        }
-    };
-    let client = connected.map_err(|e| connect_error(opts, e))?;
+    if let Some(bound) = opts.socket_timeout {
+        // Sent data unacknowledged this long (a partition, a host gone) closes the socket in the kernel.
+        config.tcp_user_timeout(bound);
+    }
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| {
+            Error::Internal(format!(
+                "cannot start a PostgreSQL connection's runtime: {e}"
+            ))
+        })?;
+    let tls = super::tls::client_config(opts)?;
+    if tls.is_some() {
+        config.ssl_mode(if opts.tls.requires_tls() {
+            tokio_postgres::config::SslMode::Require
+        } else {
+            tokio_postgres::config::SslMode::Prefer
+        });
+    }
+    // The handshake is bounded by the caller (`driver::bounded`); the I/O task runs on the runtime.
+    let client = runtime.block_on(async {
+        let (client, spawned) = match tls {
+            None => {
+                let (client, connection) = config.connect(NoTls).await?;
+                (client, tokio::spawn(connection))
+            }
+            Some(tls) => {
+                let make = tokio_postgres_rustls::MakeRustlsConnect::new(tls);
+                let (client, connection) = config.connect(make).await?;
+                (client, tokio::spawn(connection))
+            }
+        };
+        drop(spawned);
+        Ok::<_, tokio_postgres::Error>(client)
+    });
+    let client = client.map_err(|e| connect_error(opts, e))?;
     Ok(PgConn {
         client,
         statements: HashMap::new(),
+        io: Io {
+            runtime,
+            bound: opts.socket_timeout,
+            silent: false,
+        },
     })
+}
+
+impl Io {
+    /// Runs one step of a call on the connection's runtime, waiting at most `socket_timeout` for it: past
+    /// it the connection is marked silent (never used again) and the error is [`DbErrorKind::NoAnswer`]
+    /// (see `Conn::note` for what follows).
+    fn wait<T>(
+        &mut self,
+        step: impl Future<Output = std::result::Result<T, tokio_postgres::Error>>,
+    ) -> Result<T> {
+        let answered = match self.bound {
+            None => Ok(self.runtime.block_on(step)),
+            Some(bound) => self
+                .runtime
+                .block_on(async { tokio::time::timeout(bound, step).await }),
+        };
+        match answered {
+            Ok(result) => result.map_err(error),
+            Err(_) => {
+                self.silent = true;
+                Err(Error::Database(DbError::no_answer(
+                    Dialect::Postgres,
+                    "the server",
+                    self.bound.unwrap_or_default(),
+                )))
+            }
+        }
+    }
+}
+
+impl PgConn {
+    /// Whether the connection can take no other call.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.io.silent || self.client.is_closed()
+    }
+
+    /// Statements without parameters, in one round trip (BEGIN, COMMIT, SET …).
+    pub(crate) fn batch_execute(&mut self, sql: &str) -> Result<()> {
+        self.io.wait(self.client.batch_execute(sql))
+    }
 }
 
 /// A tandem value bound as whatever integer, float or text type the server inferred for its placeholder, with
@@ -122,9 +208,9 @@ impl ToSql for Bind<'_> {
     to_sql_checked!();
 }
 
-fn decode(row: &postgres::Row, i: usize) -> Result<Value> {
+fn decode(row: &tokio_postgres::Row, i: usize) -> Result<Value> {
     let ty = row.columns()[i].type_().clone();
-    let get_err = |e: postgres::Error| Error::decode(Dialect::Postgres, ty.to_string(), e);
+    let get_err = |e: tokio_postgres::Error| Error::decode(Dialect::Postgres, ty.to_string(), e);
     macro_rules! get {
         ($t:ty, $variant:ident) => {
             row.try_get::<_, Option<$t>>(i)
@@ -170,7 +256,7 @@ fn statement(c: &mut PgConn, sql: &str) -> Result<Statement> {
     if let Some(s) = c.statements.get(sql) {
         return Ok(s.clone());
     }
-    let s = c.client.prepare(sql).map_err(error)?;
+    let s = c.io.wait(c.client.prepare(sql))?;
     if c.statements.len() >= STATEMENT_CACHE {
         c.statements.clear();
     }
@@ -180,12 +266,14 @@ fn statement(c: &mut PgConn, sql: &str) -> Result<Statement> {
 
 pub(crate) fn run(c: &mut PgConn, r: &Rendered, sink: &mut Sink<'_>) -> Result<Done> {
     let stmt = statement(c, &r.sql)?;
-    let params = r.params.iter().map(Bind);
+    let client = &c.client;
     if stmt.columns().is_empty() {
-        let binds: Vec<Bind<'_>> = params.collect();
-        let refs: Vec<&(dyn ToSql + Sync)> =
-            binds.iter().map(|b| b as &(dyn ToSql + Sync)).collect();
-        let affected = c.client.execute(&stmt, &refs).map_err(error)?;
+        let affected = c.io.wait(async {
+            let binds: Vec<Bind<'_>> = r.params.iter().map(Bind).collect();
+            let refs: Vec<&(dyn ToSql + Sync)> =
+                binds.iter().map(|b| b as &(dyn ToSql + Sync)).collect();
+            client.execute(&stmt, &refs).await
+        })?;
         return Ok(Done {
             affected,
             last_insert_id: None,
@@ -194,8 +282,11 @@ pub(crate) fn run(c: &mut PgConn, r: &Rendered, sink: &mut Sink<'_>) -> Result<D
     }
     let columns = names(stmt.columns().iter().map(|c| c.name().to_owned()));
     let width = columns.len();
-    let mut rows = c.client.query_raw(&stmt, params).map_err(error)?;
-    while let Some(row) = rows.next().map_err(error)? {
+    let rows =
+        c.io.wait(client.query_raw(&stmt, r.params.iter().map(Bind)))?;
+    let mut rows = std::pin::pin!(rows);
+    // Each row is one wait: a consumer may take its time between rows, the server may not.
+    while let Some(row) = c.io.wait(async { rows.next().await.transpose() })? {
         let mut values = Vec::with_capacity(width);
         for i in 0..width {
             values.push(decode(&row, i)?);
@@ -213,19 +304,18 @@ pub(crate) fn run(c: &mut PgConn, r: &Rendered, sink: &mut Sink<'_>) -> Result<D
 
 /// `COPY … FROM STDIN (FORMAT binary)` of a payload encoded by `tandem-core` (the async side sends the same).
 pub(crate) fn copy_in(c: &mut PgConn, copy: &CopyIn) -> Result<u64> {
-    use std::io::Write;
-    let payload = copy.payload()?;
-    let mut writer = c.client.copy_in(copy.statement().as_str()).map_err(error)?;
-    writer.write_all(&payload).map_err(|e| {
-        Error::Database(DbError::connection_lost(Dialect::Postgres, e.to_string()).with_source(e))
-    })?;
-    writer.finish().map_err(error)
+    let payload = Bytes::from(copy.payload()?);
+    let sql = copy.statement();
+    let sink = c.io.wait(c.client.copy_in::<_, Bytes>(sql.as_str()))?;
+    let mut sink = Box::pin(sink);
+    c.io.wait(sink.send(payload))?;
+    c.io.wait(sink.as_mut().finish())
 }
 
 /// Maps a postgres error: server errors by SQLSTATE (with the constraint name), a closed connection or an
 /// I/O failure as [`DbErrorKind::ConnectionLost`].
 /// A failed connect: TLS failures as [`Error::Tls`], the rest as any other error.
-fn connect_error(opts: &ConnectOptions, e: postgres::Error) -> Error {
+fn connect_error(opts: &ConnectOptions, e: tokio_postgres::Error) -> Error {
     if let Some((kind, cause)) = tandem_core::tls::failure(&e) {
         return Error::tls_caused(opts, kind, cause);
     }
@@ -237,7 +327,7 @@ fn connect_error(opts: &ConnectOptions, e: postgres::Error) -> Error {
     error(e)
 }
 
-pub(crate) fn error(e: postgres::Error) -> Error {
+pub(crate) fn error(e: tokio_postgres::Error) -> Error {
     if let Some(db) = e.as_db_error() {
         let classified = DbError {
             dialect: Dialect::Postgres,

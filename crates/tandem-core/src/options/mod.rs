@@ -61,6 +61,19 @@ pub struct ConnectOptions {
     /// MariaDB's `innodb_lock_wait_timeout`, which counts whole seconds: rounded up). None: the server's
     /// default (PostgreSQL: no limit; MariaDB: 50 s).
     pub lock_timeout: Option<Duration>,
+    /// Server engines: the longest a call waits for the server's next answer (`socket_timeout=`, as
+    /// pgjdbc and Connector/J name it; same spelling as `statement_timeout`, `0` for none). Past it the
+    /// connection is closed and the call fails with [`crate::DbErrorKind::NoAnswer`]: what a frozen
+    /// server, a network partition or a stalled disk look like to a client, which no server-side limit
+    /// can catch (the server is not running). Default [`DEFAULT_SOCKET_TIMEOUT`], or `statement_timeout`
+    /// or `lock_timeout` plus five seconds when that is longer, so that the server's own limit answers
+    /// first. (MariaDB's own lock wait default is 50 s: a lock wait past 30 s without `lock_timeout=` reads
+    /// as no answer.)
+    pub socket_timeout: Option<Duration>,
+    /// Server engines: how long a server that gave no answer (a connect or a call that timed out) is
+    /// tried last by every host walk of the process (`host_recheck=`, like pgjdbc's `hostRecheckSeconds`;
+    /// `0` to always walk in the written order). Default [`DEFAULT_HOST_RECHECK`].
+    pub host_recheck: Duration,
     /// SQLite: which driver the async executor uses (`?driver=rusqlite|sqlx`); the blocking executor always
     /// uses rusqlite.
     pub sqlite_driver: SqliteDriver,
@@ -75,6 +88,12 @@ pub struct ConnectOptions {
     /// The URL as given, password removed, for error messages.
     pub display: String,
 }
+
+/// The default [`ConnectOptions::socket_timeout`]: a frozen server surfaces within it.
+pub const DEFAULT_SOCKET_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The default [`ConnectOptions::host_recheck`] (pgjdbc's `hostRecheckSeconds` default).
+pub const DEFAULT_HOST_RECHECK: Duration = Duration::from_secs(10);
 
 /// How the async executor reaches SQLite.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -188,12 +207,15 @@ impl ConnectOptions {
             wsrep_sync_wait: None,
             statement_timeout: None,
             lock_timeout: None,
+            socket_timeout: Some(DEFAULT_SOCKET_TIMEOUT),
+            host_recheck: DEFAULT_HOST_RECHECK,
             sqlite_driver: SqliteDriver::default(),
             sqlite_worker_wait: WorkerWait::default(),
             tls: TlsMode::default(),
             tls_root_cert: None,
             display: redact(original),
         };
+        let mut socket_timeout_given = false;
         for (key, value) in parsed.query_pairs() {
             let value = value.into_owned();
             match (dialect, &*key) {
@@ -205,17 +227,24 @@ impl ConnectOptions {
                             bad(&format!("wsrep_sync_wait={value} is not a number from 0 to 15"))
                         })?)
                 }
-                (_, "statement_timeout" | "lock_timeout") => {
+                (
+                    _,
+                    "statement_timeout" | "lock_timeout" | "socket_timeout" | "host_recheck",
+                ) => {
                     let limit = time_limit(&value).ok_or_else(|| {
                         bad(&format!(
                             "{key}={value} is not a time limit (milliseconds, or a number with ms, s \
                              or min; 0 for none)"
                         ))
                     })?;
-                    if key == "lock_timeout" {
-                        options.lock_timeout = limit;
-                    } else {
-                        options.statement_timeout = limit;
+                    match &*key {
+                        "lock_timeout" => options.lock_timeout = limit,
+                        "statement_timeout" => options.statement_timeout = limit,
+                        "socket_timeout" => {
+                            options.socket_timeout = limit;
+                            socket_timeout_given = true;
+                        }
+                        _ => options.host_recheck = limit.unwrap_or_default(),
                     }
                 }
                 (_, "load_balance_hosts") => {
@@ -269,14 +298,24 @@ impl ConnectOptions {
                         "unknown parameter {key:?} (known: {})",
                         if dialect == Dialect::Postgres {
                             "search_path, application_name, sslmode, sslrootcert, target_session_attrs, \
-                             load_balance_hosts, statement_timeout, lock_timeout"
+                             load_balance_hosts, statement_timeout, lock_timeout, socket_timeout, \
+                             host_recheck"
                         } else {
                             "ssl-mode, ssl-ca, load_balance_hosts, wsrep_sync_wait, statement_timeout, \
-                             lock_timeout"
+                             lock_timeout, socket_timeout, host_recheck"
                         }
                     )));
                 }
             }
+        }
+        if !socket_timeout_given {
+            // The server's own limits answer first: a statement or lock wait it allows is no silence.
+            let longest = [options.statement_timeout, options.lock_timeout]
+                .into_iter()
+                .flatten()
+                .map(|t| t + Duration::from_secs(5))
+                .fold(DEFAULT_SOCKET_TIMEOUT, Duration::max);
+            options.socket_timeout = Some(longest);
         }
         Ok(options)
     }
@@ -331,6 +370,8 @@ impl ConnectOptions {
             wsrep_sync_wait: None,
             statement_timeout: None,
             lock_timeout: None,
+            socket_timeout: None,
+            host_recheck: Duration::ZERO,
             sqlite_driver,
             sqlite_worker_wait,
             tls: TlsMode::Disable,
@@ -437,7 +478,7 @@ fn time_limit(value: &str) -> Option<Option<Duration>> {
     Some((ms > 0).then(|| Duration::from_millis(ms)))
 }
 
-fn host_port(host: &str, port: u16) -> String {
+pub(crate) fn host_port(host: &str, port: u16) -> String {
     if host.contains(':') {
         format!("[{host}]:{port}")
     } else {

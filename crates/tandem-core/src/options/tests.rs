@@ -337,3 +337,55 @@ fn time_limits() {
         ["SET SESSION innodb_lock_wait_timeout = 1"]
     );
 }
+
+#[test]
+fn socket_timeout_and_host_recheck() {
+    use crate::options::{DEFAULT_HOST_RECHECK, DEFAULT_SOCKET_TIMEOUT};
+    let secs = Duration::from_secs;
+    let parse = |url: &str| ConnectOptions::parse(url).unwrap();
+    // Defaults: every server URL has a bound; SQLite has no socket.
+    let plain = parse("postgres://u@a/d");
+    assert_eq!(
+        (plain.socket_timeout, plain.host_recheck),
+        (Some(DEFAULT_SOCKET_TIMEOUT), DEFAULT_HOST_RECHECK)
+    );
+    assert_eq!(parse("sqlite::memory:").socket_timeout, None);
+    // Given: any time-limit spelling; 0 turns it off.
+    let given = parse("mysql://r@a/t?socket_timeout=1500ms&host_recheck=2s");
+    assert_eq!(
+        (given.socket_timeout, given.host_recheck),
+        (Some(Duration::from_millis(1500)), secs(2))
+    );
+    let off = parse("postgres://u@a/d?socket_timeout=0&host_recheck=0");
+    assert_eq!(
+        (off.socket_timeout, off.host_recheck),
+        (None, Duration::ZERO)
+    );
+    // Not given: the server's own limits answer first, five seconds ahead of the bound.
+    assert_eq!(
+        parse("postgres://u@a/d?statement_timeout=2min").socket_timeout,
+        Some(secs(125))
+    );
+    assert_eq!(
+        parse("mysql://r@a/t?lock_timeout=60s&statement_timeout=1s").socket_timeout,
+        Some(secs(65))
+    );
+    assert_eq!(
+        parse("mysql://r@a/t?statement_timeout=1s").socket_timeout,
+        Some(DEFAULT_SOCKET_TIMEOUT)
+    );
+    // Given, it is taken as it is, even below the statement limit.
+    assert_eq!(
+        parse("postgres://u@a/d?statement_timeout=2min&socket_timeout=3s").socket_timeout,
+        Some(secs(3))
+    );
+    match ConnectOptions::parse("postgres://u@a/d?socket_timeout=soon") {
+        Err(Error::InvalidUrl { reason, .. }) => {
+            assert!(
+                reason.starts_with("socket_timeout=soon is not a time limit"),
+                "{reason}"
+            )
+        }
+        other => panic!("{other:?}"),
+    }
+}
