@@ -309,3 +309,102 @@ pub(crate) fn stalled_run_gives_up_its_lease_mysql() {
         assert_target(db, &expected(1..=1_000));
     }
 }
+
+/// Fencing: a chunk whose transaction is under way when its run loses the lease is not committed. The
+/// test holds the step rows locked so that the fourth chunk's checkpoint waits, inside its transaction,
+/// with its rows inserted; meanwhile another owner takes the lease; then the lock is let go. The chunk's
+/// lease guard matches no row, its transaction is rolled back, the run ends with `LockLost`: three chunks
+/// committed, not four. A rerun resumes and writes every row once.
+pub(crate) fn lost_lease_commits_nothing_mysql() {
+    let t = db::open(Dialect::MySql, "fenced", PoolConfig::default());
+    let (rt, adb) = async_twin(&t, PoolConfig::default());
+    let db = &t.db;
+    let job = |pause: bool| {
+        let processed = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        BatchJob::new("fenced", move |s: Source| {
+            // A pause before the fourth chunk, while the test takes its lock.
+            if pause && processed.fetch_add(1, Ordering::SeqCst) == 300 {
+                std::thread::sleep(Duration::from_millis(500));
+            }
+            essay::transform(s)
+        })
+        .sizes(100, 100)
+        .lock_lease(Duration::from_secs(10))
+    };
+    let waiting = raw(
+        "SELECT COUNT(*) FROM information_schema.PROCESSLIST \
+         WHERE info LIKE 'UPDATE `batch_step_execution`%' AND time_ms > 50",
+        vec![],
+    );
+    for use_async in [false, true] {
+        let run = |job: &BatchJob<Source, Target>| run_job(use_async, (&rt, &adb), db, job);
+        reset(db, 1_000);
+        let paused = job(true);
+        let result = std::thread::scope(|scope| {
+            let running = scope.spawn(|| run(&paused));
+            let deadline = std::time::Instant::now() + Duration::from_secs(30);
+            while committed_chunks(db) < 3 {
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "async {use_async}: no progress"
+                );
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            // A pool of its own: the run's may be all in use.
+            let other = Database::open(t.target.options.clone(), PoolConfig::default()).unwrap();
+            let holder = other.begin(tandem_core::TxOptions::default()).unwrap();
+            holder
+                .fetch_all::<(i64,)>(&raw(
+                    "SELECT id FROM batch_step_execution FOR UPDATE",
+                    vec![],
+                ))
+                .unwrap();
+            // The fourth chunk's checkpoint now waits for the step row, its rows inserted.
+            loop {
+                let (n,): (i64,) = other.fetch_one(&waiting).unwrap();
+                if n > 0 {
+                    break;
+                }
+                if running.is_finished() {
+                    panic!("async {use_async}: the run ended: {:?}", running.join());
+                }
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "async {use_async}: no wait"
+                );
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            let taken = other
+                .execute(&raw(
+                    "UPDATE batch_job_lock SET owner = 'another-run', \
+                     expires_at = CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED) + 60000",
+                    vec![],
+                ))
+                .unwrap();
+            assert_eq!(taken, 1, "async {use_async}: the lease row");
+            holder.rollback().unwrap();
+            running.join().unwrap()
+        });
+        assert!(
+            matches!(result, Err(JobError::LockLost { .. })),
+            "async {use_async}: {result:?}"
+        );
+        assert_eq!(
+            committed_chunks(db),
+            3,
+            "async {use_async}: the fourth chunk was committed"
+        );
+        let (rows,): (i64,) = db
+            .fetch_one(&raw("SELECT COUNT(*) FROM benchmark_target", vec![]))
+            .unwrap();
+        assert_eq!(
+            rows, 300,
+            "async {use_async}: rows of a fenced chunk stayed"
+        );
+        db.execute(&raw("DELETE FROM batch_job_lock", vec![]))
+            .unwrap();
+        let report = run(&job(false)).unwrap_or_else(|e| panic!("async {use_async}: rerun: {e}"));
+        assert!(report.resumed, "async {use_async}");
+        assert_target(db, &expected(1..=1_000));
+    }
+}

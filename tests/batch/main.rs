@@ -153,6 +153,13 @@ fn main() {
             ],
             vec![
                 harness::Case::new(
+                    "lost_lease_commits_nothing_mysql",
+                    lost_lease_commits_nothing_mysql,
+                )
+                .needs(&[Dialect::MySql]),
+            ],
+            vec![
+                harness::Case::new(
                     "start_lock_waits_are_bounded_postgres",
                     start_lock_waits_are_bounded_postgres,
                 )

@@ -387,10 +387,10 @@ impl Conn {
         let mut outcomes = Vec::with_capacity(steps.len());
         for step in steps {
             outcomes.push(match step {
-                Step::Sql(r) => {
+                Step::Sql(r) | Step::Guard { statement: r, .. } => {
                     let mut rows = Collect(Vec::new());
                     let done = self.run(r, &mut rows).await?;
-                    Outcome::of(r, rows.0, done)
+                    step.judge(Outcome::of(r, rows.0, done))?
                 }
                 Step::Copy(copy) => Outcome {
                     affected: self.copy_in(copy).await?,

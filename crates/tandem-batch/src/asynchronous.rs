@@ -156,7 +156,7 @@ impl Lease {
         })
         .await;
         lease_taken(held, &claim)?;
-        let lost = Arc::new(LeaseLost::leased(claim.length));
+        let lost = Arc::new(LeaseLost::leased(claim.length, claim.key, &claim.owner));
         let length = claim.length;
         let (db, flag) = (db.clone(), lost.clone());
         let renew = lease_renew(claim.key, &claim.owner, length);
@@ -252,8 +252,9 @@ where
                 Next::Unread(next)
             };
             for chunk in chunks {
-                let counts = match p.write(&chunk)? {
-                    ChunkWrite::Plan(plan) => (db.run_atomically(&opts, plan).await?, 0),
+                let hold = p.hold();
+                let written = match p.write(&chunk)? {
+                    ChunkWrite::Plan(plan) => db.run_atomically(&opts, plan).await.map(|n| (n, 0)),
                     ChunkWrite::ByHand => {
                         retry(&opts, || async {
                             let tx = db.begin(opts.clone()).await?;
@@ -265,11 +266,17 @@ where
                             };
                             let (checkpoint, counts) = p.checkpoint(&chunk, inserted);
                             tx.execute(&checkpoint).await?;
+                            if let Some(hold) = &hold
+                                && tx.execute(hold).await? == 0
+                            {
+                                return Err(p.refused());
+                            }
                             tx.commit().await.map(|()| counts)
                         })
-                        .await?
+                        .await
                     }
                 };
+                let counts = p.written(written.map_err(JobError::from))?;
                 p.wrote(&chunk, counts);
                 if let Some(d) = p.delay() {
                     tokio::time::sleep(d).await;

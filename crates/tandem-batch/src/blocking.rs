@@ -129,7 +129,7 @@ impl Lease {
                 },
             );
         lease_taken(held, &claim)?;
-        let lost = std::sync::Arc::new(LeaseLost::leased(claim.length));
+        let lost = std::sync::Arc::new(LeaseLost::leased(claim.length, claim.key, &claim.owner));
         let (stop, stopped) = std::sync::mpsc::channel::<()>();
         let length = claim.length;
         let (db, flag, renew) = (
@@ -246,8 +246,9 @@ where
                     Next::Unread(next)
                 };
                 for chunk in chunks {
-                    let counts = match p.write(&chunk)? {
-                        ChunkWrite::Plan(plan) => (db.run_atomically(&opts, plan)?, 0),
+                    let hold = p.hold();
+                    let written = match p.write(&chunk)? {
+                        ChunkWrite::Plan(plan) => db.run_atomically(&opts, plan).map(|n| (n, 0)),
                         ChunkWrite::ByHand => db.transaction_with(opts.clone(), |tx| {
                             let inserted = if chunk.rows.is_empty() {
                                 0
@@ -257,9 +258,16 @@ where
                                     .inserted
                             };
                             let (checkpoint, counts) = p.checkpoint(&chunk, inserted);
-                            tx.execute(&checkpoint).map(|_| counts)
-                        })?,
+                            tx.execute(&checkpoint)?;
+                            if let Some(hold) = &hold
+                                && tx.execute(hold)? == 0
+                            {
+                                return Err(p.refused());
+                            }
+                            Ok(counts)
+                        }),
                     };
+                    let counts = p.written(written.map_err(JobError::from))?;
                     p.wrote(&chunk, counts);
                     if let Some(d) = p.delay() {
                         std::thread::sleep(d);

@@ -187,6 +187,25 @@ pub(crate) fn lease_renew(key: u64, owner: &str, lease: Duration) -> RawSql {
     )
 }
 
+/// Holds the lease for the rest of a chunk's transaction, renewing it: one row when this owner holds it
+/// unexpired, none when it expired or was taken over — then the chunk's transaction is rolled back (its
+/// [`tandem_core::Step::Guard`]). The row stays locked until COMMIT, so a takeover waits for the chunk on
+/// the same server, and on a Galera cluster the two writes to the row are certified against each other:
+/// of a chunk and a takeover on two nodes, one commit fails.
+pub(crate) fn lease_hold(key: u64, owner: &str, lease: Duration) -> RawSql {
+    raw(
+        format!(
+            "UPDATE batch_job_lock SET expires_at = {NOW_MS} + ? \
+             WHERE job_key = ? AND owner = ? AND expires_at > {NOW_MS}"
+        ),
+        vec![
+            Value::I64(lease.as_millis() as i64),
+            lease_key(key),
+            Value::Text(owner.into()),
+        ],
+    )
+}
+
 /// Gives a lease back.
 pub(crate) fn lease_release(key: u64, owner: &str) -> RawSql {
     raw(
@@ -243,6 +262,8 @@ pub(crate) struct LeaseLost {
     progress_ms: AtomicU64,
     /// The lease's length; `None` for a run that holds no lease (its lock is not one that expires).
     lease: Option<Duration>,
+    /// The lease's job key and owner, which every chunk's transaction checks ([`LeaseLost::fence`]).
+    holder: Option<(u64, String)>,
 }
 
 impl Default for LeaseLost {
@@ -252,16 +273,41 @@ impl Default for LeaseLost {
             origin: std::time::Instant::now(),
             progress_ms: AtomicU64::new(0),
             lease: None,
+            holder: None,
         }
     }
 }
 
 impl LeaseLost {
-    /// The state of a run that holds a lease of `length`, taken now.
-    pub(crate) fn leased(length: Duration) -> Self {
+    /// The state of a run that holds a lease of `length` on job `key` as `owner`, taken now.
+    pub(crate) fn leased(length: Duration, key: u64, owner: &str) -> Self {
         LeaseLost {
             lease: Some(length),
+            holder: Some((key, owner.to_owned())),
             ..LeaseLost::default()
+        }
+    }
+
+    /// The guard a chunk's transaction ends with when the run holds a lease ([`lease_hold`]): the chunk
+    /// commits only if the lease is still this run's, unexpired.
+    pub(crate) fn fence(&self) -> Option<RawSql> {
+        let (key, owner) = self.holder.as_ref()?;
+        Some(lease_hold(*key, owner, self.lease?))
+    }
+
+    /// What a chunk's write said, as the run takes it: a chunk refused by its lease guard means the lease
+    /// is lost ([`JobError::LockLost`]), and the run writes nothing more.
+    pub(crate) fn fenced<X, S, T>(
+        &self,
+        job: &BatchJob<S, T>,
+        written: Result<X, JobError>,
+    ) -> Result<X, JobError> {
+        match written {
+            Err(JobError::Database(tandem_core::Error::Fenced { .. })) => {
+                self.set();
+                Err(lock_lost(job))
+            }
+            other => other,
         }
     }
 
@@ -296,12 +342,16 @@ impl LeaseLost {
             self.set();
         }
         if self.lost.load(Ordering::SeqCst) {
-            return Err(JobError::LockLost {
-                name: job.name.clone(),
-                params: job.params_text(),
-            });
+            return Err(lock_lost(job));
         }
         Ok(())
+    }
+}
+
+fn lock_lost<S, T>(job: &BatchJob<S, T>) -> JobError {
+    JobError::LockLost {
+        name: job.name.clone(),
+        params: job.params_text(),
     }
 }
 

@@ -20,6 +20,13 @@ pub enum Error {
     /// The database refused a statement or the connection failed.
     #[error(transparent)]
     Database(#[from] DbError),
+    /// A plan's guard ([`crate::Step::Guard`]) matched no row: what it checks no longer holds, and the
+    /// transaction was rolled back instead of committed.
+    #[error("{what} no longer holds: the transaction was rolled back")]
+    Fenced {
+        /// What the guard checks (a batch run's lease, say).
+        what: String,
+    },
     /// No connection became free within the acquire timeout.
     #[error("no connection within {waited:?} (pool of {max_size})")]
     PoolTimeout {

@@ -14,6 +14,28 @@ pub enum Step {
     Sql(Rendered),
     /// A PostgreSQL binary COPY; only planned for PostgreSQL, and only where no keys are needed back.
     Copy(CopyIn),
+    /// A statement that must match at least one row, or the steps stop there with [`Error::Fenced`]
+    /// (`what` it checks) and a transaction around them is rolled back: how a plan makes its writes
+    /// conditional on a fact checked, and held, in the same transaction (a batch run's lease).
+    Guard {
+        /// The statement (an UPDATE whose WHERE is the condition, so its row stays locked to COMMIT).
+        statement: Rendered,
+        /// What it checks, for the error.
+        what: String,
+    },
+}
+
+impl Step {
+    /// A statement step's outcome as the plan takes it: a guard that matched no row is
+    /// [`Error::Fenced`].
+    pub fn judge(&self, outcome: Outcome) -> Result<Outcome> {
+        match self {
+            Step::Guard { what, .. } if outcome.affected == 0 => {
+                Err(crate::Error::Fenced { what: what.clone() })
+            }
+            _ => Ok(outcome),
+        }
+    }
 }
 
 /// PostgreSQL `COPY table (columns) FROM STDIN (FORMAT binary)` of these rows: no SQL of its own, the
@@ -150,13 +172,13 @@ pub fn run_steps(conn: &mut impl Runner, steps: &[Step]) -> Result<Vec<Outcome>>
     let mut outcomes = Vec::with_capacity(steps.len());
     for step in steps {
         outcomes.push(match step {
-            Step::Sql(r) => {
+            Step::Sql(r) | Step::Guard { statement: r, .. } => {
                 let mut rows = Vec::new();
                 let done = conn.run(r, &mut |row| {
                     rows.push(row);
                     Ok(true)
                 })?;
-                Outcome::of(r, rows, done)
+                step.judge(Outcome::of(r, rows, done))?
             }
             Step::Copy(copy) => Outcome {
                 affected: conn.copy_in(copy)?,

@@ -264,14 +264,56 @@ impl<'j, S: Entity<Key = i64>, T: Entity> Partition<'j, S, T> {
 
     /// How to write `chunk` (see [`ChunkWrite`]) — unless the run lost its lease meanwhile: nothing more
     /// is written by a run that no longer holds the job.
+    /// A run that holds a lease ends every chunk's transaction with its guard ([`Partition::fence`]).
     pub(crate) fn write(&self, chunk: &ProcessedChunk<T>) -> Result<ChunkWrite, JobError> {
         self.run.lost.check(self.job)?;
         Ok(
             match chunk_plan(self.dialect, self.step.id, chunk, &self.opts)? {
-                Some(plan) => ChunkWrite::Plan(plan),
+                Some(plan) => ChunkWrite::Plan(match self.fence()? {
+                    Some(guard) => plan.followed_by(guard, Atomicity::Together),
+                    None => plan,
+                }),
                 None => ChunkWrite::ByHand,
             },
         )
+    }
+
+    /// The last step of a chunk's transaction when the run holds a lease: it matches the lease row only
+    /// while the lease is this run's and unexpired, and keeps it locked to COMMIT; otherwise the chunk is
+    /// rolled back with [`tandem_core::Error::Fenced`] (see [`crate::lock::lease_hold`]). A run that lost
+    /// its lease commits nothing more, even a chunk already under way.
+    fn fence(&self) -> Result<Option<Step>, JobError> {
+        let Some(hold) = self.hold() else {
+            return Ok(None);
+        };
+        Ok(Some(Step::Guard {
+            statement: hold
+                .render(self.dialect)
+                .map_err(tandem_core::Error::from)?,
+            what: self.fenced_what(),
+        }))
+    }
+
+    /// The lease guard as a statement, for a chunk written by hand: it must affect one row, or the
+    /// transaction is given up with [`Partition::refused`].
+    pub(crate) fn hold(&self) -> Option<RawSql> {
+        self.run.lost.fence()
+    }
+
+    /// The error for a chunk whose lease guard matched no row.
+    pub(crate) fn refused(&self) -> tandem_core::Error {
+        tandem_core::Error::Fenced {
+            what: self.fenced_what(),
+        }
+    }
+
+    fn fenced_what(&self) -> String {
+        format!("the lease of job {:?}", self.job.name)
+    }
+
+    /// A chunk's write as the run takes it: refused by the lease guard, the lease is lost.
+    pub(crate) fn written<X>(&self, result: Result<X, JobError>) -> Result<X, JobError> {
+        self.run.lost.fenced(self.job, result)
     }
 
     /// For a chunk written by hand: the checkpoint to run after its INSERTs, which inserted `inserted`
