@@ -187,25 +187,6 @@ pub(crate) fn lease_renew(key: u64, owner: &str, lease: Duration) -> RawSql {
     )
 }
 
-/// Holds the lease for the rest of a chunk's transaction, renewing it: one row when this owner holds it
-/// unexpired, none when it expired or was taken over — then the chunk's transaction is rolled back (its
-/// [`tandem_core::Step::Guard`]). The row stays locked until COMMIT, so a takeover waits for the chunk on
-/// the same server, and on a Galera cluster the two writes to the row are certified against each other:
-/// of a chunk and a takeover on two nodes, one commit fails.
-pub(crate) fn lease_hold(key: u64, owner: &str, lease: Duration) -> RawSql {
-    raw(
-        format!(
-            "UPDATE batch_job_lock SET expires_at = {NOW_MS} + ? \
-             WHERE job_key = ? AND owner = ? AND expires_at > {NOW_MS}"
-        ),
-        vec![
-            Value::I64(lease.as_millis() as i64),
-            lease_key(key),
-            Value::Text(owner.into()),
-        ],
-    )
-}
-
 /// Gives a lease back.
 pub(crate) fn lease_release(key: u64, owner: &str) -> RawSql {
     raw(
@@ -288,11 +269,15 @@ impl LeaseLost {
         }
     }
 
-    /// The guard a chunk's transaction ends with when the run holds a lease ([`lease_hold`]): the chunk
-    /// commits only if the lease is still this run's, unexpired.
+    /// The guard a chunk's transaction ends with when the run holds a lease: the lease's renewal
+    /// ([`lease_renew`]), which matches the row only while this run owns it, and keeps it locked to
+    /// COMMIT. A chunk of a run whose lease was taken over is rolled back; a takeover on the same server
+    /// waits for the chunk, and on a Galera cluster the two writes to the row are certified against each
+    /// other: of a chunk and a takeover on two nodes, one commit fails. A lease that expired while the
+    /// cluster stalled (a node being evicted) but that no run took over is renewed, and the run goes on.
     pub(crate) fn fence(&self) -> Option<RawSql> {
         let (key, owner) = self.holder.as_ref()?;
-        Some(lease_hold(*key, owner, self.lease?))
+        Some(lease_renew(*key, owner, self.lease?))
     }
 
     /// What a chunk's write said, as the run takes it: a chunk refused by its lease guard means the lease

@@ -279,9 +279,9 @@ impl<'j, S: Entity<Key = i64>, T: Entity> Partition<'j, S, T> {
     }
 
     /// The last step of a chunk's transaction when the run holds a lease: it matches the lease row only
-    /// while the lease is this run's and unexpired, and keeps it locked to COMMIT; otherwise the chunk is
-    /// rolled back with [`tandem_core::Error::Fenced`] (see [`crate::lock::lease_hold`]). A run that lost
-    /// its lease commits nothing more, even a chunk already under way.
+    /// while the lease is this run's, and keeps it locked to COMMIT; otherwise the chunk is rolled back
+    /// with [`tandem_core::Error::Fenced`] (see [`crate::lock::LeaseLost::fence`]). A run whose lease was
+    /// taken over commits nothing more, even a chunk already under way.
     fn fence(&self) -> Result<Option<Step>, JobError> {
         let Some(hold) = self.hold() else {
             return Ok(None);
