@@ -1,5 +1,6 @@
-//! The PostgreSQL primary and its hot standby: read-only transactions served by the standby, and a promoted
-//! standby taking writes with the pool following by itself.
+//! The PostgreSQL primary and its hot standby, run by pg_auto_failover: read-only transactions served by
+//! the standby, and a frozen primary replaced by the standby the monitor promotes, the batch job and the
+//! pools following by themselves.
 
 use super::*;
 
@@ -100,103 +101,258 @@ pub(crate) fn pg_standby_reads() {
     .unwrap();
 }
 
-/// Failover: pools on `5433,5434?target_session_attrs=read-write` write to the primary; the primary is
-/// killed and the standby promoted; both executors' pools go on writing to it by themselves, after a few
-/// refused calls while no server is read-write. The pair is rebuilt afterwards.
-pub(crate) fn pg_failover() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    struct Rebuild;
-    impl Drop for Rebuild {
-        fn drop(&mut self) {
-            let script = concat!(env!("CARGO_MANIFEST_DIR"), "/.ci/cluster");
-            let _ = Command::new(script).arg("pg-rebuild").status();
-        }
-    }
-    let _rebuild = Rebuild;
-    let url =
-        "postgres://postgres@127.0.0.1:5433,127.0.0.1:5434/test?target_session_attrs=read-write";
-    let db = tandem_blocking::Database::connect_with(url, quick()).unwrap();
-    let rt = harness::runtime();
-    let adb = rt
-        .block_on(tandem_async::Database::connect_with(url, quick()))
-        .unwrap();
-    db.execute(&raw("DROP TABLE IF EXISTS failover_writes", vec![]))
-        .unwrap();
-    db.execute(&raw(
-        "CREATE TABLE failover_writes (side TEXT, n BIGINT)",
-        vec![],
-    ))
-    .unwrap();
-    let write = |side: &str, n: i64| -> Result<u64, Error> {
-        let stmt = raw(
-            "INSERT INTO failover_writes VALUES ($1, $2)",
-            vec![side.into(), n.into()],
-        );
-        if side == "async" {
-            use tandem_async::Executor as _;
-            rt.block_on(adb.execute(&stmt))
-        } else {
-            db.execute(&stmt)
-        }
-    };
-    write("blocking", 0).unwrap();
-    write("async", 0).unwrap();
-
+/// Every process of the PostgreSQL node on `port` (its pg_auto_failover keeper, which runs the server,
+/// and their children), from the keeper's pid file under the cluster directory.
+fn pg_node_processes(port: u16) -> Vec<String> {
+    let node = port - 5432;
     let dir = cluster_dir();
-    let pid_line = std::fs::read_to_string(format!("{dir}/pg-primary/postmaster.pid")).unwrap();
-    let pid = pid_line.lines().next().unwrap().trim().to_owned();
-    assert!(
-        Command::new("kill")
-            .args(["-9", &pid])
-            .status()
-            .unwrap()
-            .success()
-    );
-    let killed = Instant::now();
-    let promoted = Command::new("runuser")
-        .args(["-u", "postgres", "--"])
-        .arg(format!(
-            "/usr/lib/postgresql/{}/bin/pg_ctl",
-            std::fs::read_to_string(format!("{dir}/pg-standby/PG_VERSION"))
-                .unwrap()
-                .trim()
-        ))
-        .args(["promote", "-w", "-D", &format!("{dir}/pg-standby")])
+    let file = format!("{dir}/pg/autoctl/run/pg_autoctl{dir}/pg/node{node}/pg_autoctl.pid");
+    let text = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{file}: {e}"));
+    let keeper = text.lines().next().unwrap().trim().to_owned();
+    let mut all = vec![keeper];
+    let mut i = 0;
+    while i < all.len() {
+        let out = Command::new("ps")
+            .args(["-o", "pid=", "--ppid", &all[i]])
+            .output()
+            .unwrap();
+        all.extend(
+            String::from_utf8_lossy(&out.stdout)
+                .split_whitespace()
+                .map(str::to_owned),
+        );
+        i += 1;
+    }
+    all
+}
+
+/// SIGSTOP (`freeze`) or SIGCONT to every process of the PostgreSQL node on `port`.
+fn freeze_pg_node(port: u16, freeze: bool) -> Instant {
+    let signal = if freeze { "-STOP" } else { "-CONT" };
+    let pids = pg_node_processes(port);
+    let ok = Command::new("kill")
+        .arg(signal)
+        .args(&pids)
         .status()
         .unwrap();
-    assert!(promoted.success(), "pg_ctl promote");
-    eprintln!(
-        "failover: standby promoted {:?} after the primary died",
-        killed.elapsed()
-    );
-    for side in ["blocking", "async"] {
-        let mut refused = 0;
-        let deadline = Instant::now() + Duration::from_secs(30);
+    assert!(ok.success(), "kill {signal} {pids:?}");
+    Instant::now()
+}
+
+/// What pg_auto_failover's monitor says of the node on `port`: its reported state.
+fn pg_node_state(port: u16) -> String {
+    let monitor = tandem_blocking::Database::connect_with(
+        "postgres://autoctl_node@127.0.0.1:5435/pg_auto_failover",
+        quick(),
+    )
+    .unwrap();
+    monitor
+        .fetch_one::<(String,)>(&raw(
+            "SELECT CAST(reportedstate AS TEXT) FROM pgautofailover.node WHERE nodeport = $1",
+            vec![i64::from(port).into()],
+        ))
+        .map(|(s,)| s)
+        .unwrap_or_else(|e| format!("unknown ({e})"))
+}
+
+/// Failover by the tool users run: the primary's whole node (pg_auto_failover's keeper and PostgreSQL)
+/// freezes mid-job and stays frozen; the monitor finds it unhealthy, and promotes the standby once the
+/// old primary must have demoted itself. Meanwhile the essay job runs on a
+/// `5433,5434?target_session_attrs=read-write&socket_timeout=2s` URL, once per runner (each in a schema of
+/// its own): each run stops with a typed error within the socket bound, reruns are refused while no server
+/// is read-write, and a rerun completes on the promoted standby, resuming from the checkpoints. After the
+/// thaw the old primary rejoins as the standby, and both servers hold every row exactly once (the pair
+/// replicates synchronously: nothing acknowledged is lost). The pair is switched back afterwards.
+pub(crate) fn pg_failover() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    struct Settle;
+    impl Drop for Settle {
+        fn drop(&mut self) {
+            let _ = Command::new("kill")
+                .arg("-CONT")
+                .args(pg_node_processes(5433))
+                .status();
+            let script = concat!(env!("CARGO_MANIFEST_DIR"), "/.ci/cluster");
+            let _ = Command::new(script).arg("pg-settle").status();
+        }
+    }
+    let _settle = Settle;
+    let rows = 20_000;
+    let bound = Duration::from_secs(2);
+    let base = "postgres://postgres@127.0.0.1:5433,127.0.0.1:5434/test?target_session_attrs=read-write\
+                &socket_timeout=2s";
+    let admin = tandem_blocking::Database::connect_with(base, quick()).unwrap();
+    let sides = ["blocking", "async"];
+    let urls: Vec<String> = sides
+        .iter()
+        .map(|side| {
+            let schema = format!("failover_{side}");
+            admin
+                .execute(&raw(
+                    format!("DROP SCHEMA IF EXISTS {schema} CASCADE"),
+                    vec![],
+                ))
+                .unwrap();
+            admin
+                .execute(&raw(format!("CREATE SCHEMA {schema}"), vec![]))
+                .unwrap();
+            format!("{base}&search_path={schema}")
+        })
+        .collect();
+    for url in &urls {
+        let db = tandem_blocking::Database::connect_with(url, quick()).unwrap();
+        reset(&db, rows);
+        tandem_batch::blocking::prepare(&db).unwrap();
+    }
+    let job = {
+        let mut job = essay::job(4);
+        job.chunk_size = 100;
+        job.page_size = 100;
+        job.chunk_delay = Some(Duration::from_millis(20));
+        job
+    };
+    let frozen_at: Mutex<Option<Instant>> = Mutex::new(None);
+    let outcomes = std::thread::scope(|s| {
+        let running: Vec<_> = sides
+            .iter()
+            .zip(&urls)
+            .map(|(side, url)| {
+                let frozen_at = &frozen_at;
+                // A job of its own per runner: PostgreSQL's run lock is the database's, whatever the schema.
+                let job = job.clone().param("runner", *side);
+                s.spawn(move || {
+                    let job = &job;
+                    let use_async = *side == "async";
+                    let rt = harness::runtime();
+                    let db = tandem_blocking::Database::connect_with(url, quick()).unwrap();
+                    let adb = rt
+                        .block_on(tandem_async::Database::connect_with(url, quick()))
+                        .unwrap();
+                    let deadline = Instant::now() + Duration::from_secs(120);
+                    let (mut first, mut refused) = (None, 0);
+                    loop {
+                        let r = if use_async {
+                            rt.block_on(tandem_batch::asynchronous::run(&adb, job))
+                        } else {
+                            tandem_batch::blocking::run(&db, job)
+                        };
+                        let since = frozen_at.lock().unwrap().map(|at| at.elapsed());
+                        match r {
+                            Ok(report) => return (first, refused, since, report),
+                            Err(e) => {
+                                assert!(
+                                    matches!(&e, JobError::Database(d) if d.is_unreachable())
+                                        || matches!(e, JobError::AlreadyRunning { .. }),
+                                    "{side}: {e:?}"
+                                );
+                                match &first {
+                                    None => first = Some((e.to_string(), since)),
+                                    Some(_) => refused += 1,
+                                }
+                                assert!(Instant::now() < deadline, "{side}: no run completed: {e}");
+                                std::thread::sleep(Duration::from_millis(200));
+                            }
+                        }
+                    }
+                })
+            })
+            .collect();
+        let watcher = tandem_blocking::Database::connect_with(&urls[0], quick()).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(60);
         loop {
-            match write(side, 1) {
-                Ok(1) => break,
-                Ok(n) => panic!("{side}: {n} rows"),
-                Err(e) => {
-                    assert!(e.is_unreachable(), "{side}: {e:?}");
-                    refused += 1;
-                    assert!(
-                        Instant::now() < deadline,
-                        "{side}: no write after failover: {e}"
-                    );
-                    std::thread::sleep(Duration::from_millis(100));
-                }
+            let (n,): (Option<i64>,) = watcher
+                .fetch_one(&raw(
+                    "SELECT CAST(SUM(chunk_count) AS BIGINT) FROM batch_step_execution",
+                    vec![],
+                ))
+                .unwrap();
+            if n.unwrap_or(0) >= 8 {
+                break;
             }
+            assert!(Instant::now() < deadline, "the jobs did not get going");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let frozen = freeze_pg_node(5433, true);
+        *frozen_at.lock().unwrap() = Some(frozen);
+        // When pg_auto_failover has promoted the standby (read-write: `wait_primary` until its new
+        // standby is back).
+        let deadline = frozen + Duration::from_secs(60);
+        while !matches!(&*pg_node_state(5434), "wait_primary" | "primary") {
+            assert!(
+                Instant::now() < deadline,
+                "no promotion: {}",
+                pg_node_state(5434)
+            );
+            std::thread::sleep(Duration::from_millis(100));
         }
         eprintln!(
-            "failover: {side} pool writing to the promoted standby after {refused} refused calls"
+            "failover: 5434 promoted {:?} after the freeze",
+            frozen.elapsed()
         );
-        assert!(refused <= 3, "{side}: {refused}");
+        running
+            .into_iter()
+            .map(|r| r.join().unwrap())
+            .collect::<Vec<_>>()
+    });
+    let mut stopped = Vec::new();
+    for (side, (first, refused, completed, report)) in sides.iter().zip(outcomes) {
+        let (error, at) =
+            first.unwrap_or_else(|| panic!("{side}: the run did not notice the freeze"));
+        let at = at.expect("the first failure came after the freeze");
+        eprintln!(
+            "failover, {side} runner: stopped {at:?} after the freeze ({error}); {refused} reruns refused; \
+             completed on the promoted standby {:?} after the freeze (resumed: {})",
+            completed.unwrap(),
+            report.resumed
+        );
+        assert!(
+            report.resumed,
+            "{side}: the rerun resumes from the checkpoints"
+        );
+        stopped.push((side, at));
     }
-    let (port,): (i64,) = db
-        .fetch_one(&raw(
-            "SELECT CAST(current_setting('port') AS BIGINT)",
-            vec![],
-        ))
-        .unwrap();
-    assert_eq!(port, 5434, "the pool is on the promoted standby");
+    // The calls on the frozen primary give up after `bound`; the run's closing writes (its partitions'
+    // and its own ends, each retried) then wait for a read-write server: the promotion, which the
+    // monitor makes once the old primary must have demoted itself (`.ci/cluster`: 3 s to find the node
+    // unhealthy, 8 s for the demotion).
+    for (side, at) in stopped {
+        assert!(
+            at < bound + Duration::from_secs(3 + 8) + 2 * quick().connect_timeout,
+            "{side}: the run returned {at:?} after the freeze"
+        );
+    }
+    freeze_pg_node(5433, false);
+    let thawed = Instant::now();
+    let deadline = thawed + Duration::from_secs(60);
+    while pg_node_state(5433) != "secondary" {
+        assert!(
+            Instant::now() < deadline,
+            "the old primary did not rejoin: {}",
+            pg_node_state(5433)
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    eprintln!(
+        "failover: the old primary rejoined as the standby {:?} after the thaw",
+        thawed.elapsed()
+    );
+    for url in &urls {
+        let schema = &url[url.rfind('=').unwrap() + 1..];
+        for port in [5434, 5433] {
+            let one = format!("postgres://postgres@127.0.0.1:{port}/test?search_path={schema}");
+            let db = tandem_blocking::Database::connect_with(&one, quick()).unwrap();
+            let (all, distinct): (i64, i64) = db
+                .fetch_one(&raw(
+                    "SELECT COUNT(*), COUNT(DISTINCT source_name) FROM benchmark_target",
+                    vec![],
+                ))
+                .unwrap();
+            eprintln!("failover, {schema} on :{port}: {all} rows, {distinct} distinct");
+            assert_eq!(
+                (all, distinct),
+                (rows as i64, rows as i64),
+                "{schema} on :{port}"
+            );
+        }
+    }
 }
