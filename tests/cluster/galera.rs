@@ -247,6 +247,125 @@ pub(crate) fn galera_node_deaths() {
     }
 }
 
+/// The node the job runs on freezes mid-job (SIGSTOP), and stays frozen: with `socket_timeout=2s` on the
+/// host-list URL, the run's calls on that node fail with `NoAnswer` after two seconds, the run stops
+/// (its last writes wait until the other nodes have evicted the frozen one), and a rerun through the same
+/// URL skips the silent node at once and completes on another — while the node is still frozen. After the
+/// thaw every node holds the exact target: nothing lost, nothing written twice. Both runners.
+pub(crate) fn galera_node_freezes() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    /// Whatever happens, the frozen node is thawed and the cluster made whole for the tests after this one.
+    struct Thaw;
+    impl Drop for Thaw {
+        fn drop(&mut self) {
+            let _ = Command::new("kill")
+                .args(["-CONT", &node_pid(0).to_string()])
+                .status();
+            let script = concat!(env!("CARGO_MANIFEST_DIR"), "/.ci/cluster");
+            let _ = Command::new(script).arg("up").output();
+        }
+    }
+    let _thaw = Thaw;
+    let cdb = ClusterDb::new("freezes");
+    let bound = Duration::from_secs(2);
+    let url = cluster_url(&cdb.name, "?socket_timeout=2s&host_recheck=60s");
+    let rows = 4_000;
+    for use_async in [false, true] {
+        let what = format!(
+            "{} runner, the job's node frozen",
+            if use_async { "async" } else { "blocking" }
+        );
+        let db = tandem_blocking::Database::connect_with(&url, quick()).unwrap();
+        reset(&db, rows);
+        tandem_batch::blocking::prepare(&db).unwrap();
+        let rt = harness::runtime();
+        let adb = rt
+            .block_on(tandem_async::Database::connect_with(&url, quick()))
+            .unwrap();
+        let job = slow_job(4);
+        let lease = job.lock_lease;
+        let frozen_at = Mutex::new(None);
+        let ended = Mutex::new(None);
+        let (reruns, failure) = std::thread::scope(|s| {
+            let running = s.spawn(|| {
+                let mut run = || {
+                    let r = if use_async {
+                        rt.block_on(tandem_batch::asynchronous::run(&adb, &job))
+                    } else {
+                        tandem_batch::blocking::run(&db, &job)
+                    };
+                    *ended.lock().unwrap() = Some(Instant::now());
+                    r
+                };
+                run_to_end(&mut run, Some(&frozen_at))
+            });
+            let watcher =
+                tandem_blocking::Database::connect_with(&node_url(1, &cdb.name), quick()).unwrap();
+            wait_for_chunks(&watcher, 8);
+            *frozen_at.lock().unwrap() = Some(freeze_node(0, true));
+            running.join().unwrap()
+        });
+        let (e, took) = failure.expect("the job's node froze under it");
+        let finished = ended.lock().unwrap().unwrap();
+        let frozen = frozen_at.lock().unwrap().unwrap();
+        let rerun_took = finished.duration_since(frozen).saturating_sub(took);
+        eprintln!(
+            "{what}: first run stopped {took:?} after the freeze with {e}; the rerun completed \
+             {rerun_took:?} later, the node still frozen"
+        );
+        assert!(
+            matches!(&e, JobError::Database(d) if d.is_unreachable())
+                || matches!(e, JobError::LockLost { .. }),
+            "{what}: {e:?}"
+        );
+        // The calls on the frozen node give up after `bound`; the run's last writes wait for the cluster
+        // to evict the node (evs.suspect_timeout, 5 s by default) — within a lease of it.
+        assert!(
+            took < bound + lease + Duration::from_secs(8),
+            "{what}: the run returned {took:?} after the freeze"
+        );
+        assert_eq!(reruns, 1, "{what}");
+        freeze_node(0, false);
+        drop((db, adb));
+        let rejoined = wait_rejoined(0);
+        eprintln!("{what}: the thawed node was a synced member again {rejoined:?} after the thaw");
+        check_every_node(&cdb.name, rows, &what);
+    }
+}
+
+/// Waits until a thawed node is a synced member of the three again: on thawing it still believes it is,
+/// then finds itself evicted and rejoins (by IST). Seen from another node the cluster must have three
+/// members and the thawed node say Synced and ready, for a second on end.
+fn wait_rejoined(node: usize) -> Duration {
+    let thawed = Instant::now();
+    let other =
+        tandem_blocking::Database::connect_with(&node_url(1 - node.min(1), "test"), quick())
+            .unwrap();
+    let mut steady_since = None;
+    loop {
+        let whole = status(&other, "wsrep_cluster_size") == "3"
+            && tandem_blocking::Database::connect_with(&node_url(node, "test"), quick())
+                .map(|db| {
+                    status(&db, "wsrep_local_state_comment") == "Synced"
+                        && status(&db, "wsrep_ready") == "ON"
+                        && status(&db, "wsrep_cluster_status") == "Primary"
+                })
+                .unwrap_or(false);
+        match (whole, steady_since) {
+            (true, Some(at)) if thawed.elapsed() - at >= Duration::from_secs(1) => return at,
+            (true, None) => steady_since = Some(thawed.elapsed()),
+            (true, Some(_)) => {}
+            (false, _) => steady_since = None,
+        }
+        assert!(
+            thawed.elapsed() < Duration::from_secs(120),
+            "node {} did not rejoin after the thaw",
+            node + 1
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
 /// Transactions on two nodes incrementing one row: Galera refuses one of each conflicting pair at
 /// COMMIT (1213, a certification failure) and the transaction rule runs it again. Every increment lands
 /// once, on every node; the retries are counted.

@@ -5,8 +5,10 @@
 //! node, never any other server): the essay job spread over the nodes writes the exact target on every
 //! node; the same job started on two nodes runs once; a job whose node dies stops within the connect
 //! timeout and its rerun, through the same URL, completes on a surviving node with nothing lost or written
-//! twice; cross-node write conflicts (1213 at COMMIT) are retried by the transaction rule; the standby
-//! serves read-only transactions; a promoted standby takes writes with the pool following by itself.
+//! twice; a job whose node freezes (SIGSTOP) stops within `socket_timeout` and its rerun completes on
+//! another node while the frozen one is still frozen; cross-node write conflicts (1213 at COMMIT) are
+//! retried by the transaction rule; the standby serves read-only transactions; a frozen PostgreSQL
+//! primary is replaced by the standby pg_auto_failover promotes, the job resuming there by itself.
 //!
 //! The figures (rows per node, reruns, time to detect a dead node, retries, replay lag) are printed.
 //! Without the cluster each test is skipped saying how to start it; under `CI=true` it fails. The tests
@@ -243,6 +245,19 @@ fn kill_node(node: usize) -> Instant {
     Instant::now()
 }
 
+/// SIGSTOP (`freeze`) or SIGCONT to one node, by its pid file: a frozen node keeps its sockets open and
+/// answers nothing, as a stalled disk or a partition looks to its clients.
+fn freeze_node(node: usize, freeze: bool) -> Instant {
+    let pid = node_pid(node);
+    let signal = if freeze { "-STOP" } else { "-CONT" };
+    let ok = Command::new("kill")
+        .args([signal, &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(ok.success(), "kill {signal} {pid}");
+    Instant::now()
+}
+
 /// `.ci/cluster up`: starts what is down (a killed node rejoins by IST), waits until every node is synced.
 fn cluster_up() {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/.ci/cluster");
@@ -274,6 +289,7 @@ fn main() {
         galera("galera_one_run_across_nodes", galera_one_run_across_nodes),
         galera("galera_conflicts_are_retried", galera_conflicts_are_retried),
         galera("galera_node_deaths", galera_node_deaths),
+        galera("galera_node_freezes", galera_node_freezes),
         pg("pg_standby_reads", pg_standby_reads),
         pg("pg_failover", pg_failover),
     ]);
