@@ -14,7 +14,7 @@ pub enum Step {
     Sql(Rendered),
     /// A PostgreSQL binary COPY; only planned for PostgreSQL, and only where no keys are needed back.
     Copy(CopyIn),
-    /// A statement that must match at least one row, or the steps stop there with [`Error::Fenced`]
+    /// A statement that must match at least one row, or the steps stop there with [`crate::Error::Fenced`]
     /// (`what` it checks) and a transaction around them is rolled back: how a plan makes its writes
     /// conditional on a fact checked, and held, in the same transaction (a batch run's lease).
     Guard {
@@ -27,7 +27,7 @@ pub enum Step {
 
 impl Step {
     /// A statement step's outcome as the plan takes it: a guard that matched no row is
-    /// [`Error::Fenced`].
+    /// [`crate::Error::Fenced`].
     pub fn judge(&self, outcome: Outcome) -> Result<Outcome> {
         match self {
             Step::Guard { what, .. } if outcome.affected == 0 => {
