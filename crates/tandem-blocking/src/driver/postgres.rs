@@ -7,6 +7,8 @@
 use std::collections::HashMap;
 use std::error::Error as StdError;
 use std::future::Future;
+use std::pin::Pin;
+use std::task::Poll;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
@@ -30,9 +32,15 @@ pub(crate) struct PgConn {
 
 /// What a call blocks on: the runtime and the bound on each wait (apart from the client, which the
 /// waits borrow).
+/// tokio-postgres' connection future, whatever its stream type (plain TCP or TLS).
+type Driving = Pin<Box<dyn Future<Output = std::result::Result<(), tokio_postgres::Error>> + Send>>;
+
 struct Io {
-    /// Runs the connection's I/O task while a call blocks on it; dropping it closes the socket.
+    /// The reactor and timers the waits run on (one thread: the caller's).
     runtime: tokio::runtime::Runtime,
+    /// tokio-postgres' connection: the socket's I/O, polled beside each call's own future (as the
+    /// `postgres` crate does: no task to wake, no scheduler in between); dropping it closes the socket.
+    connection: Option<Driving>,
     /// `socket_timeout`: the longest one wait for the server may take.
     bound: Option<Duration>,
     /// Set when a wait outlived `bound`: the connection is out of step and is never used again.
@@ -81,28 +89,27 @@ pub(crate) fn open(opts: &ConnectOptions, timeout: Duration) -> Result<PgConn> {
             tokio_postgres::config::SslMode::Prefer
         });
     }
-    // The handshake is bounded by the caller (`driver::bounded`); the I/O task runs on the runtime.
-    let client = runtime.block_on(async {
-        let (client, spawned) = match tls {
+    // The handshake is bounded by the caller (`driver::bounded`).
+    let connected = runtime.block_on(async {
+        Ok::<_, tokio_postgres::Error>(match tls {
             None => {
                 let (client, connection) = config.connect(NoTls).await?;
-                (client, tokio::spawn(connection))
+                (client, Box::pin(connection) as Driving)
             }
             Some(tls) => {
                 let make = tokio_postgres_rustls::MakeRustlsConnect::new(tls);
                 let (client, connection) = config.connect(make).await?;
-                (client, tokio::spawn(connection))
+                (client, Box::pin(connection) as Driving)
             }
-        };
-        drop(spawned);
-        Ok::<_, tokio_postgres::Error>(client)
+        })
     });
-    let client = client.map_err(|e| connect_error(opts, e))?;
+    let (client, connection) = connected.map_err(|e| connect_error(opts, e))?;
     Ok(PgConn {
         client,
         statements: HashMap::new(),
         io: Io {
             runtime,
+            connection: Some(connection),
             bound: opts.socket_timeout,
             silent: false,
         },
@@ -117,11 +124,28 @@ impl Io {
         &mut self,
         step: impl Future<Output = std::result::Result<T, tokio_postgres::Error>>,
     ) -> Result<T> {
+        let connection = &mut self.connection;
+        let mut step = std::pin::pin!(step);
+        // The call's future first (it queues its request), then the connection's I/O (it sends the
+        // request and hands the answer over, which wakes the call). A connection that ended (the server
+        // closed it, or it failed) is not polled again: the call then fails as closed.
+        let driven = std::future::poll_fn(|cx| {
+            if let Poll::Ready(done) = step.as_mut().poll(cx) {
+                return Poll::Ready(done);
+            }
+            if let Some(c) = connection
+                && c.as_mut().poll(cx).is_ready()
+            {
+                *connection = None;
+                return step.as_mut().poll(cx);
+            }
+            Poll::Pending
+        });
         let answered = match self.bound {
-            None => Ok(self.runtime.block_on(step)),
+            None => Ok(self.runtime.block_on(driven)),
             Some(bound) => self
                 .runtime
-                .block_on(async { tokio::time::timeout(bound, step).await }),
+                .block_on(async { tokio::time::timeout(bound, driven).await }),
         };
         match answered {
             Ok(result) => result.map_err(error),
@@ -140,7 +164,7 @@ impl Io {
 impl PgConn {
     /// Whether the connection can take no other call.
     pub(crate) fn is_closed(&self) -> bool {
-        self.io.silent || self.client.is_closed()
+        self.io.silent || self.io.connection.is_none() || self.client.is_closed()
     }
 
     /// Statements without parameters, in one round trip (BEGIN, COMMIT, SET …).
