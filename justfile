@@ -20,8 +20,10 @@ test:
     cargo test
     cargo test -p tandem-sql --features chrono,uuid --lib
 
-# Data under /var/tmp/tandem-cluster; needs root, mariadb-server, galera-4, rsync and PostgreSQL.
-# Start a 3-node Galera cluster on 127.0.0.1:3311-3313 and a PostgreSQL primary (5433) with a standby (5434).
+# Data under /var/tmp/tandem-cluster; needs root, mariadb-server, galera-4, rsync, PostgreSQL and
+# pg_auto_failover (Debian: pg-auto-failover-cli, postgresql-15-auto-failover).
+# Start a 3-node Galera cluster on 127.0.0.1:3311-3313 and a PostgreSQL primary (5433) with a standby (5434),
+# run by pg_auto_failover (monitor on 5435).
 cluster-up:
     .ci/cluster up
 
