@@ -333,10 +333,8 @@ fn dead_server_surfaces_mysql() {
 /// and the pool goes on through `b` without waiting out a timeout per connection: `a` is tried last by
 /// every walk for `host_recheck`, and pooled connections to it are dropped or fail a short ping.
 fn silent_server_is_passed_over(dialect: Dialect) {
-    use tandem_async::Executor as _;
-    use tandem_blocking::Executor as _;
+    use tandem_test_support::pools::{Exec, Side};
     let upstream = server_target(dialect);
-    let stmt = raw("SELECT 1", vec![]);
     let bound = Duration::from_secs(1);
     let config = PoolConfig {
         max_size: 4,
@@ -344,7 +342,7 @@ fn silent_server_is_passed_over(dialect: Dialect) {
         connect_timeout: Duration::from_secs(3),
         ..PoolConfig::default()
     };
-    for side in ["blocking", "async"] {
+    for side in [Side::Blocking, Side::Async] {
         let (a, b) = (
             proxy::start(&upstream, |_| true),
             proxy::start(&upstream, |_| true),
@@ -356,28 +354,15 @@ fn silent_server_is_passed_over(dialect: Dialect) {
             ),
             "socket_timeout=1s&host_recheck=60s",
         );
-        let rt = harness::runtime();
-        let blocking;
-        let asynchronous;
-        let mut run: Box<dyn FnMut() -> Result<i64, Error>> = if side == "blocking" {
-            blocking = tandem_blocking::Database::connect_with(&url, config.clone()).unwrap();
-            Box::new(|| blocking.fetch_one::<(i64,)>(&stmt).map(|(v,)| v))
-        } else {
-            asynchronous = rt
-                .block_on(tandem_async::Database::connect_with(&url, config.clone()))
-                .unwrap();
-            Box::new(|| {
-                rt.block_on(asynchronous.fetch_one::<(i64,)>(&stmt))
-                    .map(|(v,)| v)
-            })
-        };
+        let exec = Exec::connect(side, &url, config.clone()).unwrap();
+        let run = || exec.query();
         for _ in 0..8 {
             run().unwrap();
         }
         assert_eq!(
             b.accepted(),
             0,
-            "{side}: the pool starts on the first server"
+            "{side:?}: the pool starts on the first server"
         );
         a.silence();
         let started = std::time::Instant::now();
@@ -386,14 +371,14 @@ fn silent_server_is_passed_over(dialect: Dialect) {
         match &first {
             Err(Error::Database(d)) if d.kind == DbErrorKind::NoAnswer => assert!(
                 d.message.contains(&format!("127.0.0.1:{}", a.port)),
-                "{side}: the error names the silent server: {}",
+                "{side:?}: the error names the silent server: {}",
                 d.message
             ),
-            other => panic!("{side}: a call on the silent server gave {other:?}"),
+            other => panic!("{side:?}: a call on the silent server gave {other:?}"),
         }
         assert!(
             surfaced >= bound && surfaced < bound + Duration::from_secs(3),
-            "{side}: socket_timeout is {bound:?}, the call failed after {surfaced:?}"
+            "{side:?}: socket_timeout is {bound:?}, the call failed after {surfaced:?}"
         );
         // The next calls: on through `b`, with at most one more failure (a connection checked out of a
         // pool that had not yet seen the loss), and without a connect timeout's wait.
@@ -403,23 +388,23 @@ fn silent_server_is_passed_over(dialect: Dialect) {
             failed += 1;
             assert!(
                 e.is_unreachable() && failed <= 1,
-                "{side}: call {failed} after the silence: {e:?}"
+                "{side:?}: call {failed} after the silence: {e:?}"
             );
         }
         let recovered = started.elapsed();
         eprintln!(
-            "{side} {dialect}: no answer surfaced after {surfaced:?}; served again {recovered:?} later"
+            "{side:?} {dialect}: no answer surfaced after {surfaced:?}; served again {recovered:?} later"
         );
         assert!(
             recovered < bound * 2 + Duration::from_secs(1),
-            "{side}: going on through the second server took {recovered:?}"
+            "{side:?}: going on through the second server took {recovered:?}"
         );
         for _ in 0..20 {
-            run().unwrap_or_else(|e| panic!("{side}: after passing the silent server over: {e}"));
+            run().unwrap_or_else(|e| panic!("{side:?}: after passing the silent server over: {e}"));
         }
         assert!(
             b.accepted() > 0,
-            "{side}: the pool went on through the second server"
+            "{side:?}: the pool went on through the second server"
         );
     }
 }

@@ -71,21 +71,27 @@ fn new_connections_to_a_frozen_server_time_out(dialect: Dialect) {
     }
 }
 
-/// A statement sent just before the freeze waits for the thaw and then completes; the pool then serves
-/// every call at once.
-fn a_statement_waits_out_the_freeze(dialect: Dialect) {
-    let server = started(dialect);
-    let url = server.url();
+/// Both executors' pools on `url`, each answering once before the freeze; then the server is paused and
+/// each sends `SELECT 1` from a thread of its own. Returns the pools and the threads, whose results carry
+/// how long after the pause each call ended.
+#[allow(clippy::type_complexity)]
+fn query_into_a_freeze(
+    server: &Server,
+    url: &str,
+) -> (
+    Vec<Arc<Exec>>,
+    Vec<std::thread::JoinHandle<(Side, tandem_core::Result<i64>, Duration)>>,
+) {
     let execs: Vec<Arc<Exec>> = [Side::Blocking, Side::Async]
         .into_iter()
-        .map(|side| Arc::new(Exec::connect(side, &url, config()).unwrap()))
+        .map(|side| Arc::new(Exec::connect(side, url, config()).unwrap()))
         .collect();
     for exec in &execs {
         assert_eq!(exec.query().unwrap(), 1, "{:?}: warm", exec.side);
     }
     server.pause().unwrap_or_else(|e| panic!("{e}"));
     let frozen_at = Instant::now();
-    let waiting: Vec<_> = execs
+    let waiting = execs
         .iter()
         .map(|exec| {
             let exec = Arc::clone(exec);
@@ -95,20 +101,20 @@ fn a_statement_waits_out_the_freeze(dialect: Dialect) {
             })
         })
         .collect();
-    std::thread::sleep(FREEZE);
-    server.unpause().unwrap_or_else(|e| panic!("{e}"));
-    for w in waiting {
-        let (side, r, took) = w.join().expect("the querying thread");
-        assert_eq!(r.ok(), Some(1), "{side:?} {dialect}: after the thaw");
-        assert!(
-            took >= FREEZE,
-            "{side:?} {dialect}: answered after {took:?}, while the server was frozen for {FREEZE:?}"
-        );
-    }
-    for exec in &execs {
+    (execs, waiting)
+}
+
+/// After the thaw each pool answers ten calls at once.
+fn serve_at_once(execs: &[Arc<Exec>], dialect: Dialect) {
+    for exec in execs {
         let began = Instant::now();
         for _ in 0..10 {
-            assert_eq!(exec.query().unwrap(), 1);
+            assert_eq!(
+                exec.query().unwrap(),
+                1,
+                "{:?} {dialect}: after the thaw",
+                exec.side
+            );
         }
         assert!(
             began.elapsed() < SLACK,
@@ -119,6 +125,24 @@ fn a_statement_waits_out_the_freeze(dialect: Dialect) {
     }
 }
 
+/// A statement sent just before the freeze waits for the thaw and then completes; the pool then serves
+/// every call at once.
+fn a_statement_waits_out_the_freeze(dialect: Dialect) {
+    let server = started(dialect);
+    let (execs, waiting) = query_into_a_freeze(&server, &server.url());
+    std::thread::sleep(FREEZE);
+    server.unpause().unwrap_or_else(|e| panic!("{e}"));
+    for w in waiting {
+        let (side, r, took) = w.join().expect("the querying thread");
+        assert_eq!(r.ok(), Some(1), "{side:?} {dialect}: after the thaw");
+        assert!(
+            took >= FREEZE,
+            "{side:?} {dialect}: answered after {took:?}, while the server was frozen for {FREEZE:?}"
+        );
+    }
+    serve_at_once(&execs, dialect);
+}
+
 /// With `socket_timeout=1s`, a statement on a frozen server fails with `NoAnswer` naming the server once
 /// the second has passed, on both executors — however long the freeze lasts; after the thaw the same pool
 /// serves at once.
@@ -126,25 +150,7 @@ fn a_statement_gives_up_on_a_frozen_server(dialect: Dialect) {
     let server = started(dialect);
     let bound = Duration::from_secs(1);
     let url = format!("{}?socket_timeout=1s", server.url());
-    let execs: Vec<Arc<Exec>> = [Side::Blocking, Side::Async]
-        .into_iter()
-        .map(|side| Arc::new(Exec::connect(side, &url, config()).unwrap()))
-        .collect();
-    for exec in &execs {
-        assert_eq!(exec.query().unwrap(), 1, "{:?}: warm", exec.side);
-    }
-    server.pause().unwrap_or_else(|e| panic!("{e}"));
-    let frozen_at = Instant::now();
-    let waiting: Vec<_> = execs
-        .iter()
-        .map(|exec| {
-            let exec = Arc::clone(exec);
-            std::thread::spawn(move || {
-                let r = exec.query();
-                (exec.side, r, frozen_at.elapsed())
-            })
-        })
-        .collect();
+    let (execs, waiting) = query_into_a_freeze(&server, &url);
     for w in waiting {
         let (side, r, took) = w.join().expect("the querying thread");
         // The call's statement went to the frozen server on a pooled connection: NoAnswer once the
@@ -179,23 +185,7 @@ fn a_statement_gives_up_on_a_frozen_server(dialect: Dialect) {
         );
     }
     server.unpause().unwrap_or_else(|e| panic!("{e}"));
-    for exec in &execs {
-        let began = Instant::now();
-        for _ in 0..10 {
-            assert_eq!(
-                exec.query().unwrap(),
-                1,
-                "{:?} {dialect}: after the thaw",
-                exec.side
-            );
-        }
-        assert!(
-            began.elapsed() < SLACK,
-            "{:?} {dialect}: ten calls after the thaw took {:?}",
-            exec.side,
-            began.elapsed()
-        );
-    }
+    serve_at_once(&execs, dialect);
 }
 
 fn main() {

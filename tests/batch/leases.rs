@@ -268,14 +268,7 @@ pub(crate) fn stalled_run_gives_up_its_lease_mysql() {
         let stalling = job(true);
         let (result, expired_after) = std::thread::scope(|scope| {
             let running = scope.spawn(|| run(&stalling));
-            let deadline = std::time::Instant::now() + Duration::from_secs(30);
-            while committed_chunks(db) < 3 {
-                assert!(
-                    std::time::Instant::now() < deadline,
-                    "async {use_async}: no progress"
-                );
-                std::thread::sleep(Duration::from_millis(10));
-            }
+            until_chunks(db, 3, &format!("async {use_async}"));
             // The fourth page is being processed: the stall has begun.
             let stalled_at = std::time::Instant::now();
             let expired_after = loop {
@@ -307,6 +300,15 @@ pub(crate) fn stalled_run_gives_up_its_lease_mysql() {
         let report = run(&job(false)).unwrap_or_else(|e| panic!("async {use_async}: rerun: {e}"));
         assert!(report.resumed, "async {use_async}");
         assert_target(db, &expected(1..=1_000));
+    }
+}
+
+/// Waits (at most 30 s) until `n` chunks are committed.
+fn until_chunks(db: &Database, n: i64, what: &str) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while committed_chunks(db) < n {
+        assert!(std::time::Instant::now() < deadline, "{what}: no progress");
+        std::thread::sleep(Duration::from_millis(5));
     }
 }
 
@@ -342,14 +344,7 @@ pub(crate) fn lost_lease_commits_nothing_mysql() {
         let paused = job(true);
         let result = std::thread::scope(|scope| {
             let running = scope.spawn(|| run(&paused));
-            let deadline = std::time::Instant::now() + Duration::from_secs(30);
-            while committed_chunks(db) < 3 {
-                assert!(
-                    std::time::Instant::now() < deadline,
-                    "async {use_async}: no progress"
-                );
-                std::thread::sleep(Duration::from_millis(5));
-            }
+            until_chunks(db, 3, &format!("async {use_async}"));
             // A pool of its own: the run's may be all in use.
             let other = Database::open(t.target.options.clone(), PoolConfig::default()).unwrap();
             let holder = other.begin(tandem_core::TxOptions::default()).unwrap();
@@ -360,6 +355,7 @@ pub(crate) fn lost_lease_commits_nothing_mysql() {
                 ))
                 .unwrap();
             // The fourth chunk's checkpoint now waits for the step row, its rows inserted.
+            let deadline = std::time::Instant::now() + Duration::from_secs(30);
             loop {
                 let (n,): (i64,) = other.fetch_one(&waiting).unwrap();
                 if n > 0 {

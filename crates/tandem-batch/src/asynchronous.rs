@@ -252,7 +252,6 @@ where
                 Next::Unread(next)
             };
             for chunk in chunks {
-                let hold = p.hold();
                 let written = match p.write(&chunk)? {
                     ChunkWrite::Plan(plan) => db.run_atomically(&opts, plan).await.map(|n| (n, 0)),
                     ChunkWrite::ByHand => {
@@ -266,8 +265,8 @@ where
                             };
                             let (checkpoint, counts) = p.checkpoint(&chunk, inserted);
                             tx.execute(&checkpoint).await?;
-                            if let Some(hold) = &hold
-                                && tx.execute(hold).await? == 0
+                            if let Some(hold) = p.hold()
+                                && tx.execute(&hold).await? == 0
                             {
                                 return Err(p.refused());
                             }

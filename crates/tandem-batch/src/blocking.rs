@@ -246,7 +246,6 @@ where
                     Next::Unread(next)
                 };
                 for chunk in chunks {
-                    let hold = p.hold();
                     let written = match p.write(&chunk)? {
                         ChunkWrite::Plan(plan) => db.run_atomically(&opts, plan).map(|n| (n, 0)),
                         ChunkWrite::ByHand => db.transaction_with(opts.clone(), |tx| {
@@ -259,8 +258,8 @@ where
                             };
                             let (checkpoint, counts) = p.checkpoint(&chunk, inserted);
                             tx.execute(&checkpoint)?;
-                            if let Some(hold) = &hold
-                                && tx.execute(hold)? == 0
+                            if let Some(hold) = p.hold()
+                                && tx.execute(&hold)? == 0
                             {
                                 return Err(p.refused());
                             }

@@ -161,6 +161,12 @@ pub fn mark_silent(host: &str, port: u16, recheck: Duration) {
     silent.push((host.to_owned(), port, until));
 }
 
+/// Forgets every server marked silent: walks go back to the written order at once (for an operator who
+/// knows a server is back, or a test that froze one and must not leave the next test its record).
+pub fn forget_silent() {
+    SILENT.lock().unwrap_or_else(|p| p.into_inner()).clear();
+}
+
 /// Whether `host:port` gave no answer within its `host_recheck` (see [`mark_silent`]).
 pub fn is_silent(host: &str, port: u16) -> bool {
     let silent = SILENT.lock().unwrap_or_else(|p| p.into_inner());
@@ -531,6 +537,11 @@ mod tests {
             )),
         );
         assert!(!is_silent("quiet4", 4));
+        // Forgotten: back in the written order at once.
+        mark_silent("quiet1", 1, Duration::from_secs(60));
+        assert_eq!(order(), [2, 3, 1]);
+        forget_silent();
+        assert_eq!(order(), [1, 2, 3]);
     }
 
     /// `load_balance_hosts=random`: every server is tried once per walk, and walks start at different
