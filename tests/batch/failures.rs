@@ -132,7 +132,9 @@ fn killed_connections(dialect: Dialect, use_async: bool) {
     reset(&t.db, ROWS);
     let admin = t.admin().unwrap().clone();
     let mut job = essay::job(4).sizes(250, 250);
-    job.chunk_delay = Some(Duration::from_millis(100));
+    // Ten chunks per partition, 300 ms apart: the run lasts ~3 s, so the kill lands mid-run even on a
+    // loaded machine (at 100 ms a CI run finished in 1.15 s, before its killer got going).
+    job.chunk_delay = Some(Duration::from_millis(300));
     let (rt, adb) = async_twin(&t, PoolConfig::default());
     let killer = {
         let (admin, opts) = (admin.clone(), t.target.options.clone());
