@@ -149,7 +149,8 @@ impl<'a> Attempts<'a> {
 /// write transaction for its turn at the writer gate (`tandem_pool::WriterGate`).
 pub const BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 
-/// The statements that open a transaction with `opts` on `dialect`, in order.
+/// The statements that open a transaction with `opts` on `dialect`, in order, each sent as one simple query
+/// (an element may hold several statements where the engine runs them in one round trip: PostgreSQL).
 pub fn begin(dialect: Dialect, opts: &TxOptions) -> Vec<String> {
     match dialect {
         Dialect::Postgres => {
@@ -161,11 +162,12 @@ pub fn begin(dialect: Dialect, opts: &TxOptions) -> Vec<String> {
             if opts.read_only {
                 sql.push_str(" READ ONLY");
             }
-            let mut out = vec![sql];
+            // One simple query, one round trip: PostgreSQL runs the statements of a simple query in order,
+            // and the transaction BEGIN opens is the one SET LOCAL scopes.
             if let Some(limit) = opts.lock_timeout {
-                out.push(format!("SET LOCAL lock_timeout = {}", limit.as_millis()));
+                sql.push_str(&format!("; SET LOCAL lock_timeout = {}", limit.as_millis()));
             }
-            out
+            vec![sql]
         }
         Dialect::MySql => {
             let mut out = Vec::new();
@@ -595,7 +597,7 @@ mod tests {
         let bounded = TxOptions::default().lock_timeout(std::time::Duration::from_secs(30));
         assert_eq!(
             begin(Dialect::Postgres, &bounded),
-            ["BEGIN", "SET LOCAL lock_timeout = 30000"]
+            ["BEGIN; SET LOCAL lock_timeout = 30000"]
         );
         assert_eq!(begin(Dialect::MySql, &bounded), ["START TRANSACTION"]);
         assert_eq!(begin(Dialect::Sqlite, &bounded), ["BEGIN IMMEDIATE"]);
