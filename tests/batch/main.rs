@@ -18,10 +18,12 @@ use tandem_sql::{Dialect, raw};
 
 mod failures;
 mod leases;
+mod round_trips;
 mod runs;
 
 use failures::*;
 use leases::*;
+use round_trips::*;
 use runs::*;
 
 const ROWS: usize = 10_000;
@@ -164,6 +166,12 @@ fn main() {
                     start_lock_waits_are_bounded_postgres,
                 )
                 .needs(&[Dialect::Postgres]),
+            ],
+            vec![
+                harness::Case::new("round_trips_per_run_postgres", round_trips_per_run_postgres)
+                    .needs(&[Dialect::Postgres]),
+                harness::Case::new("round_trips_per_run_mysql", round_trips_per_run_mysql)
+                    .needs(&[Dialect::MySql]),
             ],
             vec![
                 harness::Case::new("essay_job_postgres", essay_job_postgres)

@@ -1,8 +1,8 @@
 //! [`PooledConnection`]: one pooled connection checked out to drive by hand (the batch runner's run lock, a
 //! session setting that must stay on one connection).
 
-use tandem_core::Result;
 use tandem_core::plan::Done;
+use tandem_core::{Plan, Result, TxOptions};
 use tandem_pool::WriterGate;
 use tandem_sql::{Dialect, Rendered};
 
@@ -40,6 +40,25 @@ impl PooledConnection {
     /// The engine.
     pub fn dialect(&self) -> Dialect {
         self.dialect
+    }
+
+    /// Runs a plan's steps in one transaction on this connection with these options, whatever the plan's
+    /// own atomicity; a retriable failure (a deadlock, a serialization failure) runs the transaction again
+    /// here, up to `opts.max_attempts`. A lost connection is not replaced: the error says so, and the caller
+    /// takes another. [`crate::Database::run_atomically`] takes a connection from the pool for each attempt
+    /// instead; this is for a caller that keeps one connection for a series of transactions (the batch
+    /// runner's partitions: one checkout, and each statement prepared once, for all their chunks).
+    pub async fn run_atomically<T>(&self, opts: &TxOptions, plan: Plan<T>) -> Result<T> {
+        let outcomes = crate::transaction::retry(opts, || async {
+            let _turn = WriterGate::enter(self.writers.as_ref(), opts).await?;
+            let mut slot = lock_slot(&self.slot).await?;
+            let Slot::Here(c) = &mut *slot else {
+                return Err(gone());
+            };
+            c.run_steps_atomically(&plan.steps, opts).await
+        })
+        .await?;
+        plan.finish(outcomes)
     }
 
     /// Closes this connection when it is dropped instead of giving it back to the pool: for session state

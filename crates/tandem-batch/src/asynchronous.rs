@@ -9,6 +9,7 @@ use std::time::Instant;
 use tandem_async::Executor as _;
 
 use tandem_async::{Database, PooledConnection, TxOptions, retry};
+use tandem_core::Plan;
 use tandem_sql::FromRow;
 use tandem_sql::prelude::*;
 
@@ -36,18 +37,20 @@ where
 {
     // The lock first: it needs no table, and two processes creating the tables at once can collide
     // (PostgreSQL's CREATE TABLE IF NOT EXISTS is not safe against a concurrent twin).
-    let (lock, lease) = lock(db, job).await?;
+    let (lock, lease, tables) = lock(db, job).await?;
     let lost = (lease.as_ref()).map_or_else(|| Arc::new(LeaseLost::default()), |l| l.lost.clone());
-    let result = run_locked(db, job, lost).await;
+    let result = run_locked(db, job, lost, tables).await;
     if let Some(lease) = lease {
         lease.release(db).await;
     }
     // Released on the server before returning, so a rerun right after does not find it still held by a
-    // session that is closing. (If this future is dropped instead, the connection is closed and the server
-    // drops the lock with the session, a moment later.)
-    if let RunLock::Server(conn) = lock {
+    // session that is closing; the session then goes back to the pool. (If this future is dropped
+    // instead, the connection is closed and the server drops the lock with the session, a moment later.)
+    if let RunLock::Server(mut session) = lock {
         let unlock = server_unlock_statement(db.dialect(), job_key(job));
-        let _ = conn.execute(&unlock).await;
+        if session.execute(&unlock).await.is_ok() {
+            session.released();
+        }
     }
     result
 }
@@ -56,13 +59,17 @@ async fn run_locked<S, T>(
     db: &Database,
     job: &BatchJob<S, T>,
     lost: Arc<LeaseLost>,
+    tables: bool,
 ) -> Result<JobReport, JobError>
 where
     S: Entity<Key = i64> + FromRow + Send + 'static,
     T: Entity + Sync + 'static,
 {
     let started = Instant::now();
-    prepare(db).await?;
+    // The lock statement said whether the tables are there; SQLite's lock did not.
+    if !tables {
+        prepare(db).await?;
+    }
     let start = start(db, job).await?;
     let failed_rows = Arc::new(AtomicU64::new(0));
     let tasks: Vec<_> = (start.steps.iter().cloned())
@@ -95,24 +102,28 @@ where
     settle.after(db.run_atomically(&job.bookkeeping_options(), plan).await)
 }
 
+/// A held run lock; on MySQL/MariaDB, also the run's lease; and whether the lock statement found the job
+/// repository's tables.
+type Locks = (RunLock<PooledConnection>, Option<Lease>, bool);
+
 /// Takes the job's run lock (see [`crate::lock`]); it is released when the returned guard is dropped —
 /// also when the run's future is dropped midway.
-async fn lock<S, T>(
-    db: &Database,
-    job: &BatchJob<S, T>,
-) -> Result<(RunLock<PooledConnection>, Option<Lease>), JobError> {
+async fn lock<S, T>(db: &Database, job: &BatchJob<S, T>) -> Result<Locks, JobError> {
     let (statement, leased) = match lock_plan(db.options(), db.pool_id(), job)? {
-        LockPlan::Local(local) => return Ok((RunLock::Local(local), None)),
+        LockPlan::Local(local) => return Ok((RunLock::Local(local), None, false)),
         LockPlan::Server { statement, leased } => (statement, leased),
     };
-    let mut conn = db.checkout().await?;
-    conn.close_on_drop(); // not pooled when the run ends: the server drops the lock with the session
-    let (taken, node): (i64, String) = conn.fetch_one(&statement).await?;
+    // Closed when dropped holding the lock (see `LockSession`).
+    let session = LockSession::new(db.checkout().await?);
+    let conn = &*session;
+    let row: LockRow = conn.fetch_one(&statement).await?;
+    let (tables, lease_table) = tables_found(&row);
+    let (taken, node, _, _) = row;
     if taken != 1 {
         return Err(already_running(job));
     }
     let lease = match leased {
-        true => Lease::take(db, &conn, LeaseClaim::new(job, node))
+        true => Lease::take(db, conn, LeaseClaim::new(job, node), lease_table)
             .await
             .map(Some),
         false => Ok(None),
@@ -123,7 +134,7 @@ async fn lock<S, T>(
         let unlock = server_unlock_statement(db.dialect(), job_key(job));
         let _ = conn.execute(&unlock).await;
     }
-    Ok((RunLock::Server(Box::new(conn)), lease?))
+    Ok((RunLock::Server(Box::new(session)), lease?, tables))
 }
 
 /// A MySQL/MariaDB run's lease on its job (see [`crate::lock`]), renewed by a task every third of its length
@@ -143,8 +154,11 @@ impl Lease {
         db: &Database,
         conn: &PooledConnection,
         claim: LeaseClaim,
+        table_found: bool,
     ) -> Result<Lease, JobError> {
-        conn.execute(&lease_table()).await?;
+        if !table_found {
+            conn.execute(&lease_table()).await?;
+        }
         let held = retry(&TxOptions::default(), || async {
             let tx = db.begin(TxOptions::default()).await?;
             let row = tx.fetch_optional(&lease_read(claim.key)).await?;
@@ -187,6 +201,40 @@ impl Lease {
 impl Drop for Lease {
     fn drop(&mut self) {
         self.renewer.abort();
+    }
+}
+
+/// Where a partition's statements run: on a connection it keeps for its run, or on the pool (a checkout
+/// each).
+enum Via {
+    Kept(PooledConnection),
+    Pool(Database),
+}
+
+impl Via {
+    /// A connection from `db` to keep, or the pool itself.
+    async fn take(db: &Database, keep: bool) -> tandem_core::Result<Via> {
+        Ok(match keep {
+            true => Via::Kept(db.checkout().await?),
+            false => Via::Pool(db.clone()),
+        })
+    }
+
+    async fn fetch_all<S: FromRow + Send>(
+        &self,
+        page: &impl Render,
+    ) -> tandem_core::Result<Vec<S>> {
+        match self {
+            Via::Kept(conn) => conn.fetch_all(page).await,
+            Via::Pool(db) => db.fetch_all(page).await,
+        }
+    }
+
+    async fn run_atomically<R>(&self, opts: &TxOptions, plan: Plan<R>) -> tandem_core::Result<R> {
+        match self {
+            Via::Kept(conn) => conn.run_atomically(opts, plan).await,
+            Via::Pool(db) => db.run_atomically(opts, plan).await,
+        }
     }
 }
 
@@ -235,25 +283,37 @@ where
     // its own while this page's chunks are written. A read left running when the step fails finishes on
     // its own; it is never cut short mid-statement.
     let ahead = p.reads_ahead();
-    let read = |page| {
-        let db = db.clone();
-        tokio::spawn(async move { db.fetch_all::<S>(&page).await })
-    };
+    let keep = p.kept_connections(db.config().max_size);
     let result = async {
-        let mut page = db.fetch_all::<S>(&p.page(p.after())).await?;
+        // The connections the partition keeps for its run (see `Partition::kept_connections`): they go
+        // back to the pool at the end of this block, before the step is recorded as ended through the pool
+        // (a lost connection must not keep the step from being ended).
+        let writer = Via::take(db, keep >= 1).await?;
+        let mut reader = Some(Via::take(db, keep >= 2).await?);
+        let mut page = writer.fetch_all::<S>(&p.page(p.after())).await?;
         loop {
             let Some(chunks) = p.process(page)? else {
                 return Ok(());
             };
             let next = p.page(p.next_after(&chunks));
-            let next = if ahead {
-                Next::Reading(read(next))
-            } else {
-                Next::Unread(next)
+            // Where the partition reads ahead, the next page is read in a task of its own while this
+            // page's chunks are written; the task hands its connection back with the rows. A read left
+            // running when the step fails finishes on its own; it is never cut short mid-statement.
+            let next = match reader.take() {
+                Some(on) if ahead => Next::Reading(tokio::spawn(async move {
+                    let rows = on.fetch_all::<S>(&next).await;
+                    (on, rows)
+                })),
+                kept => {
+                    reader = kept;
+                    Next::Unread(next)
+                }
             };
             for chunk in chunks {
                 let written = match p.write(&chunk)? {
-                    ChunkWrite::Plan(plan) => db.run_atomically(&opts, plan).await.map(|n| (n, 0)),
+                    ChunkWrite::Plan(plan) => {
+                        writer.run_atomically(&opts, plan).await.map(|n| (n, 0))
+                    }
                     ChunkWrite::ByHand => {
                         retry(&opts, || async {
                             let tx = db.begin(opts.clone()).await?;
@@ -283,9 +343,12 @@ where
             }
             page = match next {
                 Next::Reading(reading) => {
-                    (reading.await).map_err(|e| panicked(step, format!("a page read: {e}")))??
+                    let (on, rows) =
+                        (reading.await).map_err(|e| panicked(step, format!("a page read: {e}")))?;
+                    reader = Some(on);
+                    rows?
                 }
-                Next::Unread(next) => db.fetch_all::<S>(&next).await?,
+                Next::Unread(next) => writer.fetch_all::<S>(&next).await?,
             };
         }
     }
@@ -295,4 +358,10 @@ where
         db.run_atomically(&run.job.bookkeeping_options(), plan)
             .await,
     )
+}
+
+impl CloseOnDrop for PooledConnection {
+    fn close_on_drop(&mut self) {
+        PooledConnection::close_on_drop(self);
+    }
 }

@@ -30,17 +30,22 @@ where
 {
     // The lock first: it needs no table, and two processes creating the tables at once can collide
     // (PostgreSQL's CREATE TABLE IF NOT EXISTS is not safe against a concurrent twin).
-    let (lock, lease) = lock(db, job)?;
+    let (lock, lease, tables) = lock(db, job)?;
     let not_lost = LeaseLost::default();
     let lost = lease.as_ref().map_or(&not_lost, |l| &*l.lost);
-    let result = run_locked(db, job, lost);
+    let result = run_locked(db, job, lost, tables);
     if let Some(lease) = lease {
         lease.release(db);
     }
     // Released on the server before returning, so a rerun right after does not find it still held by a
-    // session that is closing.
-    if let RunLock::Server(conn) = lock {
-        let _ = conn.execute(&server_unlock_statement(db.dialect(), job_key(job)));
+    // session that is closing; the session then goes back to the pool.
+    if let RunLock::Server(mut session) = lock {
+        if session
+            .execute(&server_unlock_statement(db.dialect(), job_key(job)))
+            .is_ok()
+        {
+            session.released();
+        }
     }
     result
 }
@@ -49,13 +54,17 @@ fn run_locked<S, T>(
     db: &Database,
     job: &BatchJob<S, T>,
     lost: &LeaseLost,
+    tables: bool,
 ) -> Result<JobReport, JobError>
 where
     S: Entity<Key = i64> + FromRow + Send,
     T: Entity + Sync,
 {
     let started = Instant::now();
-    prepare(db)?;
+    // The lock statement said whether the tables are there; SQLite's lock did not.
+    if !tables {
+        prepare(db)?;
+    }
     let start = start(db, job)?;
     let failed_rows = AtomicU64::new(0);
     let run = RunContext {
@@ -79,31 +88,34 @@ where
     settle.after(db.run_atomically(&job.bookkeeping_options(), plan))
 }
 
-/// A server lock's connection; on MySQL/MariaDB, also the run's lease.
-type Locks = (RunLock<PooledConnection>, Option<Lease>);
+/// A held run lock; on MySQL/MariaDB, also the run's lease; and whether the lock statement found the job
+/// repository's tables.
+type Locks = (RunLock<PooledConnection>, Option<Lease>, bool);
 
 /// Takes the job's run lock (see [`crate::lock`]); it is released when the returned guard is dropped.
 fn lock<S, T>(db: &Database, job: &BatchJob<S, T>) -> Result<Locks, JobError> {
     let (statement, leased) = match lock_plan(db.options(), db.pool_id(), job)? {
-        LockPlan::Local(local) => return Ok((RunLock::Local(local), None)),
+        LockPlan::Local(local) => return Ok((RunLock::Local(local), None, false)),
         LockPlan::Server { statement, leased } => (statement, leased),
     };
-    let mut conn = db.checkout()?;
-    // Closed, not pooled, when the run ends: the server drops the lock with the session.
-    conn.close_on_drop();
-    let (taken, node): (i64, String) = conn.fetch_one(&statement)?;
+    // Closed when dropped holding the lock (see `LockSession`).
+    let session = LockSession::new(db.checkout()?);
+    let conn = &*session;
+    let row: LockRow = conn.fetch_one(&statement)?;
+    let (tables, lease_table) = tables_found(&row);
+    let (taken, node, _, _) = row;
     if taken != 1 {
         return Err(already_running(job));
     }
     let lease = leased
-        .then(|| Lease::take(db, &conn, LeaseClaim::new(job, node)))
+        .then(|| Lease::take(db, conn, LeaseClaim::new(job, node), lease_table))
         .transpose();
     if lease.is_err() {
         // Released before the refusal, as at a run's end: a rerun right after must not find the lock
         // still held by this session while it closes.
         let _ = conn.execute(&server_unlock_statement(db.dialect(), job_key(job)));
     }
-    Ok((RunLock::Server(Box::new(conn)), lease?))
+    Ok((RunLock::Server(Box::new(session)), lease?, tables))
 }
 
 /// A MySQL/MariaDB run's lease on its job (see [`crate::lock`]), renewed by a thread of its own every third
@@ -119,8 +131,15 @@ struct Lease {
 impl Lease {
     /// Takes the lease for `claim` — in a transaction the cluster certifies, the lock session `conn`
     /// having made sure the lease table is there — and starts the thread that renews it.
-    fn take(db: &Database, conn: &PooledConnection, claim: LeaseClaim) -> Result<Lease, JobError> {
-        conn.execute(&lease_table())?;
+    fn take(
+        db: &Database,
+        conn: &PooledConnection,
+        claim: LeaseClaim,
+        table_found: bool,
+    ) -> Result<Lease, JobError> {
+        if !table_found {
+            conn.execute(&lease_table())?;
+        }
         let held =
             db.transaction(
                 |tx| match claim.write(tx.fetch_optional(&lease_read(claim.key))?) {
@@ -287,4 +306,10 @@ where
     });
     let (plan, settle) = p.end(result)?.split();
     settle.after(db.run_atomically(&run.job.bookkeeping_options(), plan))
+}
+
+impl CloseOnDrop for PooledConnection {
+    fn close_on_drop(&mut self) {
+        PooledConnection::close_on_drop(self);
+    }
 }

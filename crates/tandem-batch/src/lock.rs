@@ -54,21 +54,38 @@ fn fnv1a(bytes: &[u8]) -> u64 {
 /// the node the session is on (`host:port` as the server knows itself; MySQL/MariaDB, for the lease — ''
 /// on PostgreSQL). Both engines' locks are server-wide (PostgreSQL: per database), while the job repository
 /// lives in one schema or database, so the lock's name includes where the job tables are.
+///
+/// Its row: whether the lock was taken (1 or 0), the server's `host:port` (MySQL: the lease's node), and —
+/// so that a run does not ask in round trips of their own — how many of the job repository's two tables
+/// are there, and whether the lease table is (see [`LockRow`]).
 pub(crate) fn server_lock_statement(dialect: Dialect, key: u64) -> Option<RawSql> {
     match dialect {
         Dialect::Postgres => Some(raw(
             "SELECT CAST(CASE WHEN pg_try_advisory_lock(hashtextextended(COALESCE(current_schema(), ''), $1)) \
-             THEN 1 ELSE 0 END AS BIGINT), ''",
+             THEN 1 ELSE 0 END AS BIGINT), '', CAST((to_regclass('batch_job_execution') IS NOT NULL)::int \
+             + (to_regclass('batch_step_execution') IS NOT NULL)::int AS BIGINT), CAST(1 AS BIGINT)",
             vec![Value::I64(key as i64)],
         )),
         // Lock names are at most 64 characters; this one is 62.
         Dialect::MySql => Some(raw(
             "SELECT CAST(COALESCE(GET_LOCK(CONCAT('tandem-batch-', ?, '-', MD5(COALESCE(DATABASE(), ''))), 0), 0) \
-             AS SIGNED), CONCAT(@@hostname, ':', @@port)",
+             AS SIGNED), CONCAT(@@hostname, ':', @@port), \
+             (SELECT CAST(COUNT(*) AS SIGNED) FROM information_schema.tables WHERE table_schema = DATABASE() \
+             AND table_name IN ('batch_job_execution', 'batch_step_execution')), \
+             (SELECT CAST(COUNT(*) AS SIGNED) FROM information_schema.tables WHERE table_schema = DATABASE() \
+             AND table_name = 'batch_job_lock')",
             vec![Value::Text(format!("{key:016x}"))],
         )),
         Dialect::Sqlite => None,
     }
+}
+
+/// The row of [`server_lock_statement`].
+pub(crate) type LockRow = (i64, String, i64, i64);
+
+/// Whether the row of [`server_lock_statement`] found the job repository's tables and the lease table.
+pub(crate) fn tables_found((_, _, repository, lease): &LockRow) -> (bool, bool) {
+    (*repository == 2, *lease == 1)
 }
 
 /// How a run takes its job's lock: a SQLite lock, taken already; or a server lock to take on a connection
@@ -280,6 +297,39 @@ impl LeaseLost {
         Some(lease_renew(*key, owner, self.lease?))
     }
 
+    /// A chunk's checkpoint (see `checkpoint_statement`) and the lease guard in one statement, one round
+    /// trip instead of two: MySQL's multi-table UPDATE changes step `step_id`'s row only while the lease
+    /// row is this run's, renews the lease, and keeps that row locked to COMMIT. Once the lease was taken
+    /// over it changes no row, and the chunk is refused like by [`LeaseLost::fence`]. `None` for a run
+    /// without a lease.
+    pub(crate) fn fenced_checkpoint(
+        &self,
+        step_id: i64,
+        chunk: crate::job::ChunkCounts,
+        written: u64,
+        skipped: u64,
+    ) -> Option<RawSql> {
+        let (key, owner) = self.holder.as_ref()?;
+        Some(raw(
+            format!(
+                "UPDATE batch_step_execution s STRAIGHT_JOIN batch_job_lock l ON l.job_key = ? AND l.owner = ? \
+                 SET s.checkpoint = ?, s.read_count = s.read_count + ?, s.write_count = s.write_count + ?, \
+                 s.skip_count = s.skip_count + ?, s.chunk_count = s.chunk_count + 1, \
+                 l.expires_at = {NOW_MS} + ? WHERE s.id = ?"
+            ),
+            vec![
+                lease_key(*key),
+                Value::Text(owner.clone()),
+                Value::I64(chunk.last_key),
+                Value::I64(chunk.read as i64),
+                Value::I64(written as i64),
+                Value::I64(skipped as i64),
+                Value::I64(self.lease?.as_millis() as i64),
+                Value::I64(step_id),
+            ],
+        ))
+    }
+
     /// What a chunk's write said, as the run takes it: a chunk refused by its lease guard means the lease
     /// is lost ([`JobError::LockLost`]), and the run writes nothing more.
     pub(crate) fn fenced<X, S, T>(
@@ -348,10 +398,51 @@ pub(crate) fn already_running<S, T>(job: &BatchJob<S, T>) -> JobError {
     }
 }
 
-/// A held run lock: a SQLite one, or the connection that holds a server engine's (closed when dropped).
-pub(crate) enum RunLock<C> {
+/// A held run lock: a SQLite one, or the session that holds a server engine's.
+pub(crate) enum RunLock<C: CloseOnDrop> {
     Local(#[allow(dead_code)] LocalLock),
-    Server(#[allow(dead_code)] Box<C>),
+    Server(Box<LockSession<C>>),
+}
+
+/// A pooled connection that can be told to close when dropped instead of going back to the pool.
+pub(crate) trait CloseOnDrop {
+    fn close_on_drop(&mut self);
+}
+
+/// The connection whose session holds a server run lock. Dropped while it holds the lock (a run's future
+/// dropped midway, an unlock that failed), it is closed, and the server drops the lock with the session;
+/// once the lock is released on it ([`LockSession::released`]) it goes back to the pool like any other:
+/// a run that ends normally costs its pool no new connection (a connection, on PostgreSQL a new server
+/// process, per run was most of a run's fixed cost).
+pub(crate) struct LockSession<C: CloseOnDrop> {
+    conn: C,
+    holds: bool,
+}
+
+impl<C: CloseOnDrop> LockSession<C> {
+    pub(crate) fn new(conn: C) -> Self {
+        LockSession { conn, holds: true }
+    }
+
+    /// The lock was released on this session: it holds nothing the pool must not hand out.
+    pub(crate) fn released(&mut self) {
+        self.holds = false;
+    }
+}
+
+impl<C: CloseOnDrop> std::ops::Deref for LockSession<C> {
+    type Target = C;
+    fn deref(&self) -> &C {
+        &self.conn
+    }
+}
+
+impl<C: CloseOnDrop> Drop for LockSession<C> {
+    fn drop(&mut self) {
+        if self.holds {
+            self.conn.close_on_drop();
+        }
+    }
 }
 
 static IN_MEMORY: Mutex<Option<HashSet<(u64, u64)>>> = Mutex::new(None);

@@ -7,8 +7,9 @@ pub(crate) use crate::job::{
     start_reads,
 };
 pub(crate) use crate::lock::{
-    LeaseLost, LockPlan, RunLock, already_running, job_key, lease_read, lease_release, lease_renew,
-    lease_table, lock_plan, server_unlock_statement,
+    CloseOnDrop, LeaseLost, LockPlan, LockRow, LockSession, RunLock, already_running, job_key,
+    lease_read, lease_release, lease_renew, lease_table, lock_plan, server_unlock_statement,
+    tables_found,
 };
 pub(crate) use crate::model::{
     JobExecution, StepExecution, batch_job_execution as jx, batch_step_execution as sx,

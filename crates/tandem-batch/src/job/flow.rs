@@ -235,6 +235,25 @@ impl<'j, S: Entity<Key = i64>, T: Entity> Partition<'j, S, T> {
         self.dialect != Dialect::Sqlite
     }
 
+    /// How many connections the async runner's partition keeps from a pool of `max_size` for its whole run:
+    /// one it writes its chunks on (and reads its pages on, when it does not read ahead), and one it reads
+    /// ahead on. sqlx's pool pings every connection it takes back (a round trip the statement did not
+    /// need), and a connection not yet back when the next statement asks makes it open another, which
+    /// prepares the partition's statements again: a checkout per statement cost the async runner a
+    /// quarter more round trips than the blocking one. Kept only where the pool has room for every
+    /// partition's and two more (the run lock's session and the lease keeper's renewals), so that no
+    /// partition waits for a connection another holds to its end; otherwise each statement takes one from
+    /// the pool, as before. (The blocking pool takes connections back without a round trip: the blocking
+    /// runner checks out per statement.)
+    pub(crate) fn kept_connections(&self, max_size: u32) -> u32 {
+        let partitions = self.run.job.parallelism.max(1) as u32;
+        let each = if self.reads_ahead() { 2 } else { 1 };
+        (0..=each)
+            .rev()
+            .find(|&k| max_size >= k * partitions + 2)
+            .unwrap_or(0)
+    }
+
     /// The last source key committed.
     pub(crate) fn after(&self) -> i64 {
         self.after
@@ -267,31 +286,20 @@ impl<'j, S: Entity<Key = i64>, T: Entity> Partition<'j, S, T> {
     /// A run that holds a lease ends every chunk's transaction with its guard ([`Partition::fence`]).
     pub(crate) fn write(&self, chunk: &ProcessedChunk<T>) -> Result<ChunkWrite, JobError> {
         self.run.lost.check(self.job)?;
+        // The last step of the transaction, when the run holds a lease: the checkpoint matches the step's
+        // row only while the lease is this run's, and keeps the lease row locked to COMMIT; otherwise the
+        // chunk is rolled back with `tandem_core::Error::Fenced`. A run whose lease was taken over commits
+        // nothing more, even a chunk already under way.
+        let rows = chunk.rows.len() as u64;
+        let fence = (self.run.lost)
+            .fenced_checkpoint(self.step.id, chunk.counts(), rows, 0)
+            .map(|fenced| (fenced, self.fenced_what()));
         Ok(
-            match chunk_plan(self.dialect, self.step.id, chunk, &self.opts)? {
-                Some(plan) => ChunkWrite::Plan(match self.fence()? {
-                    Some(guard) => plan.followed_by(guard, Atomicity::Together),
-                    None => plan,
-                }),
+            match chunk_plan(self.dialect, self.step.id, chunk, &self.opts, fence)? {
+                Some(plan) => ChunkWrite::Plan(plan),
                 None => ChunkWrite::ByHand,
             },
         )
-    }
-
-    /// The last step of a chunk's transaction when the run holds a lease: it matches the lease row only
-    /// while the lease is this run's, and keeps it locked to COMMIT; otherwise the chunk is rolled back
-    /// with [`tandem_core::Error::Fenced`] (see [`crate::lock::LeaseLost::fence`]). A run whose lease was
-    /// taken over commits nothing more, even a chunk already under way.
-    fn fence(&self) -> Result<Option<Step>, JobError> {
-        let Some(hold) = self.hold() else {
-            return Ok(None);
-        };
-        Ok(Some(Step::Guard {
-            statement: hold
-                .render(self.dialect)
-                .map_err(tandem_core::Error::from)?,
-            what: self.fenced_what(),
-        }))
     }
 
     /// The lease guard as a statement, for a chunk written by hand: it must affect one row, or the

@@ -50,20 +50,31 @@ impl<T> ProcessedChunk<T> {
 /// so the checkpoint is known before the INSERTs run). `None` for a job that skips duplicates: its
 /// checkpoint needs the count the INSERTs report. An executor can then send the whole transaction at once
 /// (the async executor's SQLite worker: one call instead of four).
+///
+/// A run that holds a lease ends the transaction with its guard: `fence` is the checkpoint and the guard in
+/// one statement (see [`crate::lock::LeaseLost::fenced_checkpoint`]), with what it guards for the error.
 pub(crate) fn chunk_plan<T: Entity>(
     dialect: tandem_sql::Dialect,
     step_id: i64,
     chunk: &ProcessedChunk<T>,
     opts: &tandem_core::BatchOptions,
+    fence: Option<(tandem_sql::RawSql, String)>,
 ) -> Result<Option<tandem_core::Plan<u64>>, JobError> {
     if opts.ignore_duplicates {
         return Ok(None);
     }
     let rows = chunk.rows.len() as u64;
-    let checkpoint = checkpoint_statement(step_id, chunk.counts(), rows, 0)
-        .render(dialect)
-        .map_err(tandem_core::Error::from)?;
-    let checkpoint = tandem_core::Step::Sql(checkpoint);
+    let checkpoint = match fence {
+        Some((fenced, what)) => tandem_core::Step::Guard {
+            statement: fenced.render(dialect).map_err(tandem_core::Error::from)?,
+            what,
+        },
+        None => tandem_core::Step::Sql(
+            checkpoint_statement(step_id, chunk.counts(), rows, 0)
+                .render(dialect)
+                .map_err(tandem_core::Error::from)?,
+        ),
+    };
     let together = tandem_core::Atomicity::Together;
     if chunk.rows.is_empty() {
         return Ok(Some(tandem_core::Plan::new(

@@ -1,0 +1,124 @@
+//! What a run of the job says to the server: statements, prepares and round trips, counted on the wire by a
+//! proxy in front of the server, for both runners.
+
+use super::*;
+use tandem_test_support::proxy::{self, Traffic, Wire};
+
+/// The test database's URL with the server's `host:port` replaced by the proxy's.
+fn through(t: &db::TestDb, port: u16) -> tandem_core::ConnectOptions {
+    let mut options = t.target.options.clone();
+    // Plain TCP: the proxy reads the protocol.
+    options.tls = tandem_core::TlsMode::Disable;
+    options.hosts = vec![("127.0.0.1".into(), port)];
+    options.on_host(0)
+}
+
+/// One run of the essay job over `rows` rows, at `parallelism`, after two runs that warmed the pools (as a
+/// job that runs again and again would find them): what it sent.
+pub(crate) fn traffic_of_a_run(
+    dialect: Dialect,
+    rows: usize,
+    parallelism: usize,
+) -> [(&'static str, Traffic); 2] {
+    let t = db::open(dialect, "trips", PoolConfig::default());
+    reset(&t.db, rows);
+    tandem_batch::blocking::prepare(&t.db).unwrap();
+    let wire = match dialect {
+        Dialect::Postgres => Wire::Postgres,
+        _ => Wire::MySql,
+    };
+    let proxy = proxy::counting(&t.target.options.target(), wire);
+    let options = through(&t, proxy.port);
+    let db = Database::open(options.clone(), PoolConfig::default()).unwrap();
+    let rt = harness::runtime();
+    let adb = rt
+        .block_on(tandem_async::Database::open(options, PoolConfig::default()))
+        .unwrap();
+    let job = essay::job(parallelism);
+    ["blocking", "async"].map(|side| {
+        let mut last = Traffic::default();
+        for _ in 0..3 {
+            for table in [
+                "benchmark_target",
+                "batch_job_execution",
+                "batch_step_execution",
+            ] {
+                t.db.execute(&raw(format!("DELETE FROM {table}"), vec![]))
+                    .unwrap();
+            }
+            proxy.take_traffic();
+            run_job(side == "async", (&rt, &adb), &db, &job).unwrap();
+            last = proxy.take_traffic();
+        }
+        assert_target(&t.db, &expected(1..=rows));
+        (side, last)
+    })
+}
+
+/// What a run says to the server, counted on the wire, both runners: the same statements (the plans are
+/// shared; compared at one partition), no new connection once the pool is warm (the run lock's session goes back to the pool after
+/// its unlock), a run's bookkeeping in a fixed number of statements, and five statements per chunk: the
+/// page read, BEGIN, the INSERT, the checkpoint (on MySQL with the lease guard in it), COMMIT.
+/// `TANDEM_TRIPS=1` prints each run's statements.
+pub fn round_trips_per_run(dialect: Dialect) {
+    // Statements of a run over an empty source (see the listing TANDEM_TRIPS=1 prints): PostgreSQL: the
+    // lock (which also says whether the tables are there), three transactions (what the start reads, its
+    // writes, the run's end) and the unlock; MySQL adds the lease (a transaction of its own, its release)
+    // and has no multi-statement BEGIN.
+    let bookkeeping = match dialect {
+        Dialect::Postgres => 15,
+        _ => 20,
+    };
+    let chunks = 10_000 / essay::job(1).page_size;
+    let mut seen = Vec::new();
+    for (rows, p) in [(0, 1), (10_000, 1), (10_000, 4)] {
+        let runs = traffic_of_a_run(dialect, rows, p);
+        for (side, t) in &runs {
+            println!(
+                "{dialect:?} rows {rows} p{p} {side}: {} round trips, {} statements, {} prepares, {} connections",
+                t.round_trips, t.statements, t.prepares, t.connections
+            );
+            if std::env::var_os("TANDEM_TRIPS").is_some() {
+                for text in &t.texts {
+                    println!("    {}", text.chars().take(160).collect::<String>());
+                }
+            }
+            assert_eq!(
+                t.connections, 0,
+                "{side} p{p}: a warm pool makes no new connection"
+            );
+        }
+        let [(_, blocking), (_, asynchronous)] = &runs;
+        // (Partitions running at once may find a chunk's transaction chosen as a deadlock victim and run
+        // it again — seen on MariaDB at four partitions: three statements more on one side or the
+        // other — so the runners are compared at one partition.)
+        if p == 1 {
+            assert_eq!(
+                blocking.statements, asynchronous.statements,
+                "rows {rows}: the same statements on both runners"
+            );
+        }
+        seen.push(blocking.statements);
+    }
+    assert!(
+        seen[0] <= bookkeeping,
+        "an empty run's bookkeeping: {} statements",
+        seen[0]
+    );
+    // Beyond the chunks: the step row's INSERT at the start (an empty source has no partition), the last
+    // (empty) page read and the step's end (BEGIN, UPDATE, COMMIT).
+    assert!(
+        seen[1] <= seen[0] + 5 * chunks + 5,
+        "10,000 rows in {chunks} chunks: {} statements, {} for the empty run",
+        seen[1],
+        seen[0]
+    );
+}
+
+pub fn round_trips_per_run_postgres() {
+    round_trips_per_run(Dialect::Postgres);
+}
+
+pub fn round_trips_per_run_mysql() {
+    round_trips_per_run(Dialect::MySql);
+}
