@@ -189,20 +189,54 @@ impl InsertTemplate {
         let at = match self.texts.iter().position(|(n, _)| *n == rows) {
             Some(at) => at,
             None => {
-                let mut shape = self.shape.clone();
-                shape.source =
-                    InsertSource::Values(vec![
-                        vec![crate::Value::Null(crate::SqlType::Int); width];
-                        rows
-                    ]);
-                let r = shape.into_rendered(self.dialect)?;
+                let r = self.render_rows(rows)?;
                 self.texts.push((rows, r));
                 self.texts.len() - 1
             }
         };
         Ok(&self.texts[at].1)
     }
+
+    /// The text for `rows` rows: from the process's cache of texts ([`TEXTS`]), keyed by the one-row text
+    /// (which names the table, the columns, the conflict handling and RETURNING), or rendered and kept.
+    fn render_rows(&self, rows: usize) -> Result<Rendered> {
+        let width = self.shape.columns.len();
+        let shaped = |rows: usize| {
+            let mut shape = self.shape.clone();
+            shape.source =
+                InsertSource::Values(vec![
+                    vec![crate::Value::Null(crate::SqlType::Int); width];
+                    rows
+                ]);
+            shape.into_rendered(self.dialect)
+        };
+        let key = (self.dialect, shaped(1)?.sql, rows);
+        let lock = || TEXTS.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(r) = lock().as_ref().and_then(|texts| texts.get(&key)) {
+            return Ok(r.clone());
+        }
+        let r = shaped(rows)?;
+        let mut texts = lock();
+        let texts = texts.get_or_insert_with(std::collections::HashMap::new);
+        if texts.len() >= TEXTS_KEPT {
+            texts.clear();
+        }
+        texts.insert(key, r.clone());
+        Ok(r)
+    }
 }
+
+/// The multi-row INSERT texts rendered so far in this process, by dialect, one-row text and row count. A
+/// batch job writes each chunk through a template of its own (one plan per chunk, built without I/O), so
+/// a template's own texts live one chunk; rendering a 500-row text (a thousand placeholders) took more of
+/// the job's client-side instructions than binding the values.
+static TEXTS: std::sync::Mutex<
+    Option<std::collections::HashMap<(Dialect, String, usize), Rendered>>,
+> = std::sync::Mutex::new(None);
+
+/// How many texts [`TEXTS`] keeps before it starts again (a process that writes to many tables, or chunks
+/// of many sizes, renders again rather than grow without bound).
+const TEXTS_KEPT: usize = 256;
 
 /// An INSERT whose parameters borrow the rows they come from: what a blocking executor binds in place.
 /// It returns no rows and no generated keys (see [`InsertTemplate::statement_refs`]).

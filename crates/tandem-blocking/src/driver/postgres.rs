@@ -12,7 +12,7 @@ use std::task::Poll;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use futures_util::{SinkExt, StreamExt};
+use futures_util::{FutureExt, SinkExt, StreamExt};
 use tandem_core::CopyIn;
 use tandem_core::{ConnectOptions, DbError, DbErrorKind, Error, Result};
 use tandem_sql::{Dialect, Rendered, Row, SqlType, Value};
@@ -309,8 +309,17 @@ pub(crate) fn run(c: &mut PgConn, r: &Rendered, sink: &mut Sink<'_>) -> Result<D
     let rows =
         c.io.wait(client.query_raw(&stmt, r.params.iter().map(Bind)))?;
     let mut rows = std::pin::pin!(rows);
-    // Each row is one wait: a consumer may take its time between rows, the server may not.
-    while let Some(row) = c.io.wait(async { rows.next().await.transpose() })? {
+    // Each row is one wait: a consumer may take its time between rows, the server may not. A row the
+    // connection has received already is taken without a wait (entering the runtime for each row of a
+    // page was a tenth of a batch job's client-side instructions).
+    loop {
+        let next = match rows.next().now_or_never() {
+            Some(next) => next.transpose().map_err(error)?,
+            None => c.io.wait(async { rows.next().await.transpose() })?,
+        };
+        let Some(row) = next else {
+            break;
+        };
         let mut values = Vec::with_capacity(width);
         for i in 0..width {
             values.push(decode(&row, i)?);
