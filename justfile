@@ -120,6 +120,13 @@ results:
     cargo run --release -p tandem-bench -- matrix --db sqlite,postgres,mysql --iterations 3 --peers "{{peers_bin}}"
     cp target/tandem-bench/results.md target/tandem-bench/seed.svg target/tandem-bench/e2e.svg target/tandem-bench/results.csv docs/
 
+# Instructions per op of each e2e and point variant on the servers, client side, counted by callgrind (needs
+# valgrind; ~5 min): the figures that do not move with the machine's load. Writes docs/instructions.md.
+instructions:
+    cargo build --release -p tandem-bench
+    cargo run --release -p tandem-bench -- instructions --db postgres,mysql
+    cp target/tandem-bench/instructions.md target/tandem-bench/instructions.csv docs/
+
 # criterion micro benchmarks (render, bind, decode; the admission gate's cost per acquire).
 micro:
     cargo bench --bench render

@@ -2,7 +2,8 @@
 //! next to the server doing the same work alone (`INSERT … SELECT`) and the job written by hand on the raw
 //! blocking driver (`raw-driver`: on SQLite one partition on rusqlite, on the servers `parallelism`
 //! partitions on `postgres` / `mysql`) and, on the servers, on sqlx (`raw-sqlx`: `parallelism` tasks, the
-//! async side's own baseline). Target and job tables are recreated
+//! async side's own baseline) and on the other async driver a user would pick (`raw-async-driver`:
+//! tokio-postgres or mysql_async, `parallelism` tasks and connections). Target and job tables are recreated
 //! before each measured op; every op is verified (row count, distinct names, checksum).
 
 use std::time::{Duration, Instant};
@@ -78,6 +79,9 @@ enum ByHand<'a> {
     /// sqlx, the async side's (see [`crate::raw::sqlx_postgres_job`]): `p` tasks and pooled connections,
     /// on this runtime.
     Sqlx(&'a tokio::runtime::Runtime),
+    /// The other async driver a user would pick (see [`crate::raw::tokio_postgres_job`],
+    /// [`crate::raw::mysql_async_job`]): `p` tasks and connections, on this runtime.
+    AsyncDriver(&'a tokio::runtime::Runtime),
 }
 
 /// The job by hand on a server, `p` partitions, on the drivers `on` names.
@@ -108,6 +112,24 @@ fn server_job_by_hand(
             crate::raw::mysql_job(conns, page)?;
             Ok(started.elapsed())
         }
+        (ByHand::AsyncDriver(rt), Dialect::Postgres) => rt.block_on(async {
+            let mut clients = Vec::with_capacity(p);
+            for _ in 0..p {
+                clients.push(seed::tokio_pg_client(&opts).await?);
+            }
+            let started = Instant::now();
+            crate::raw::tokio_postgres_job(clients, page).await?;
+            Ok(started.elapsed())
+        }),
+        (ByHand::AsyncDriver(rt), _) => rt.block_on(async {
+            let mut conns = Vec::with_capacity(p);
+            for _ in 0..p {
+                conns.push(seed::mysql_async_conn(&opts).await?);
+            }
+            let started = Instant::now();
+            crate::raw::mysql_async_job(conns, page).await?;
+            Ok(started.elapsed())
+        }),
         (ByHand::Sqlx(rt), dialect) => rt
             .block_on(async {
                 macro_rules! timed {
@@ -153,9 +175,10 @@ pub fn run(
     for &dialect in dbs {
         let url = url(dialect, &ctx.out);
         for &pool in pools {
-            // Each partition holds a connection; the job repository needs one more.
+            // The async runner's partitions keep two connections each where the pool has room for them
+            // and two more (the run lock's session, the lease keeper): see `tandem_batch`'s runner.
             let config = PoolConfig {
-                max_size: pool.max(parallelism.iter().copied().max().unwrap_or(1) as u32 + 2),
+                max_size: pool.max(2 * parallelism.iter().copied().max().unwrap_or(1) as u32 + 2),
                 ..PoolConfig::default()
             };
             let db = Database::connect_with(&url, config.clone())
@@ -168,16 +191,20 @@ pub fn run(
                 db.repository::<essay::Source>()
                     .batch_insert(&essay::seed_rows(n), &BatchOptions::default())?;
                 let it = ctx.iterations;
-                let ceiling = measure(it, || {
-                    reset_target(&db)?;
-                    let started = Instant::now();
-                    db.execute(&raw(essay::insert_select_sql(), vec![]))?;
-                    let took = started.elapsed();
-                    verify(&db, n)?;
-                    Ok(took)
-                })?;
+                let ceiling = if ctx.wants("insert-select") {
+                    Some(measure(it, || {
+                        reset_target(&db)?;
+                        let started = Instant::now();
+                        db.execute(&raw(essay::insert_select_sql(), vec![]))?;
+                        let took = started.elapsed();
+                        verify(&db, n)?;
+                        Ok(took)
+                    })?)
+                } else {
+                    None
+                };
                 // SQLite: the job by hand on rusqlite (see `raw::sqlite_job`), one partition.
-                let by_hand = if dialect == Dialect::Sqlite {
+                let by_hand = if dialect == Dialect::Sqlite && ctx.wants("raw-driver") {
                     Some(measure(it, || {
                         reset_target(&db)?;
                         let conn = seed::sqlite_conn(&tandem_core::ConnectOptions::parse(&url)?)?;
@@ -210,19 +237,32 @@ pub fn run(
                             },
                         )
                     };
-                    record("insert-select", ceiling);
+                    if let Some(m) = ceiling {
+                        record("insert-select", m);
+                    }
+                    let wants = |v: &str| ctx.only.is_empty() || ctx.only.iter().any(|o| o == v);
                     if let Some(m) = by_hand {
                         record("raw-driver", m);
-                    } else {
-                        let m = server_job_by_hand(&db, &url, n, p, it, ByHand::Blocking)?;
-                        record("raw-driver", m);
+                    } else if dialect != Dialect::Sqlite {
+                        if wants("raw-driver") {
+                            let m = server_job_by_hand(&db, &url, n, p, it, ByHand::Blocking)?;
+                            record("raw-driver", m);
+                        }
                         if ctx.executors.contains(&Executor::Async) {
-                            let m = server_job_by_hand(&db, &url, n, p, it, ByHand::Sqlx(&ctx.rt))?;
-                            record("raw-sqlx", m);
+                            if wants("raw-sqlx") {
+                                let m =
+                                    server_job_by_hand(&db, &url, n, p, it, ByHand::Sqlx(&ctx.rt))?;
+                                record("raw-sqlx", m);
+                            }
+                            if wants("raw-async-driver") {
+                                let on = ByHand::AsyncDriver(&ctx.rt);
+                                let m = server_job_by_hand(&db, &url, n, p, it, on)?;
+                                record("raw-async-driver", m);
+                            }
                         }
                     }
                     let job = essay::job(p);
-                    if ctx.executors.contains(&Executor::Blocking) {
+                    if ctx.executors.contains(&Executor::Blocking) && wants("tandem-blocking") {
                         let m = measure(it, || {
                             reset_target(&db)?;
                             let started = Instant::now();
@@ -233,7 +273,7 @@ pub fn run(
                         })?;
                         record("tandem-blocking", m);
                     }
-                    if ctx.executors.contains(&Executor::Async) {
+                    if ctx.executors.contains(&Executor::Async) && wants("tandem-async") {
                         let rt = &ctx.rt;
                         let m = measure(it, || {
                             reset_target(&db)?;

@@ -275,7 +275,7 @@ pub fn markdown(results: &Results) -> String {
         );
     }
     seed_over_tls(results, &mut md);
-    md.push_str("\n## end-to-end batch job (ops/s)\n\n| engine | rows | parallelism | essay JDBC | essay R2DBC | tandem blocking | tandem async | blocking/async | by hand | by hand, sqlx | INSERT…SELECT |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n");
+    md.push_str("\n## end-to-end batch job (ops/s)\n\n| engine | rows | parallelism | essay JDBC | essay R2DBC | tandem blocking | tandem async | blocking/async | by hand | by hand, sqlx | by hand, other async driver | INSERT…SELECT | blocking ÷ by hand | async ÷ by hand, sqlx |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n");
     for (db, rows, par, jdbc, r2dbc) in E2E {
         let b = ops(results, "e2e", db, rows, par, "tandem-blocking");
         let a = ops(results, "e2e", db, rows, par, "tandem-async");
@@ -290,21 +290,74 @@ pub fn markdown(results: &Results) -> String {
         let ceiling = ops(results, "e2e", db, rows, par, "insert-select");
         let by_hand = ops(results, "e2e", db, rows, par, "raw-driver");
         let by_hand_sqlx = ops(results, "e2e", db, rows, par, "raw-sqlx");
+        let by_hand_async = ops(results, "e2e", db, rows, par, "raw-async-driver");
         let _ = writeln!(
             md,
-            "| {essay_db} | {rows} | {par} | {jdbc:.3} | {r2dbc:.3} | {} | {} | {} | {} | {} | {} |",
+            "| {essay_db} | {rows} | {par} | {jdbc:.3} | {r2dbc:.3} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             cell(b),
             cell(a),
             ratio(b, a),
             cell(by_hand),
             cell(by_hand_sqlx),
-            cell(ceiling)
+            cell(by_hand_async),
+            cell(ceiling),
+            ratio(b, by_hand),
+            ratio(a, by_hand_sqlx),
         );
     }
-    md.push_str("\n\"By hand\": the same job written directly on the raw blocking driver (rusqlite with one partition; `postgres` / `mysql` with one thread and connection per partition): what the job's shape costs before any library code — 200 page reads, INSERTs and checkpointed commits per 100,000 rows, where `INSERT … SELECT` is one statement. \"By hand, sqlx\": the same job on sqlx, the async executor's driver, one task and pooled connection per partition (the servers only): the async side's own baseline, so a gap between the executors splits into what the driver costs and what tandem adds.\n");
+    md.push_str("\n\"By hand\": the same job written directly on the raw blocking driver (rusqlite with one partition; `postgres` / `mysql` with one thread and connection per partition): what the job's shape costs before any library code — 200 page reads, INSERTs and checkpointed commits per 100,000 rows, where `INSERT … SELECT` is one statement. \"By hand, sqlx\": the same job on sqlx, the async executor's driver, one task and pooled connection per partition (the servers only): the async side's own baseline, so a gap between the executors splits into what the driver costs and what tandem adds. \"Other async driver\": the same job on the async driver a Rust user would weigh beside sqlx (tokio-postgres, which deadpool-postgres and diesel-async build on; mysql_async), one task and connection per partition. The last two columns are tandem's runners as a share of the job by hand on their own driver (1.00 = no overhead).\n");
     md.push_str("\nThe essay's H2 end-to-end figures (~2,000 ops/s at every size) cannot have read and written every row: seeding 100,000 rows alone took them 169 ms. tandem's figures are checked after every op.\n");
+    point_table(results, &mut md);
     pool_tables(results, &mut md);
     md
+}
+
+/// The point reads: each executor beside the raw drivers of its kind, and the async drivers beside one
+/// another and beside the blocking one (where the async limit is the driver's).
+fn point_table(results: &Results, md: &mut String) {
+    let points: Vec<&crate::report::Record> = (results.records.iter())
+        .filter(|r| r.scenario == "point")
+        .collect();
+    if points.is_empty() {
+        return;
+    }
+    let per_s = |db: &str, variant: &dyn Fn(&str) -> bool| {
+        (points.iter())
+            .find(|r| r.db == db && variant(&r.variant))
+            .map(|r| r.extra.unwrap_or(0.0) / r.time.secs())
+    };
+    md.push_str("\n## point reads: one row by id out of 10,000 (selects/s)\n\nEach variant's workers select for a few seconds a round, the variants taking turns in each round, the median round kept (workers and rounds below the table). Raw blocking driver: rusqlite, `postgres` or `mysql`, one connection per thread and its statement prepared once. Raw sqlx: a pool of eight and `query_as(..).fetch_optional`. Other async driver: tokio-postgres or mysql_async, one connection per task and its statement prepared once.\n\n| engine | tandem blocking | raw blocking driver | tandem blocking ÷ raw | tandem async | raw sqlx | tandem async ÷ sqlx | other async driver | sqlx ÷ other async | other async ÷ raw blocking |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n");
+    let workers = points[0].parallelism;
+    for db in ["sqlite", "postgres", "mysql"] {
+        let tb = per_s(db, &|v| v == "tandem-blocking threads");
+        let rb = per_s(db, &|v| v.starts_with("raw ") && v.ends_with(" threads"));
+        let ta = per_s(db, &|v| v == "tandem-async tasks");
+        let sqlx = per_s(db, &|v| v == "raw sqlx tasks");
+        let other = per_s(db, &|v| {
+            v.starts_with("raw ") && v.ends_with(" tasks") && v != "raw sqlx tasks"
+        });
+        if tb.is_none() && ta.is_none() {
+            continue;
+        }
+        let n = |v: Option<f64>| v.map_or("–".into(), |v| format!("{v:.0}"));
+        let _ = writeln!(
+            md,
+            "| {db} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            n(tb),
+            n(rb),
+            ratio(tb, rb),
+            n(ta),
+            n(sqlx),
+            ratio(ta, sqlx),
+            n(other),
+            ratio(sqlx, other),
+            ratio(other, rb),
+        );
+    }
+    let rounds = (points[0].details.iter())
+        .find(|(k, _)| *k == "rounds")
+        .map_or(0.0, |(_, v)| *v);
+    let _ = writeln!(md, "\n{workers} workers, {rounds} rounds.");
 }
 
 #[cfg(test)]

@@ -10,6 +10,7 @@
 mod chart;
 mod e2e;
 mod essay;
+mod instructions;
 mod point;
 mod pool;
 mod raw;
@@ -68,6 +69,16 @@ enum Scenario {
     },
     /// Every scenario over the chosen sizes.
     Matrix(Sizes),
+    /// Instructions per op of each variant, client side, counted by callgrind (valgrind must be installed):
+    /// the same count for the same binary and input whatever else the machine is doing, so a 1.1x from
+    /// the wall clock can be told from noise. Each variant runs twice under callgrind, and the difference
+    /// over the ops between the two runs is its count per op (setup, seeding and connecting cancel out).
+    /// Writes `instructions.md` and `instructions.csv` into `--out`.
+    Instructions {
+        /// Rows of the e2e job (one partition).
+        #[arg(long, default_value_t = 10_000)]
+        rows: usize,
+    },
     /// Draw the charts (`seed.svg`, `e2e.svg`) of an earlier run's `results.csv` into `--out`, measuring
     /// nothing.
     Chart {
@@ -107,6 +118,10 @@ struct Common {
     /// same run, beside tandem.
     #[arg(long, global = true)]
     peers: Option<PathBuf>,
+    /// Measure only these variants of `e2e` and `point` (as the results name them: `tandem-async`,
+    /// `raw-sqlx`, `raw sqlx tasks`, …); all when empty.
+    #[arg(long, global = true, value_delimiter = ',')]
+    only: Vec<String>,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -170,6 +185,8 @@ pub struct Ctx {
     pub peers: Option<PathBuf>,
     /// The progress line while cells run.
     pub progress: indicatif::ProgressBar,
+    /// The variants to measure (all when empty).
+    pub only: Vec<String>,
 }
 
 impl Ctx {
@@ -184,6 +201,11 @@ impl Ctx {
     /// Whether `e` is measured.
     pub fn runs(&self, e: Executor) -> bool {
         self.executors.contains(&e)
+    }
+
+    /// Whether the variant named `variant` is measured (`--only`).
+    pub fn wants(&self, variant: &str) -> bool {
+        self.only.is_empty() || self.only.iter().any(|v| v == variant)
     }
 }
 
@@ -255,6 +277,10 @@ fn main() {
 fn run(cli: Cli) -> anyhow::Result<()> {
     std::fs::create_dir_all(&cli.common.out)
         .with_context(|| format!("creating {}", cli.common.out.display()))?;
+    if let Some(Scenario::Instructions { rows }) = &cli.scenario {
+        let dbs: Vec<Dialect> = cli.common.db.iter().map(|d| d.dialect()).collect();
+        return instructions::run(&dbs, *rows, &cli.common.out);
+    }
     if let Some(Scenario::Chart { from }) = &cli.scenario {
         let results = Results::read_csv(from)?;
         for chart in chart::write(&results, &cli.common.out)? {
@@ -273,6 +299,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         results: Results::default(),
         peers: cli.common.peers.clone(),
         progress: indicatif::ProgressBar::new_spinner(),
+        only: cli.common.only.clone(),
     };
     ctx.progress
         .set_style(indicatif::ProgressStyle::with_template(
@@ -311,7 +338,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             &dbs,
             &pool::Plan::full(Duration::from_millis(cell_ms), cli.common.iterations),
         )?,
-        Some(Scenario::Chart { .. }) => unreachable!("handled above"),
+        Some(Scenario::Chart { .. } | Scenario::Instructions { .. }) => {
+            unreachable!("handled above")
+        }
         Some(Scenario::Matrix(s)) => {
             seed::run(&mut ctx, &dbs, &s.data_size, &s.pool_size)?;
             e2e::run(&mut ctx, &dbs, &s.data_size, &s.pool_size, &s.parallelism)?;

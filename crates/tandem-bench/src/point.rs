@@ -6,6 +6,8 @@
 //! In the same run, the raw drivers do the same selects with no tandem layer, as their users would write
 //! them: the blocking driver with one connection per thread and a prepared statement it keeps (rusqlite,
 //! `postgres`, `mysql`), and sqlx with a pool of `workers` connections and `query_as(..).fetch_optional`.
+//! On the servers, the other async drivers a user would weigh (tokio-postgres, mysql_async) run too, one
+//! connection per task, so the tables show where the async limit is the driver's.
 //! tandem's figures are printed as a share of them. tandem-blocking runs twice: through the pool (a
 //! checkout per select, as `Database` does) and on one connection per worker checked out beforehand —
 //! what the pool costs is the difference.
@@ -215,6 +217,69 @@ fn raw_sqlx(
     })
 }
 
+/// The other async drivers a user would pick on a server — tokio-postgres, mysql_async — with one
+/// connection per task and its statement prepared once (as a pool such as deadpool would hand them out
+/// held): the async side's counterpart of the raw blocking driver's threads. None on SQLite.
+fn raw_async_driver(
+    rt: &tokio::runtime::Runtime,
+    dialect: Dialect,
+    url: &str,
+    workers: usize,
+    window: Duration,
+) -> anyhow::Result<Option<(&'static str, Duration, Latencies)>> {
+    let opts = tandem_core::ConnectOptions::parse(url)?;
+    let sql = select_sql(dialect);
+    rt.block_on(async {
+        let (variant, tasks): (_, Vec<_>) = match dialect {
+            Dialect::Sqlite => return Ok(None),
+            Dialect::Postgres => {
+                let mut clients = Vec::with_capacity(workers);
+                for _ in 0..workers {
+                    let c = seed::tokio_pg_client(&opts).await?;
+                    let stmt = c.prepare(sql).await?;
+                    clients.push((c, stmt));
+                }
+                let started = Instant::now();
+                let tasks = clients.into_iter().enumerate().map(|(w, (c, stmt))| {
+                    tokio::spawn(async move {
+                        let (c, stmt) = (&c, &stmt);
+                        select_until(w, started, window, move |id| async move {
+                            Ok(c.query_opt(stmt, &[&id])
+                                .await?
+                                .map(|r| source((r.get(0), r.get(1), r.get(2)))))
+                        })
+                        .await
+                    })
+                });
+                (("raw tokio-postgres tasks", started), tasks.collect())
+            }
+            Dialect::MySql => {
+                let mut conns = Vec::with_capacity(workers);
+                for _ in 0..workers {
+                    conns.push(seed::mysql_async_conn(&opts).await?);
+                }
+                let started = Instant::now();
+                let tasks = conns.into_iter().enumerate().map(|(w, conn)| {
+                    tokio::spawn(async move {
+                        use mysql_async::prelude::Queryable;
+                        let conn = &tokio::sync::Mutex::new(conn);
+                        select_until(w, started, window, move |id| async move {
+                            let row: Option<(i64, String, i32)> =
+                                conn.lock().await.exec_first(sql, (id,)).await?;
+                            Ok(row.map(source))
+                        })
+                        .await
+                    })
+                });
+                (("raw mysql_async tasks", started), tasks.collect())
+            }
+        };
+        let (variant, started) = variant;
+        let all = gather(tasks).await?;
+        Ok(Some((variant, started.elapsed(), all)))
+    })
+}
+
 fn check(id: i64, got: Option<Source>) -> anyhow::Result<()> {
     match got {
         Some(s) if s.id == id && s.value as i64 == id => Ok(()),
@@ -318,28 +383,41 @@ pub fn run(
             Rounds::default(),
         );
         let mut raw_variant = "raw threads";
+        let (mut raw_async_seen, mut raw_async_variant) = (Rounds::default(), "raw async driver");
+        // `--only` names the raw drivers by kind: `raw threads`, `raw async driver`.
+        let wants = |v: &str| ctx.wants(v);
         for _ in 0..rounds.max(1) {
             if ctx.runs(Executor::Blocking) {
-                let repos = (0..workers).map(|_| db.repository::<Source>()).collect();
-                let (took, all) = on_threads(repos, window, |repo, id| Ok(repo.find_by_id(id)?))?;
-                tandem_threads.push(took, all);
+                if wants("tandem-blocking threads") {
+                    let repos = (0..workers).map(|_| db.repository::<Source>()).collect();
+                    let (took, all) =
+                        on_threads(repos, window, |repo, id| Ok(repo.find_by_id(id)?))?;
+                    tandem_threads.push(took, all);
+                }
                 // The same calls on a connection each worker checked out once: the executor without the
                 // pool, so the two figures apart are what checkout and check-in cost.
-                let conns = (0..workers)
-                    .map(|_| db.checkout())
-                    .collect::<tandem_blocking::Result<Vec<_>>>()?;
-                let (took, all) = on_threads(conns, window, |conn, id| {
-                    Ok(conn.repository::<Source>().find_by_id(id)?)
-                })?;
-                tandem_held.push(took, all);
-                let (variant, took, all) = raw_threads(dialect, &url, workers, window)?;
-                raw_variant = variant;
-                raw_threads_seen.push(took, all);
+                if wants("tandem-blocking threads, connection held") {
+                    let conns = (0..workers)
+                        .map(|_| db.checkout())
+                        .collect::<tandem_blocking::Result<Vec<_>>>()?;
+                    let (took, all) = on_threads(conns, window, |conn, id| {
+                        Ok(conn.repository::<Source>().find_by_id(id)?)
+                    })?;
+                    tandem_held.push(took, all);
+                }
+                if wants("raw threads") {
+                    let (variant, took, all) = raw_threads(dialect, &url, workers, window)?;
+                    raw_variant = variant;
+                    raw_threads_seen.push(took, all);
+                }
             }
             if let Some(adb) = &adb {
-                let (took, all) = tandem_tasks_round(&ctx.rt, adb, workers, window, Lookup::Key)?;
-                tandem_tasks.push(took, all);
-                if let Some(parked) = &parked {
+                if wants("tandem-async tasks") {
+                    let (took, all) =
+                        tandem_tasks_round(&ctx.rt, adb, workers, window, Lookup::Key)?;
+                    tandem_tasks.push(took, all);
+                }
+                if let Some(parked) = parked.as_ref().filter(|_| ctx.only.is_empty()) {
                     let (took, all) =
                         tandem_tasks_round(&ctx.rt, adb, workers, window, Lookup::Statement)?;
                     worker_tasks.push(took, all);
@@ -347,8 +425,17 @@ pub fn run(
                         tandem_tasks_round(&ctx.rt, parked, workers, window, Lookup::Statement)?;
                     parked_tasks.push(took, all);
                 }
-                let (took, all) = raw_sqlx(&ctx.rt, dialect, &url, workers, window)?;
-                sqlx_seen.push(took, all);
+                if wants("raw sqlx tasks") {
+                    let (took, all) = raw_sqlx(&ctx.rt, dialect, &url, workers, window)?;
+                    sqlx_seen.push(took, all);
+                }
+                if wants("raw async driver")
+                    && let Some((variant, took, all)) =
+                        raw_async_driver(&ctx.rt, dialect, &url, workers, window)?
+                {
+                    raw_async_variant = variant;
+                    raw_async_seen.push(took, all);
+                }
             }
         }
         for (rounds, variant) in [
@@ -359,6 +446,7 @@ pub fn run(
             (&worker_tasks, "tandem-async tasks, statement via worker"),
             (&parked_tasks, "tandem-async tasks, via workers that park"),
             (&sqlx_seen, "raw sqlx tasks"),
+            (&raw_async_seen, raw_async_variant),
         ] {
             if let Some(r) = rounds.record(dialect, variant, workers) {
                 crate::record(&ctx.progress, &mut ctx.results, r);

@@ -429,6 +429,123 @@ sqlx_job!(
     MYSQL_CHECKPOINT
 );
 
+/// Spawns `partition` as a task for each of `conns.len()` key ranges of `bounds`, each with its own
+/// connection (opened by the caller, before the clock starts), and waits for all: [`partitioned`] on tokio.
+async fn partitioned_tasks<C, E, F>(
+    conns: Vec<C>,
+    bounds: (i64, i64),
+    partition: impl Fn(C, usize, (i64, i64)) -> F,
+) -> Result<(), E>
+where
+    F: Future<Output = Result<(), E>> + Send + 'static,
+    E: Send + 'static,
+{
+    let ranges = tandem_batch::job::partitions(bounds.0, bounds.1, conns.len());
+    let running: Vec<_> = (conns.into_iter().zip(ranges).enumerate())
+        .map(|(i, (conn, range))| tokio::spawn(partition(conn, i + 1, range)))
+        .collect();
+    for t in running {
+        t.await.expect("a raw job partition panicked")?;
+    }
+    Ok(())
+}
+
+/// [`postgres_job`] on tokio-postgres: a task and a client per partition, statements prepared once per
+/// client.
+pub async fn tokio_postgres_job(
+    clients: Vec<tokio_postgres::Client>,
+    page: usize,
+) -> Result<(), tokio_postgres::Error> {
+    let row = clients[0]
+        .query_one("SELECT MIN(id), MAX(id) FROM benchmark_source", &[])
+        .await?;
+    let (Some(lo), Some(hi)) = (row.get::<_, Option<i64>>(0), row.get::<_, Option<i64>>(1)) else {
+        return Ok(());
+    };
+    partitioned_tasks(clients, (lo, hi), |mut client, id, (lo, hi)| async move {
+        let select = client.prepare(PG_PAGE).await?;
+        let checkpoint = client.prepare(PG_CHECKPOINT).await?;
+        let mut inserts = std::collections::HashMap::new();
+        let mut after = lo - 1;
+        loop {
+            let rows = client
+                .query(&select, &[&after, &hi, &(page as i64)])
+                .await?;
+            let Some(last) = rows.last().map(|r| r.get::<_, i64>(0)) else {
+                return Ok(());
+            };
+            let out: Vec<(String, i32)> = rows
+                .iter()
+                .map(|r| (r.get::<_, &str>(1).to_uppercase(), r.get::<_, i32>(2) * 2))
+                .collect();
+            let insert = match inserts.entry(out.len()) {
+                std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+                std::collections::hash_map::Entry::Vacant(v) => {
+                    v.insert(client.prepare(&insert_target_sql(out.len(), true)).await?)
+                }
+            };
+            let params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> = out
+                .iter()
+                .flat_map(|(n, v)| [n as &(dyn ToSql + Sync), v as &(dyn ToSql + Sync)])
+                .collect();
+            let tx = client.transaction().await?;
+            tx.execute(&*insert, &params).await?;
+            tx.execute(&checkpoint, &[&last, &(rows.len() as i64), &(id as i32)])
+                .await?;
+            tx.commit().await?;
+            after = last;
+        }
+    })
+    .await
+}
+
+/// [`mysql_job`] on mysql_async: a task and a connection per partition (its statement cache prepares each
+/// statement once per connection).
+pub async fn mysql_async_job(
+    mut conns: Vec<mysql_async::Conn>,
+    page: usize,
+) -> Result<(), mysql_async::Error> {
+    use mysql_async::prelude::Queryable;
+    let bounds: Option<(Option<i64>, Option<i64>)> = conns[0]
+        .query_first("SELECT MIN(id), MAX(id) FROM benchmark_source")
+        .await?;
+    let Some((Some(lo), Some(hi))) = bounds else {
+        return Ok(());
+    };
+    partitioned_tasks(conns, (lo, hi), |mut conn, id, (lo, hi)| async move {
+        let mut after = lo - 1;
+        loop {
+            let rows: Vec<(i64, String, i32)> =
+                conn.exec(MYSQL_PAGE, (after, hi, page as i64)).await?;
+            let Some(&(last, _, _)) = rows.last() else {
+                return Ok(());
+            };
+            let params: Vec<mysql_async::Value> = rows
+                .iter()
+                .flat_map(|(_, name, value)| {
+                    [
+                        mysql_async::Value::from(name.to_uppercase()),
+                        mysql_async::Value::from(value * 2),
+                    ]
+                })
+                .collect();
+            let mut tx = conn
+                .start_transaction(mysql_async::TxOpts::default())
+                .await?;
+            tx.exec_drop(
+                insert_target_sql(rows.len(), false),
+                mysql_async::Params::Positional(params),
+            )
+            .await?;
+            tx.exec_drop(MYSQL_CHECKPOINT, (last, rows.len() as i64, id as i64))
+                .await?;
+            tx.commit().await?;
+            after = last;
+        }
+    })
+    .await
+}
+
 fn insert_target_sql(rows: usize, pg: bool) -> String {
     insert_sql(rows, pg).replacen(
         "benchmark_source (name, value)",

@@ -327,6 +327,21 @@ impl Results {
                 speed(own, secs("tandem-blocking")),
                 speed(own, secs("tandem-async")),
             );
+            if let Some(other) = self.find(r, "raw-async-driver") {
+                println!(
+                    "e2e       {:<9} {:>7} rows par {:>2}: the job by hand on {} {:>9.3} ops/s = {} of the raw driver's",
+                    r.db,
+                    r.rows,
+                    r.parallelism,
+                    if r.db == "postgres" {
+                        "tokio-postgres"
+                    } else {
+                        "mysql_async"
+                    },
+                    other.ops_per_s(),
+                    speed(Some(r.time.secs()), Some(other.time.secs())),
+                );
+            }
             if let Some(sqlx) = self.find(r, "raw-sqlx") {
                 let own = Some(sqlx.time.secs());
                 println!(

@@ -252,6 +252,42 @@ pub(crate) fn mysql_conn(opts: &tandem_core::ConnectOptions) -> anyhow::Result<m
     mysql::Conn::new(builder).map_err(anyhow::Error::from)
 }
 
+/// A tokio-postgres client to the server `opts` names, its connection driven by a task of its own on the
+/// current runtime (as tokio-postgres's users run it).
+pub(crate) async fn tokio_pg_client(
+    opts: &tandem_core::ConnectOptions,
+) -> anyhow::Result<tokio_postgres::Client> {
+    crate::plain_only(opts)?;
+    let mut c = tokio_postgres::Config::new();
+    c.host(&opts.host)
+        .port(opts.port)
+        .user(&opts.user)
+        .dbname(&opts.database);
+    if let Some(p) = &opts.password {
+        c.password(p);
+    }
+    let (client, connection) = c.connect(tokio_postgres::NoTls).await?;
+    tokio::spawn(async move {
+        let _ = connection.await;
+    });
+    Ok(client)
+}
+
+/// A mysql_async connection to the server `opts` names.
+pub(crate) async fn mysql_async_conn(
+    opts: &tandem_core::ConnectOptions,
+) -> anyhow::Result<mysql_async::Conn> {
+    crate::plain_only(opts)?;
+    let builder = mysql_async::OptsBuilder::default()
+        .ip_or_hostname(opts.host.clone())
+        .tcp_port(opts.port)
+        .user(Some(opts.user.clone()))
+        .pass(opts.password.clone())
+        .db_name(Some(opts.database.clone()))
+        .prefer_socket(false);
+    Ok(mysql_async::Conn::new(builder).await?)
+}
+
 pub(crate) fn sqlite_conn(
     opts: &tandem_core::ConnectOptions,
 ) -> anyhow::Result<rusqlite::Connection> {
