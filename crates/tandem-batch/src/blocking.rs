@@ -39,13 +39,12 @@ where
     }
     // Released on the server before returning, so a rerun right after does not find it still held by a
     // session that is closing; the session then goes back to the pool.
-    if let RunLock::Server(mut session) = lock {
-        if session
+    if let RunLock::Server(mut session) = lock
+        && session
             .execute(&server_unlock_statement(db.dialect(), job_key(job)))
             .is_ok()
-        {
-            session.released();
-        }
+    {
+        session.released();
     }
     result
 }

@@ -230,9 +230,10 @@ impl InsertTemplate {
 /// batch job writes each chunk through a template of its own (one plan per chunk, built without I/O), so
 /// a template's own texts live one chunk; rendering a 500-row text (a thousand placeholders) took more of
 /// the job's client-side instructions than binding the values.
-static TEXTS: std::sync::Mutex<
-    Option<std::collections::HashMap<(Dialect, String, usize), Rendered>>,
-> = std::sync::Mutex::new(None);
+static TEXTS: std::sync::Mutex<Option<Texts>> = std::sync::Mutex::new(None);
+
+/// Rendered texts by dialect, one-row text and row count.
+type Texts = std::collections::HashMap<(Dialect, String, usize), Rendered>;
 
 /// How many texts [`TEXTS`] keeps before it starts again (a process that writes to many tables, or chunks
 /// of many sizes, renders again rather than grow without bound).
