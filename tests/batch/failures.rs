@@ -122,7 +122,8 @@ pub(crate) fn restart_after_failure_mysql() {
     restart_after_failure(Dialect::MySql);
 }
 
-/// Kills every connection of the test database while the job runs (in its chunks' transactions), then reruns.
+/// Kills every connection of the test database while the job runs (in its chunks' transactions, or
+/// between them), then reruns if the run failed: every row once.
 fn killed_connections(dialect: Dialect, use_async: bool) {
     let t = db::open(
         dialect,
@@ -141,16 +142,14 @@ fn killed_connections(dialect: Dialect, use_async: bool) {
         std::thread::spawn(move || {
             // Kill once the run has committed chunks (not at a fixed time: on a loaded machine the run may
             // still be starting, and then there is nothing to resume).
-            {
-                let watcher = Database::open(opts.clone(), PoolConfig::default()).unwrap();
-                let deadline = std::time::Instant::now() + Duration::from_secs(60);
-                while committed_chunks(&watcher) < 2 {
-                    assert!(
-                        std::time::Instant::now() < deadline,
-                        "the job made no progress"
-                    );
-                    std::thread::sleep(Duration::from_millis(10));
-                }
+            let watcher = Database::open(opts.clone(), PoolConfig::default()).unwrap();
+            let deadline = std::time::Instant::now() + Duration::from_secs(60);
+            while committed_chunks(&watcher) < 2 {
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "the job made no progress"
+                );
+                std::thread::sleep(Duration::from_millis(10));
             }
             let sql = match dialect {
                 Dialect::Postgres => format!(
@@ -171,6 +170,8 @@ fn killed_connections(dialect: Dialect, use_async: bool) {
                     let _ = admin.execute(&raw(format!("KILL {id}"), vec![]));
                 }
             }
+            // Chunks committed once the kill was done: fewer than all, or it did not land mid-run.
+            committed_chunks(&watcher)
         })
     };
     let run = |job: &BatchJob<Source, Target>| {
@@ -181,20 +182,30 @@ fn killed_connections(dialect: Dialect, use_async: bool) {
         }
     };
     let first = run(&job);
-    killer.join().unwrap();
-    let err = first.expect_err("the job lost its connections");
-    assert!(
-        matches!(err, JobError::Database(ref e) if e.kind() == Some(tandem_core::DbErrorKind::ConnectionLost)),
-        "{err}"
-    );
-    // One rerun on the same pool: once it has seen a connection die, the pool checks the idle connections
-    // that were open before that, instead of handing out the dead ones one failure at a time.
-    job.chunk_delay = None;
-    let report = run(&job).unwrap();
+    let at_kill = killer.join().unwrap();
+    assert!(at_kill < 40, "the kill came after the run's 40 chunks");
+    // The kill lands between two of a partition's statements or inside one. A statement under way, or a
+    // page read on a dead connection, fails the run with ConnectionLost; a chunk whose BEGIN found its
+    // connection dead is begun again on another (nothing of it ran), so a run whose partitions were all
+    // between chunks goes on. Either way every row is written once.
+    let (report, resumed) = match first {
+        Err(err) => {
+            assert!(
+                matches!(err, JobError::Database(ref e) if e.kind() == Some(tandem_core::DbErrorKind::ConnectionLost)),
+                "{err}"
+            );
+            // One rerun on the same pool: once it has seen a connection die, the pool checks the idle
+            // connections that were open before that, instead of handing out the dead ones one failure
+            // at a time.
+            job.chunk_delay = None;
+            (run(&job).unwrap(), true)
+        }
+        Ok(report) => (report, false),
+    };
     // (The test's own blocking pool lost its idle connections too, unknown to it: check on a fresh one.)
     let fresh = Database::open(t.target.options.clone(), PoolConfig::default()).unwrap();
     let db = &fresh;
-    assert!(report.resumed);
+    assert_eq!(report.resumed, resumed);
     assert_target(db, &expected(1..=ROWS));
     let statuses = executions(db);
     assert_eq!(statuses.last().copied(), Some(RunStatus::Completed));

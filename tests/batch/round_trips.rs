@@ -55,10 +55,12 @@ pub(crate) fn traffic_of_a_run(
     })
 }
 
-/// What a run says to the server, counted on the wire, both runners: the same statements (the plans are
-/// shared; compared at one partition), no new connection once the pool is warm (the run lock's session goes back to the pool after
-/// its unlock), a run's bookkeeping in a fixed number of statements, and five statements per chunk: the
-/// page read, BEGIN, the INSERT, the checkpoint (on MySQL with the lease guard in it), COMMIT.
+/// What a run says to the server, counted on the wire, both runners, at one partition: the same
+/// statements (the plans are shared), no new connection once the pool is warm (the run lock's session goes
+/// back to the pool after its unlock), a run's bookkeeping in a fixed number of statements, and five
+/// statements per chunk: the page read, BEGIN, the INSERT, the checkpoint (on MySQL with the lease guard
+/// in it), COMMIT — the last chunk's transaction ending the step too. Four partitions are counted and
+/// printed.
 /// `TANDEM_TRIPS=1` prints each run's statements.
 pub fn round_trips_per_run(dialect: Dialect) {
     // Statements of a run over an empty source (see the listing TANDEM_TRIPS=1 prints): PostgreSQL: the
@@ -83,10 +85,14 @@ pub fn round_trips_per_run(dialect: Dialect) {
                     println!("    {}", text.chars().take(160).collect::<String>());
                 }
             }
-            assert_eq!(
-                t.connections, 0,
-                "{side} p{p}: a warm pool makes no new connection"
-            );
+            // (With several partitions a pool may still grow under load: a connection asked for while
+            // another is on its way back.)
+            if p == 1 {
+                assert_eq!(
+                    t.connections, 0,
+                    "{side}: a warm pool makes no new connection"
+                );
+            }
         }
         let [(_, blocking), (_, asynchronous)] = &runs;
         // (Partitions running at once may find a chunk's transaction chosen as a deadlock victim and run
@@ -105,10 +111,11 @@ pub fn round_trips_per_run(dialect: Dialect) {
         "an empty run's bookkeeping: {} statements",
         seen[0]
     );
-    // Beyond the chunks: the step row's INSERT at the start (an empty source has no partition), the last
-    // (empty) page read and the step's end (BEGIN, UPDATE, COMMIT).
+    // Beyond the chunks: the step row's INSERT at the start (an empty source has no partition), and the
+    // step's end, in the last chunk's transaction: its last page reaches the top of the key range, so no
+    // empty page is read and no transaction of its own ends the step.
     assert!(
-        seen[1] <= seen[0] + 5 * chunks + 5,
+        seen[1] <= seen[0] + 5 * chunks + 2,
         "10,000 rows in {chunks} chunks: {} statements, {} for the empty run",
         seen[1],
         seen[0]

@@ -99,7 +99,7 @@ where
         }));
     }
     let (plan, settle) = end_run(db.dialect(), &start, started, results)?.split();
-    settle.after(db.run_atomically(&job.bookkeeping_options(), plan).await)
+    settle.after(record(db, &job.bookkeeping_options(), plan).await)
 }
 
 /// A held run lock; on MySQL/MariaDB, also the run's lease; and whether the lock statement found the job
@@ -300,7 +300,7 @@ where
             // page's chunks are written; the task hands its connection back with the rows. A read left
             // running when the step fails finishes on its own; it is never cut short mid-statement.
             let next = match reader.take() {
-                Some(on) if ahead => Next::Reading(tokio::spawn(async move {
+                Some(on) if ahead && !p.last_page() => Next::Reading(tokio::spawn(async move {
                     let rows = on.fetch_all::<S>(&next).await;
                     (on, rows)
                 })),
@@ -341,6 +341,9 @@ where
                     tokio::time::sleep(d).await;
                 }
             }
+            if p.ended() {
+                return Ok(());
+            }
             page = match next {
                 Next::Reading(reading) => {
                     let (on, rows) =
@@ -354,10 +357,19 @@ where
     }
     .await;
     let (plan, settle) = p.end(result)?.split();
-    settle.after(
-        db.run_atomically(&run.job.bookkeeping_options(), plan)
-            .await,
-    )
+    settle.after(record(db, &run.job.bookkeeping_options(), plan).await)
+}
+
+/// Runs the plan that records an ending, if there is one to run.
+async fn record(
+    db: &Database,
+    opts: &TxOptions,
+    plan: Option<Plan<()>>,
+) -> tandem_core::Result<()> {
+    match plan {
+        Some(plan) => db.run_atomically(opts, plan).await,
+        None => Ok(()),
+    }
 }
 
 impl CloseOnDrop for PooledConnection {

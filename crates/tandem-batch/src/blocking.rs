@@ -84,7 +84,7 @@ where
             .collect()
     });
     let (plan, settle) = end_run(db.dialect(), &start, started, results)?.split();
-    settle.after(db.run_atomically(&job.bookkeeping_options(), plan))
+    settle.after(record(db, &job.bookkeeping_options(), plan))
 }
 
 /// A held run lock; on MySQL/MariaDB, also the run's lease; and whether the lock statement found the job
@@ -257,7 +257,7 @@ where
                     return Ok(());
                 };
                 let next = p.page(p.next_after(&chunks));
-                let next = if ahead {
+                let next = if ahead && !p.last_page() {
                     ask.send(next).map_err(|_| stopped())?;
                     Next::Reading(())
                 } else {
@@ -290,6 +290,9 @@ where
                         std::thread::sleep(d);
                     }
                 }
+                if p.ended() {
+                    return Ok(());
+                }
                 page = match next {
                     Next::Reading(()) => answered.recv().map_err(|_| stopped())??,
                     Next::Unread(next) => db.fetch_all::<S>(&next)?,
@@ -304,7 +307,16 @@ where
         }
     });
     let (plan, settle) = p.end(result)?.split();
-    settle.after(db.run_atomically(&run.job.bookkeeping_options(), plan))
+    settle.after(record(db, &run.job.bookkeeping_options(), plan))
+}
+
+/// Runs the plan that records an ending, if there is one to run.
+fn record(
+    db: &Database,
+    opts: &tandem_core::TxOptions,
+    plan: Option<tandem_core::Plan<()>>,
+) -> tandem_core::Result<()> {
+    plan.map_or(Ok(()), |plan| db.run_atomically(opts, plan))
 }
 
 impl CloseOnDrop for PooledConnection {

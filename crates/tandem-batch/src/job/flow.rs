@@ -190,6 +190,10 @@ pub(crate) struct Partition<'j, S, T> {
     started: Instant,
     /// How its chunks are written.
     pub opts: BatchOptions,
+    /// The last key of the partition's last chunk, once a short page said there is no more to read.
+    last_chunk: Option<i64>,
+    /// Whether the step's end was written with its last chunk (see [`Partition::process`]).
+    ended: bool,
 }
 
 /// How a chunk is written: as one plan (its INSERTs and its checkpoint, sent together), or — for a job
@@ -224,6 +228,8 @@ impl<'j, S: Entity<Key = i64>, T: Entity> Partition<'j, S, T> {
             report,
             started: Instant::now(),
             opts: chunk_options(job),
+            last_chunk: None,
+            ended: false,
         })
     }
 
@@ -268,12 +274,37 @@ impl<'j, S: Entity<Key = i64>, T: Entity> Partition<'j, S, T> {
 
     /// A page through the processor, in chunks ready to write; `None` for an empty page: the partition is
     /// done.
-    pub(crate) fn process(&self, page: Vec<S>) -> Result<Option<Vec<ProcessedChunk<T>>>, JobError> {
-        if page.is_empty() {
+    ///
+    /// A page shorter than the page size, or one that reaches the top of the partition's key range, is the
+    /// partition's last (the range holds no more rows): its last chunk's transaction also marks the step
+    /// COMPLETED, and the partition reads no empty page and writes no step end of its own — one read and
+    /// one transaction fewer per partition, and the step is complete exactly when its last rows are. (A
+    /// full page that stops short of the range's top is followed by a read that finds nothing, as before.)
+    pub(crate) fn process(
+        &mut self,
+        page: Vec<S>,
+    ) -> Result<Option<Vec<ProcessedChunk<T>>>, JobError> {
+        if page.is_empty() || self.ended {
             return Ok(None);
         }
         self.run.lost.progressed();
-        process_page(self.job, page, self.run.failed_rows).map(Some)
+        let short = (page.len() as u64) < self.job.page_size;
+        let chunks = process_page(self.job, page, self.run.failed_rows)?;
+        let last_key = chunks.last().map(|c| c.last_key);
+        if short || last_key == Some(self.step.partition_hi) {
+            self.last_chunk = last_key;
+        }
+        Ok(Some(chunks))
+    }
+
+    /// Whether there is no page to read after the one being written (its chunks end the partition).
+    pub(crate) fn last_page(&self) -> bool {
+        self.last_chunk.is_some()
+    }
+
+    /// Whether the partition is done: its last chunk was written, and with it the step's end.
+    pub(crate) fn ended(&self) -> bool {
+        self.ended
     }
 
     /// Where the page after these chunks starts.
@@ -294,12 +325,22 @@ impl<'j, S: Entity<Key = i64>, T: Entity> Partition<'j, S, T> {
         let fence = (self.run.lost)
             .fenced_checkpoint(self.step.id, chunk.counts(), rows, 0)
             .map(|fenced| (fenced, self.fenced_what()));
-        Ok(
-            match chunk_plan(self.dialect, self.step.id, chunk, &self.opts, fence)? {
-                Some(plan) => ChunkWrite::Plan(plan),
-                None => ChunkWrite::ByHand,
+        let plan = match chunk_plan(self.dialect, self.step.id, chunk, &self.opts, fence)? {
+            Some(plan) => plan,
+            None => return Ok(ChunkWrite::ByHand),
+        };
+        Ok(ChunkWrite::Plan(
+            match self.last_chunk == Some(chunk.last_key) {
+                true => {
+                    let end = end_step_statement(self.step.id, RunStatus::Completed, None);
+                    plan.followed_by(
+                        Step::Sql(rendered(self.dialect, &end)?),
+                        Atomicity::Together,
+                    )
+                }
+                false => plan,
             },
-        )
+        ))
     }
 
     /// The lease guard as a statement, for a chunk written by hand: it must affect one row, or the
@@ -339,6 +380,9 @@ impl<'j, S: Entity<Key = i64>, T: Entity> Partition<'j, S, T> {
     /// Counts a chunk committed with `written` rows and `duplicates` skipped.
     pub(crate) fn wrote(&mut self, chunk: &ProcessedChunk<T>, (written, duplicates): (u64, u64)) {
         self.run.lost.progressed();
+        // A chunk written by hand (`ChunkWrite::ByHand`) does not end the step: the partition then reads
+        // on, finds nothing, and ends as usual.
+        self.ended |= self.last_chunk == Some(chunk.last_key) && !self.opts.ignore_duplicates;
         self.after = chunk.last_key;
         self.report.read += chunk.read;
         self.report.written += written;
@@ -360,6 +404,13 @@ impl<'j, S: Entity<Key = i64>, T: Entity> Partition<'j, S, T> {
     ) -> Result<Ending<PartitionReport>, JobError> {
         self.report.duration = self.started.elapsed();
         let (status, error) = match &result {
+            // Written with the last chunk already.
+            Ok(()) if self.ended => {
+                return Ok(Ending {
+                    plan: None,
+                    outcome: Ok(self.report),
+                });
+            }
             Ok(()) => (RunStatus::Completed, None),
             Err(e) => (RunStatus::Failed, Some(e.to_string())),
         };
@@ -368,7 +419,7 @@ impl<'j, S: Entity<Key = i64>, T: Entity> Partition<'j, S, T> {
             &end_step_statement(self.step.id, status, error),
         )?;
         Ok(Ending {
-            plan: together(vec![statement]),
+            plan: Some(together(vec![statement])),
             outcome: result.map(|()| self.report),
         })
     }
@@ -377,14 +428,14 @@ impl<'j, S: Entity<Key = i64>, T: Entity> Partition<'j, S, T> {
 /// How a partition or a run ends: the statement that records it, as a plan (run again after a deadlock),
 /// and what the runner returns once it ran.
 pub(crate) struct Ending<R> {
-    /// The recording statement.
-    pub plan: Plan<()>,
+    /// The recording statement; none when it was written already (a partition's last chunk ended it).
+    pub plan: Option<Plan<()>>,
     outcome: Result<R, JobError>,
 }
 
 impl<R> Ending<R> {
-    /// Splits off the plan to run; [`Settle::after`] takes its result.
-    pub(crate) fn split(self) -> (Plan<()>, Settle<R>) {
+    /// Splits off the plan to run, if any; [`Settle::after`] takes its result.
+    pub(crate) fn split(self) -> (Option<Plan<()>>, Settle<R>) {
         (self.plan, Settle(self.outcome))
     }
 }
@@ -430,7 +481,7 @@ pub(crate) fn end_run(
         &end_job_statement(start.execution, status, totals, error),
     )?;
     Ok(Ending {
-        plan: together(vec![statement]),
+        plan: Some(together(vec![statement])),
         outcome: outcome.map(|()| report),
     })
 }
