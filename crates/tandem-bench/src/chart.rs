@@ -62,7 +62,8 @@ fn color(variant: &str) -> Option<RGBColor> {
 /// Groups `value(cell)` into lines (variant × partitions), points sorted by data size.
 fn lines(cells: &[&Record], value: impl Fn(&Record) -> Option<f64>) -> Vec<Line> {
     let mut out: Vec<Line> = Vec::new();
-    for r in cells {
+    // (A cell of 0 rows — the e2e run's fixed cost — has no place on a log scale of data sizes.)
+    for r in cells.iter().filter(|r| r.rows > 0) {
         let Some(v) = value(r).filter(|v| v.is_finite() && *v > 0.0) else {
             continue;
         };

@@ -164,6 +164,67 @@ fn server_job_by_hand(
     })
 }
 
+/// A run's fixed cost on each runner: the job over an empty source — its lock, its execution row, its
+/// end, and no partition — run `10 × iterations` times on warm pools (the job's tables kept, their rows
+/// deleted between runs, as a job that runs again and again finds them), recorded at 0 rows.
+fn fixed_cost(
+    ctx: &mut Ctx,
+    db: &Database,
+    adb: &tandem_async::Database,
+    pool: u32,
+) -> anyhow::Result<()> {
+    seed::reset(db)?;
+    reset_target(db)?;
+    tandem_batch::blocking::prepare(db)?;
+    let job = essay::job(1);
+    let fresh = || -> anyhow::Result<()> {
+        for table in ["batch_job_execution", "batch_step_execution"] {
+            db.execute(&raw(format!("DELETE FROM {table}"), vec![]))?;
+        }
+        Ok(())
+    };
+    let it = ctx.iterations * 10;
+    for executor in [Executor::Blocking, Executor::Async] {
+        let variant = match executor {
+            Executor::Blocking => "tandem-blocking",
+            Executor::Async => "tandem-async",
+        };
+        if !ctx.runs(executor) || !ctx.wants(variant) {
+            continue;
+        }
+        let m = measure(it, || {
+            fresh()?;
+            let started = Instant::now();
+            match executor {
+                Executor::Blocking => tandem_batch::blocking::run(db, &job).map(drop)?,
+                Executor::Async => ctx
+                    .rt
+                    .block_on(tandem_batch::asynchronous::run(adb, &job))
+                    .map(drop)?,
+            }
+            let took = started.elapsed();
+            verify(db, 0)?;
+            Ok(took)
+        })?;
+        crate::record(
+            &ctx.progress,
+            &mut ctx.results,
+            Record {
+                scenario: "e2e",
+                db: db.dialect().name().into(),
+                variant: variant.into(),
+                rows: 0,
+                pool,
+                parallelism: 1,
+                time: m,
+                extra: None,
+                details: Vec::new(),
+            },
+        );
+    }
+    Ok(())
+}
+
 /// Runs the scenario for every engine, data size, pool size and parallelism.
 pub fn run(
     ctx: &mut Ctx,
@@ -186,6 +247,7 @@ pub fn run(
             let adb = ctx
                 .rt
                 .block_on(tandem_async::Database::connect_with(&url, config))?;
+            fixed_cost(ctx, &db, &adb, pool)?;
             for &n in sizes {
                 seed::reset(&db)?;
                 db.repository::<essay::Source>()

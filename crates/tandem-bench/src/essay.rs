@@ -306,6 +306,26 @@ pub fn markdown(results: &Results) -> String {
         );
     }
     md.push_str("\n\"By hand\": the same job written directly on the raw blocking driver (rusqlite with one partition; `postgres` / `mysql` with one thread and connection per partition): what the job's shape costs before any library code — 200 page reads, INSERTs and checkpointed commits per 100,000 rows, where `INSERT … SELECT` is one statement. \"By hand, sqlx\": the same job on sqlx, the async executor's driver, one task and pooled connection per partition (the servers only): the async side's own baseline, so a gap between the executors splits into what the driver costs and what tandem adds. \"Other async driver\": the same job on the async driver a Rust user would weigh beside sqlx (tokio-postgres, which deadpool-postgres and diesel-async build on; mysql_async), one task and connection per partition. The last two columns are tandem's runners as a share of the job by hand on their own driver (1.00 = no overhead).\n");
+    let fixed: Vec<String> = ["sqlite", "postgres", "mysql"]
+        .iter()
+        .filter_map(|db| {
+            let b = ops(results, "e2e", db, 0, 1, "tandem-blocking")?;
+            let a = ops(results, "e2e", db, 0, 1, "tandem-async")?;
+            Some(format!(
+                "{db} {:.2} ms blocking, {:.2} ms async ({:+.2} ms)",
+                1e3 / b,
+                1e3 / a,
+                1e3 / a - 1e3 / b
+            ))
+        })
+        .collect();
+    if !fixed.is_empty() {
+        let _ = writeln!(
+            md,
+            "\nA run's fixed cost (the job over an empty source: its lock, its execution row, its end; median of many runs on warm pools): {}.",
+            fixed.join("; ")
+        );
+    }
     md.push_str("\nThe essay's H2 end-to-end figures (~2,000 ops/s at every size) cannot have read and written every row: seeding 100,000 rows alone took them 169 ms. tandem's figures are checked after every op.\n");
     point_table(results, &mut md);
     pool_tables(results, &mut md);

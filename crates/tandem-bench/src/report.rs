@@ -301,6 +301,21 @@ impl Results {
                 );
             }
         }
+        for b in (self.records.iter())
+            .filter(|r| r.scenario == "e2e" && r.rows == 0 && r.variant == "tandem-blocking")
+        {
+            let a = self.find(b, "tandem-async");
+            println!(
+                "e2e       {:<9} a run's fixed cost (empty source): blocking {:.2} ms, async {}",
+                b.db,
+                b.time.secs() * 1e3,
+                a.map_or("-".into(), |a| format!(
+                    "{:.2} ms ({:+.2} ms)",
+                    a.time.secs() * 1e3,
+                    (a.time.secs() - b.time.secs()) * 1e3
+                )),
+            );
+        }
         for r in self
             .records
             .iter()
