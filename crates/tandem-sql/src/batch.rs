@@ -198,7 +198,8 @@ impl InsertTemplate {
     }
 
     /// The text for `rows` rows: from the process's cache of texts ([`TEXTS`]), keyed by the one-row text
-    /// (which names the table, the columns, the conflict handling and RETURNING), or rendered and kept.
+    /// (which names the table, the columns, the conflict handling and RETURNING) and how it reports
+    /// generated keys, or rendered and kept.
     fn render_rows(&self, rows: usize) -> Result<Rendered> {
         let width = self.shape.columns.len();
         let shaped = |rows: usize| {
@@ -210,7 +211,10 @@ impl InsertTemplate {
                 ]);
             shape.into_rendered(self.dialect)
         };
-        let key = (self.dialect, shaped(1)?.sql, rows);
+        // The one-row text and how it reports generated keys: two INSERTs of the same text may differ in
+        // that alone (MySQL's keys come from the connection, not the text).
+        let one = shaped(1)?;
+        let key = (self.dialect, one.sql, one.generated_key, rows);
         let lock = || TEXTS.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(r) = lock().as_ref().and_then(|texts| texts.get(&key)) {
             return Ok(r.clone());
@@ -226,14 +230,16 @@ impl InsertTemplate {
     }
 }
 
-/// The multi-row INSERT texts rendered so far in this process, by dialect, one-row text and row count. A
+/// The multi-row INSERT texts rendered so far in this process, by dialect, one-row text, generated keys and
+/// row count. A
 /// batch job writes each chunk through a template of its own (one plan per chunk, built without I/O), so
 /// a template's own texts live one chunk; rendering a 500-row text (a thousand placeholders) took more of
 /// the job's client-side instructions than binding the values.
 static TEXTS: std::sync::Mutex<Option<Texts>> = std::sync::Mutex::new(None);
 
-/// Rendered texts by dialect, one-row text and row count.
-type Texts = std::collections::HashMap<(Dialect, String, usize), Rendered>;
+/// Rendered texts by dialect, one-row text, generated keys and row count.
+type Texts =
+    std::collections::HashMap<(Dialect, String, crate::render::GeneratedKey, usize), Rendered>;
 
 /// How many texts [`TEXTS`] keeps before it starts again (a process that writes to many tables, or chunks
 /// of many sizes, renders again rather than grow without bound).
@@ -296,5 +302,36 @@ mod duplicate_counter_tests {
             let none = InsertTemplate::new(dialect, shape(conflict)).duplicate_counter();
             assert!(none.unwrap().is_none(), "{dialect}");
         }
+    }
+
+    /// Templates share the texts rendered in the process, but only for the same INSERT: on MySQL an
+    /// INSERT that returns its keys has the same text as one that does not (the keys come from the
+    /// connection), and each keeps its own way of reporting them, whichever rendered first.
+    #[test]
+    fn shared_texts_keep_each_insert_own_keys() {
+        use crate::ast::Returning;
+        let keyed = || {
+            let mut s = shape(Conflict::Fail);
+            s.returning = Returning::Columns(vec![Ident::new("a").unwrap()]);
+            s
+        };
+        let params = || vec![crate::Value::I64(1), crate::Value::I64(2)];
+        for order in [[false, true], [true, false]] {
+            for returns in order {
+                let s = if returns { keyed() } else { shape(Conflict::Fail) };
+                let r = InsertTemplate::new(Dialect::MySql, s).statement(params()).unwrap();
+                assert_eq!(r.sql, "INSERT INTO `t` (`a`) VALUES (?), (?)");
+                let want = match returns {
+                    true => crate::GeneratedKey::LastInsertId,
+                    false => crate::GeneratedKey::None,
+                };
+                assert_eq!(r.generated_key, want, "returns keys: {returns}");
+            }
+        }
+        // And a text of another row count is its own.
+        let r = InsertTemplate::new(Dialect::MySql, shape(Conflict::Fail))
+            .statement(vec![crate::Value::I64(1)])
+            .unwrap();
+        assert_eq!(r.sql, "INSERT INTO `t` (`a`) VALUES (?)");
     }
 }

@@ -15,7 +15,7 @@ use crate::ident::Ident;
 use crate::value::Value;
 
 /// How the executor obtains the keys an INSERT generated.
-#[derive(Clone, Debug, PartialEq, Eq, Default)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
 pub enum GeneratedKey {
     /// The statement returns none.
     #[default]
