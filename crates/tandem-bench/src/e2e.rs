@@ -166,7 +166,8 @@ fn server_job_by_hand(
 
 /// A run's fixed cost on each runner: the job over an empty source — its lock, its execution row, its
 /// end, and no partition — run `10 × iterations` times on warm pools (the job's tables kept, their rows
-/// deleted between runs, as a job that runs again and again finds them), recorded at 0 rows.
+/// deleted between runs, as a job that runs again and again finds them), recorded at 0 rows as the
+/// runners' variants.
 fn fixed_cost(
     ctx: &mut Ctx,
     db: &Database,
@@ -189,7 +190,9 @@ fn fixed_cost(
             Executor::Blocking => "tandem-blocking",
             Executor::Async => "tandem-async",
         };
-        if !ctx.runs(executor) || !ctx.wants(variant) {
+        // Measured in full runs, or when `--only fixed-cost` asks (not with `--only tandem-…`: its run
+        // count grows with the iterations, and `tandem-bench instructions` counts per-iteration work).
+        if !ctx.runs(executor) || !(ctx.only.is_empty() || ctx.wants("fixed-cost")) {
             continue;
         }
         let m = measure(it, || {
