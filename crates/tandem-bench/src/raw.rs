@@ -326,25 +326,29 @@ pub fn mysql_job(mut conns: Vec<mysql::Conn>, page: usize) -> Result<(), mysql::
             let Some(&(last, _, _)) = rows.last() else {
                 return Ok(());
             };
-            let params: Vec<mysql::Value> = rows
-                .iter()
-                .flat_map(|(_, name, value)| {
-                    [
-                        mysql::Value::from(name.to_uppercase()),
-                        mysql::Value::from(value * 2),
-                    ]
-                })
-                .collect();
             let mut tx = conn.start_transaction(mysql::TxOpts::default())?;
             tx.exec_drop(
                 insert_target_sql(rows.len(), false),
-                mysql::Params::Positional(params),
+                mysql::Params::Positional(transformed(&rows)),
             )?;
             tx.exec_drop(MYSQL_CHECKPOINT, (last, rows.len() as i64, id as i64))?;
             tx.commit()?;
             after = last;
         }
     })
+}
+
+/// A page of source rows transformed (`upper(name)`, `value * 2`) into the INSERT's parameters, for both
+/// MySQL drivers (the same `mysql_common` values).
+fn transformed(rows: &[(i64, String, i32)]) -> Vec<mysql::Value> {
+    rows.iter()
+        .flat_map(|(_, name, value)| {
+            [
+                mysql::Value::from(name.to_uppercase()),
+                mysql::Value::from(value * 2),
+            ]
+        })
+        .collect()
 }
 
 /// [`postgres_job`] and [`mysql_job`] on sqlx, the async executor's driver: `partitions` tasks (spawned, so
@@ -520,21 +524,12 @@ pub async fn mysql_async_job(
             let Some(&(last, _, _)) = rows.last() else {
                 return Ok(());
             };
-            let params: Vec<mysql_async::Value> = rows
-                .iter()
-                .flat_map(|(_, name, value)| {
-                    [
-                        mysql_async::Value::from(name.to_uppercase()),
-                        mysql_async::Value::from(value * 2),
-                    ]
-                })
-                .collect();
             let mut tx = conn
                 .start_transaction(mysql_async::TxOpts::default())
                 .await?;
             tx.exec_drop(
                 insert_target_sql(rows.len(), false),
-                mysql_async::Params::Positional(params),
+                mysql_async::Params::Positional(transformed(&rows)),
             )
             .await?;
             tx.exec_drop(MYSQL_CHECKPOINT, (last, rows.len() as i64, id as i64))

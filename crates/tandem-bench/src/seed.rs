@@ -227,9 +227,10 @@ fn check_inserted(inserted: u64, n: usize) -> anyhow::Result<()> {
     Ok(())
 }
 
-pub(crate) fn pg_client(opts: &tandem_core::ConnectOptions) -> anyhow::Result<postgres::Client> {
+/// The raw PostgreSQL drivers' settings for the server `opts` names (plain TCP only).
+fn pg_config(opts: &tandem_core::ConnectOptions) -> anyhow::Result<tokio_postgres::Config> {
     crate::plain_only(opts)?;
-    let mut c = postgres::Config::new();
+    let mut c = tokio_postgres::Config::new();
     c.host(&opts.host)
         .port(opts.port)
         .user(&opts.user)
@@ -237,7 +238,13 @@ pub(crate) fn pg_client(opts: &tandem_core::ConnectOptions) -> anyhow::Result<po
     if let Some(p) = &opts.password {
         c.password(p);
     }
-    c.connect(postgres::NoTls).map_err(anyhow::Error::from)
+    Ok(c)
+}
+
+pub(crate) fn pg_client(opts: &tandem_core::ConnectOptions) -> anyhow::Result<postgres::Client> {
+    postgres::Config::from(pg_config(opts)?)
+        .connect(postgres::NoTls)
+        .map_err(anyhow::Error::from)
 }
 
 pub(crate) fn mysql_conn(opts: &tandem_core::ConnectOptions) -> anyhow::Result<mysql::Conn> {
@@ -257,16 +264,7 @@ pub(crate) fn mysql_conn(opts: &tandem_core::ConnectOptions) -> anyhow::Result<m
 pub(crate) async fn tokio_pg_client(
     opts: &tandem_core::ConnectOptions,
 ) -> anyhow::Result<tokio_postgres::Client> {
-    crate::plain_only(opts)?;
-    let mut c = tokio_postgres::Config::new();
-    c.host(&opts.host)
-        .port(opts.port)
-        .user(&opts.user)
-        .dbname(&opts.database);
-    if let Some(p) = &opts.password {
-        c.password(p);
-    }
-    let (client, connection) = c.connect(tokio_postgres::NoTls).await?;
+    let (client, connection) = pg_config(opts)?.connect(tokio_postgres::NoTls).await?;
     tokio::spawn(async move {
         let _ = connection.await;
     });

@@ -318,8 +318,14 @@ mod duplicate_counter_tests {
         let params = || vec![crate::Value::I64(1), crate::Value::I64(2)];
         for order in [[false, true], [true, false]] {
             for returns in order {
-                let s = if returns { keyed() } else { shape(Conflict::Fail) };
-                let r = InsertTemplate::new(Dialect::MySql, s).statement(params()).unwrap();
+                let s = if returns {
+                    keyed()
+                } else {
+                    shape(Conflict::Fail)
+                };
+                let r = InsertTemplate::new(Dialect::MySql, s)
+                    .statement(params())
+                    .unwrap();
                 assert_eq!(r.sql, "INSERT INTO `t` (`a`) VALUES (?), (?)");
                 let want = match returns {
                     true => crate::GeneratedKey::LastInsertId,
