@@ -127,6 +127,21 @@ instructions:
     cargo run --release -p tandem-bench -- instructions --db postgres,mysql
     cp target/tandem-bench/instructions.md target/tandem-bench/instructions.csv docs/
 
+# A batch job stuck on a row lock, as an operator sees it on each executor: a thread dump of the process (gdb,
+# or eu-stack) and a tokio task dump (a build with `--cfg tokio_unstable`, in a target directory of its own),
+# each with the spans open and the pool metrics of the same moment. Needs PostgreSQL at `url` and gdb;
+# writes target/dumps/{blocking,async}.txt. The book's "Observing both models" shows them, trimmed.
+dumps url="postgres://postgres@127.0.0.1:5432/test":
+    mkdir -p target/dumps
+    cargo run --example dumps -- blocking "{{url}}" | tee target/dumps/blocking.txt
+    RUSTFLAGS="--cfg tokio_unstable" CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}/tokio-unstable" \
+        cargo run --example dumps --features tokio/taskdump -- async "{{url}}" | tee target/dumps/async.txt
+
+# Point reads with no subscriber and no recorder, before the spans and metrics and after, in one run: the two
+# builds take turns (.ci/observe-ab; ~15 min with both servers). Writes docs/observe-ab.md.
+observe-ab base="fd839fb" pairs="5":
+    .ci/observe-ab {{base}} {{pairs}}
+
 # criterion micro benchmarks (render, bind, decode; the admission gate's cost per acquire).
 micro:
     cargo bench --bench render

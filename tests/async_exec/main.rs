@@ -9,7 +9,7 @@ use tandem_async::Executor;
 use tandem_blocking::Executor as _;
 
 use futures_util::{StreamExt, TryStreamExt};
-use support::{AppError, Order, User, check_unique_violation_source, orders, users};
+use support::{AppError, Order, User, check_unique_violation_source, orders, user, users};
 use tandem_async::{
     BatchOptions, BatchTransaction, Database, DbErrorKind, Error, Find, Isolation, PoolConfig,
     TxOptions,
@@ -76,15 +76,6 @@ macro_rules! async_engine_test {
             }
         }
     };
-}
-
-fn user(name: &str, age: i32) -> User {
-    User {
-        id: 0,
-        name: name.into(),
-        age,
-        email: None,
-    }
 }
 
 async fn setup(db: &Database) {

@@ -91,14 +91,7 @@ fn async_twin(
     t: &db::TestDb,
     config: PoolConfig,
 ) -> (tokio::runtime::Runtime, tandem_async::Database) {
-    let rt = harness::runtime();
-    let adb = rt
-        .block_on(tandem_async::Database::open(
-            t.target.options.clone(),
-            config,
-        ))
-        .unwrap();
-    (rt, adb)
+    t.async_twin(config)
 }
 
 fn executions(db: &Database) -> Vec<RunStatus> {

@@ -8,7 +8,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use tandem_blocking::Executor;
 
 use db::TestDb;
-use support::{AppError, Order, User, check_unique_violation_source, orders, users};
+use support::{AppError, Order, User, check_unique_violation_source, orders, user, users};
 use tandem_blocking::{
     BatchOptions, BatchTransaction, Database, DbErrorKind, Error, Find, Isolation, PoolConfig,
     TxOptions,
@@ -23,15 +23,6 @@ mod types;
 use repository::*;
 use transactions::*;
 use types::*;
-
-fn user(name: &str, age: i32) -> User {
-    User {
-        id: 0,
-        name: name.into(),
-        age,
-        email: None,
-    }
-}
 
 fn setup(db: &Database) {
     db.create_table(&users::table.create_table()).unwrap();

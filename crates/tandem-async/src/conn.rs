@@ -7,10 +7,12 @@ use std::time::Duration;
 use futures_util::TryStreamExt;
 use sqlx::pool::PoolConnection;
 use sqlx::{AssertSqlSafe, Column, Either, Row as _};
+use tandem_core::observe::Observer;
 use tandem_core::plan::{Done, Outcome, Step};
 use tandem_core::{DbError, Error, Result};
-use tandem_pool::Permit;
+use tandem_pool::{InUse, Permit};
 use tandem_sql::{Dialect, Rendered, Row};
+use tracing::Instrument;
 
 use crate::driver::{Backend, error};
 #[cfg(feature = "sqlite")]
@@ -25,6 +27,22 @@ pub trait Sink: Send {
     /// worker thread, which returns them in one reply): all of them, only the first, or none.
     fn keep(&self) -> usize {
         usize::MAX
+    }
+}
+
+/// Counts the rows handed to the sink it wraps (a statement's `rows`, see `tandem_core::observe`).
+struct Counting<'a, S> {
+    sink: &'a mut S,
+    rows: u64,
+}
+
+impl<S: Sink> Sink for Counting<'_, S> {
+    async fn push(&mut self, row: Row) -> Result<bool> {
+        self.rows += 1;
+        self.sink.push(row).await
+    }
+    fn keep(&self) -> usize {
+        self.sink.keep()
     }
 }
 
@@ -54,7 +72,11 @@ pub(crate) struct Conn {
     bound: Option<Duration>,
     /// The server the pool connects to (servers): a call it left unanswered names it and marks it silent.
     server: Option<Server>,
+    /// Where its statements report (spans, metrics; see `tandem_core::observe`).
+    pub(crate) observer: Observer,
     _permit: Option<Permit>,
+    /// Counts it in use in the pool's metrics until it is back (dropped last).
+    _in_use: Option<InUse>,
 }
 
 /// The server a pool connects to now: the one chosen from the URL's list, changed after a failover.
@@ -223,6 +245,8 @@ impl Conn {
         losses: Option<Arc<tandem_pool::LossClock>>,
         bound: Option<Duration>,
         server: Option<Server>,
+        observer: Observer,
+        in_use: Option<InUse>,
     ) -> Conn {
         Conn {
             link,
@@ -231,8 +255,15 @@ impl Conn {
             health: tandem_pool::ConnHealth::new(losses),
             bound,
             server,
+            observer,
             _permit: permit,
+            _in_use: in_use,
         }
+    }
+
+    /// Counts the connection in use in its pool's metrics until it is dropped.
+    pub(crate) fn counted(&mut self, in_use: InUse) {
+        self._in_use = Some(in_use);
     }
 
     /// Ends a sqlx SQLite connection's abandoned transaction (see [`Drop for Conn`]); closes the connection
@@ -262,8 +293,24 @@ impl Conn {
         }
     }
 
-    /// Runs one statement, feeding rows to `sink`.
+    /// Runs one statement, feeding rows to `sink`, under its span (see `tandem_core::observe`).
     pub(crate) async fn run<S: Sink>(&mut self, r: &Rendered, sink: &mut S) -> Result<Done> {
+        let observer = self.observer.clone();
+        let s = observer.statement(&r.sql);
+        let mut counting = Counting { sink, rows: 0 };
+        let result = self
+            .run_unobserved(r, &mut counting)
+            .instrument(s.span().clone())
+            .await;
+        let rows = match &result {
+            Ok(done) if counting.rows == 0 => done.affected,
+            _ => counting.rows,
+        };
+        s.finish(&result, rows);
+        result
+    }
+
+    async fn run_unobserved<S: Sink>(&mut self, r: &Rendered, sink: &mut S) -> Result<Done> {
         self.mid_statement = true;
         let result = match &mut self.link {
             #[cfg(feature = "postgres")]
@@ -305,21 +352,41 @@ impl Conn {
     ) -> Result<Done> {
         #[cfg(feature = "sqlite")]
         if let Link::Rusqlite(worker) = &self.link {
+            let started = std::time::Instant::now();
             let mut rows = Vec::new();
             let here = worker.run_here(r, &mut kept(sink.keep(), &mut rows));
             if let Some(done) = here {
+                let observer = self.observer.clone();
+                let s = observer.statement_since(&r.sql, started);
+                let read = rows.len() as u64;
                 let result = match done {
                     Ok(done) => hand_over(rows, sink).await.map(|()| done),
                     Err(e) => Err(e),
                 };
+                let n = match &result {
+                    Ok(done) if read == 0 => done.affected,
+                    _ => read,
+                };
+                s.finish(&result, n);
                 return self.note(result);
             }
         }
         self.run(r, sink).await
     }
 
-    /// A statement without parameters or rows (BEGIN, COMMIT, SAVEPOINT, pragmas).
+    /// A statement without parameters or rows (BEGIN, COMMIT, SAVEPOINT, pragmas), under its span.
     pub(crate) async fn simple(&mut self, sql: &str) -> Result<()> {
+        let observer = self.observer.clone();
+        let s = observer.statement(sql);
+        let result = self
+            .simple_unobserved(sql)
+            .instrument(s.span().clone())
+            .await;
+        s.finish(&result, 0);
+        result
+    }
+
+    async fn simple_unobserved(&mut self, sql: &str) -> Result<()> {
         self.mid_statement = true;
         let result = match &mut self.link {
             #[cfg(feature = "postgres")]
@@ -361,12 +428,15 @@ impl Conn {
         // Cut short anywhere from here (a failure too), the connection is not reused: see `mid_statement`.
         self.mid_statement = true;
         let (bound, pg) = (self.bound, Dialect::Postgres);
+        let s = self.observer.statement(&sql);
         let result = async {
             let mut copy = answer(bound, pg, c.copy_in_raw(&sql)).await?;
             answer(bound, pg, copy.send(payload)).await?;
             answer(bound, pg, copy.finish()).await
         }
+        .instrument(s.span().clone())
         .await;
+        s.finish(&result, *result.as_ref().unwrap_or(&0));
         self.note(result)
     }
 
@@ -377,10 +447,17 @@ impl Conn {
     ) -> Result<Vec<Outcome>> {
         #[cfg(feature = "sqlite")]
         if let Link::Rusqlite(worker) = &mut self.link {
-            // The whole plan in one call on the worker thread.
-            let steps = steps.clone();
+            // The whole plan in one call on the worker thread, its statements reporting from there.
+            let (steps, observer) = (steps.clone(), self.observer.clone());
+            let parent = tracing::Span::current();
             return worker
-                .call(move |c| tandem_core::plan::run_steps(c, &steps))
+                .call(move |c| {
+                    let mut c = tandem_core::observe::Observed {
+                        runner: c,
+                        observer: &observer,
+                    };
+                    parent.in_scope(|| tandem_core::plan::run_steps(&mut c, &steps))
+                })
                 .await;
         }
         let steps: &[Step] = steps;
@@ -414,12 +491,24 @@ impl Conn {
         use tandem_core::tx;
         let dialect = self.dialect();
         self.in_transaction = true;
+        let mut span = tandem_core::observe::TxSpan::begin(
+            &self.observer,
+            opts,
+            crate::transaction::attempt(),
+        );
         #[cfg(feature = "sqlite")]
         if let Link::Rusqlite(worker) = &mut self.link {
-            let (steps, opts) = (steps.clone(), opts.clone());
+            let (steps, opts, observer) = (steps.clone(), opts.clone(), self.observer.clone());
+            let parent = tracing::Span::current();
             let call = worker.call(move |c| {
-                Ok(tx::run_atomically(c, dialect, &opts, |c| {
-                    tandem_core::plan::run_steps(c, &steps)
+                let mut c = tandem_core::observe::Observed {
+                    runner: c,
+                    observer: &observer,
+                };
+                Ok(parent.in_scope(|| {
+                    tx::run_atomically(&mut c, dialect, &opts, &mut span, |c| {
+                        tandem_core::plan::run_steps(c, &steps)
+                    })
                 }))
             });
             let (result, over) = call.await?;
@@ -428,18 +517,29 @@ impl Conn {
             }
             return self.note(result);
         }
-        for sql in tx::begin(dialect, opts) {
-            self.simple(&sql).await?;
-        }
-        let outcomes = self.run_steps(steps).await;
-        // COMMIT, or ROLLBACK after failed steps, by the rule of `tx::Closing`; a failed COMMIT is rolled
-        // back (on the servers the transaction is over already: ROLLBACK answers with a warning at most).
-        let mut closing = tx::Closing::new(dialect, opts, outcomes.is_ok());
-        while let Some(sql) = closing.next(|| None) {
-            let result = self.simple(&sql).await;
-            closing.record(result);
-        }
-        let (ended, over) = closing.finish(|| None);
+        let current = span.span().clone();
+        let work = async {
+            for sql in tx::begin(dialect, opts) {
+                if let Err(e) = self.simple(&sql).await {
+                    span.failed();
+                    return Err(e);
+                }
+            }
+            let outcomes = self.run_steps(steps).await;
+            // COMMIT, or ROLLBACK after failed steps, by the rule of `tx::Closing`; a failed COMMIT is
+            // rolled back (on the servers the transaction is over already: ROLLBACK answers with a warning
+            // at most).
+            let committing = outcomes.is_ok();
+            let mut closing = tx::Closing::new(dialect, opts, committing);
+            while let Some(sql) = closing.next(|| None) {
+                let result = self.simple(&sql).await;
+                closing.record(result);
+            }
+            let (ended, over) = closing.finish(|| None);
+            span.end(committing, &ended);
+            Ok((outcomes, ended, over))
+        };
+        let (outcomes, ended, over) = work.instrument(current).await?;
         if over {
             self.in_transaction = false;
         }
@@ -532,6 +632,8 @@ impl Drop for Conn {
                     self.health.take_losses(),
                     self.bound,
                     self.server.take(),
+                    self.observer.clone(),
+                    self._in_use.take(),
                 );
                 match tokio::runtime::Handle::try_current() {
                     Ok(rt) => {

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
+use tandem_core::observe::{self, Observer, PoolGauges, Side};
 use tandem_core::plan::{Done, Plan};
 use tandem_core::{ConnectOptions, Error, Result, TxOptions};
 use tandem_pool::Admission;
@@ -20,6 +21,7 @@ use crate::driver::error;
 use crate::executor::sealed::Discard;
 use crate::stream::RowStream;
 use crate::transaction::Transaction;
+use tracing::Instrument;
 
 use crate::connect::*;
 
@@ -61,6 +63,8 @@ struct Inner {
     server: crate::conn::Server,
     /// Where read-only transactions go ([`Database::with_standby`]).
     standby: std::sync::OnceLock<Database>,
+    /// What its connections report through (spans, metrics).
+    observer: Observer,
 }
 
 impl std::fmt::Debug for Database {
@@ -105,7 +109,7 @@ impl Database {
             config.max_lifetime = None;
         }
         let dialect = options.dialect;
-        let admission = Admission::new(&config);
+        let admission = Admission::observed(&config, PoolGauges::new(Side::Async, dialect));
         let created = admission.created_counter();
         let server: crate::conn::Server = Default::default();
         let pools = match dialect {
@@ -165,6 +169,7 @@ impl Database {
             other => return Err(Error::engine_left_out(other, "tandem-async")),
         };
         let chosen_at = admission.losses().stamp();
+        let options_for_observer = options.clone();
         Ok(Database {
             inner: Arc::new(Inner {
                 pools,
@@ -177,6 +182,7 @@ impl Database {
                 choosing: tokio::sync::Mutex::new(()),
                 server,
                 standby: std::sync::OnceLock::new(),
+                observer: Observer::new(Side::Async, &options_for_observer),
             }),
         })
     }
@@ -228,6 +234,17 @@ impl Database {
     /// Admission first (a bounded queue, in arrival order), then the connection from the pool within what
     /// is left of the acquire timeout.
     pub(crate) async fn acquire(&self) -> Result<Conn> {
+        let span = observe::checkout_span(self.dialect());
+        let started = Instant::now();
+        let mut conn = self.acquire_unobserved().instrument(span.clone()).await?;
+        let waited = started.elapsed();
+        observe::checked_out(&span, waited);
+        let (open, idle) = self.pool_state();
+        conn.counted(self.inner.admission.checked_out(waited, open, idle));
+        Ok(conn)
+    }
+
+    async fn acquire_unobserved(&self) -> Result<Conn> {
         match &self.inner.pools {
             #[cfg(feature = "postgres")]
             Pools::Postgres(p) => self.admitted(|| link(p, Link::Postgres)).await,
@@ -241,7 +258,15 @@ impl Database {
                 let admission = &self.inner.admission;
                 let permit = admission.acquire().await?;
                 match p.checkout(Some(admission.remaining(started))).await? {
-                    Some(w) => Ok(Conn::new(Link::Rusqlite(w), permit, None, None, None)),
+                    Some(w) => Ok(Conn::new(
+                        Link::Rusqlite(w),
+                        permit,
+                        None,
+                        None,
+                        None,
+                        self.inner.observer.clone(),
+                        None,
+                    )),
                     None => Err(admission.timed_out(started).into()),
                 }
             }
@@ -275,7 +300,9 @@ impl Database {
                 Ok(Ok(link)) => {
                     let losses = Some(admission.losses().clone());
                     let (bound, at) = (self.inner.options.socket_timeout, &self.inner.server);
-                    return Ok(Conn::new(link, permit, losses, bound, Some(at.clone())));
+                    let observer = self.inner.observer.clone();
+                    let at = Some(at.clone());
+                    return Ok(Conn::new(link, permit, losses, bound, at, observer, None));
                 }
                 // A connect timeout's worth of waiting: is the server there at all?
                 Err(_) if server && wait < left => self.reach().await?,
@@ -423,7 +450,9 @@ impl Database {
     ) -> Result<T, E> {
         let mut attempts = tandem_core::Attempts::new(&opts);
         loop {
-            let tx = match self.begin(opts.clone()).await {
+            let begun =
+                crate::transaction::as_attempt(attempts.made() + 1, self.begin(opts.clone()));
+            let tx = match begun.await {
                 Ok(tx) => tx,
                 Err(e) if attempts.again(&e, false) => {
                     tokio::time::sleep(attempts.pause()).await;
@@ -431,7 +460,8 @@ impl Database {
                 }
                 Err(e) => return Err(e.into()),
             };
-            let result = match f(&tx).await {
+            // The closure's own work (its logs, its spans) is inside the transaction's span too.
+            let result = match f(&tx).instrument(tx.span().clone()).await {
                 Ok(v) => tx.end(&opts, true).await.map(|()| v).map_err(E::from),
                 Err(e) => {
                     let _ = tx.end(&opts, false).await;

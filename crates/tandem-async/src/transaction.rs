@@ -3,11 +3,13 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
+use tandem_core::observe::TxSpan;
 use tandem_core::plan::{Done, Outcome, Plan, Step};
 use tandem_core::{Error, Result, TxOptions, tx};
 use tandem_pool::Permit;
 use tandem_sql::{Dialect, Rendered};
 use tokio::sync::{Mutex, MutexGuard};
+use tracing::Instrument;
 
 use crate::conn::Conn;
 use crate::slot::{Read, Slot, gone, lock_slot, run_in_slot, stream_from_slot};
@@ -24,6 +26,26 @@ pub struct Transaction {
     /// This writer's turn at the database's writer gate (a SQLite file), given back when the transaction
     /// ends.
     turn: std::sync::Mutex<Option<Permit>>,
+    /// Its span (see `tandem_core::observe`), which its statements' futures run inside; ended with its
+    /// outcome.
+    span: std::sync::Mutex<TxSpan>,
+    /// The same span, to instrument with.
+    current: tracing::Span,
+}
+
+tokio::task_local! {
+    /// The attempt a transaction begun in this task belongs to, set by the retry loops.
+    static ATTEMPT: u32;
+}
+
+/// The attempt number of a transaction begun now (1 outside a retry loop).
+pub(crate) fn attempt() -> u32 {
+    ATTEMPT.try_with(|a| *a).unwrap_or(1)
+}
+
+/// Runs `f` as attempt `n` of a retried transaction (see [`attempt`]).
+pub(crate) async fn as_attempt<F: std::future::Future>(n: u32, f: F) -> F::Output {
+    ATTEMPT.scope(n, f).await
 }
 
 impl Transaction {
@@ -36,10 +58,17 @@ impl Transaction {
         // From here until the transaction has ended, dropping the connection does not pool it as it is.
         conn.in_transaction = true;
         conn.health.retriable_seen = false;
+        let mut span = TxSpan::begin(&conn.observer, opts, attempt());
+        let current = span.span().clone();
         for sql in tx::begin(dialect, opts) {
-            conn.simple(&sql).await?;
+            if let Err(e) = conn.simple(&sql).instrument(current.clone()).await {
+                span.failed();
+                return Err(e);
+            }
         }
         Ok(Transaction {
+            span: std::sync::Mutex::new(span),
+            current,
             slot: Mutex::new(Slot::Here(Box::new(conn))),
             dialect,
             depth: AtomicU32::new(0),
@@ -58,6 +87,7 @@ impl Transaction {
             closing.record(result);
         }
         let (result, ended) = closing.finish(|| None);
+        (self.span.lock().unwrap_or_else(|p| p.into_inner())).end(commit, &result);
         if ended
             && let Ok(mut slot) = self.conn().await
             && let Slot::Here(c) = &mut *slot
@@ -87,9 +117,14 @@ impl Transaction {
     async fn simple(&self, sql: &str) -> Result<()> {
         let mut slot = self.conn().await?;
         match &mut *slot {
-            Slot::Here(c) => c.simple(sql).await,
+            Slot::Here(c) => c.simple(sql).instrument(self.current.clone()).await,
             _ => Err(gone()),
         }
+    }
+
+    /// The transaction's span, for the caller's work inside it.
+    pub(crate) fn span(&self) -> &tracing::Span {
+        &self.current
     }
 
     /// The engine.
@@ -141,7 +176,7 @@ impl Transaction {
         let Slot::Here(c) = &mut *slot else {
             return Err(gone());
         };
-        c.run_steps(steps).await
+        c.run_steps(steps).instrument(self.current.clone()).await
     }
 
     /// Runs a plan inside this transaction (several steps under a savepoint). Written without closures so
@@ -184,22 +219,24 @@ impl crate::Executor for Transaction {
 
 impl crate::executor::sealed::Run for Transaction {
     async fn run_statement<S: crate::conn::Sink>(&self, r: Rendered, sink: &mut S) -> Result<Done> {
-        run_in_slot(&self.slot, &r, sink, Read::Any).await
+        let run = run_in_slot(&self.slot, &r, sink, Read::Any);
+        run.instrument(self.current.clone()).await
     }
 
     async fn run_key_read<S: crate::conn::Sink>(&self, r: Rendered, sink: &mut S) -> Result<Done> {
-        run_in_slot(&self.slot, &r, sink, Read::Key).await
+        let run = run_in_slot(&self.slot, &r, sink, Read::Key);
+        run.instrument(self.current.clone()).await
     }
 
     fn run<T: Send>(&self, plan: Plan<T>) -> impl std::future::Future<Output = Result<T>> + Send {
-        self.run_plan(plan)
+        self.run_plan(plan).instrument(self.current.clone())
     }
 
     fn stream_rendered<T: Send>(
         &self,
         r: Rendered,
     ) -> impl std::future::Future<Output = Result<RowStream<T>>> + Send {
-        self.stream(r)
+        self.stream(r).instrument(self.current.clone())
     }
 }
 
@@ -220,7 +257,7 @@ where
 {
     let mut attempts = tandem_core::Attempts::new(opts);
     loop {
-        match attempt().await {
+        match as_attempt(attempts.made() + 1, attempt()).await {
             Err(e) if attempts.again(&e, false) => {
                 tokio::time::sleep(attempts.pause()).await;
                 continue;

@@ -12,7 +12,9 @@ use tandem_async::{Database, PooledConnection, TxOptions, retry};
 use tandem_core::Plan;
 use tandem_sql::FromRow;
 use tandem_sql::prelude::*;
+use tracing::Instrument;
 
+use crate::job::spans;
 use crate::runner::*;
 
 /// Creates the job repository tables if they are missing (and touches nothing when they are there).
@@ -31,6 +33,14 @@ pub async fn prepare(db: &Database) -> tandem_core::Result<()> {
 /// [`JobError::AlreadyRunning`] when another run of the same job (name and parameters) is under way, here or
 /// in another process.
 pub async fn run<S, T>(db: &Database, job: &BatchJob<S, T>) -> Result<JobReport, JobError>
+where
+    S: Entity<Key = i64> + FromRow + Send + 'static,
+    T: Entity + Sync + 'static,
+{
+    run_in_span(db, job).instrument(spans::run(job)).await
+}
+
+async fn run_in_span<S, T>(db: &Database, job: &BatchJob<S, T>) -> Result<JobReport, JobError>
 where
     S: Entity<Key = i64> + FromRow + Send + 'static,
     T: Entity + Sync + 'static,
@@ -76,14 +86,18 @@ where
         .map(|step| {
             let (db, job, failed_rows, lost) =
                 (db.clone(), job.clone(), failed_rows.clone(), lost.clone());
-            tokio::spawn(async move {
+            // Each partition's task runs inside its span, a child of the run's: the span follows the
+            // task onto whichever worker thread polls it.
+            let span = spans::partition(&step);
+            let partition = async move {
                 let run = RunContext {
                     job: &job,
                     failed_rows: &failed_rows,
                     lost: &lost,
                 };
                 run_step(&db, run, &step).await
-            })
+            };
+            tokio::spawn(partition.instrument(span))
         })
         .collect();
     let mut results = Vec::with_capacity(tasks.len());
@@ -300,42 +314,52 @@ where
             // page's chunks are written; the task hands its connection back with the rows. A read left
             // running when the step fails finishes on its own; it is never cut short mid-statement.
             let next = match reader.take() {
-                Some(on) if ahead && !p.last_page() => Next::Reading(tokio::spawn(async move {
-                    let rows = on.fetch_all::<S>(&next).await;
-                    (on, rows)
-                })),
+                Some(on) if ahead && !p.last_page() => {
+                    // Its read is the partition's: inside the partition's span.
+                    let read = async move {
+                        let rows = on.fetch_all::<S>(&next).await;
+                        (on, rows)
+                    };
+                    Next::Reading(tokio::spawn(read.instrument(tracing::Span::current())))
+                }
                 kept => {
                     reader = kept;
                     Next::Unread(next)
                 }
             };
             for chunk in chunks {
-                let written = match p.write(&chunk)? {
-                    ChunkWrite::Plan(plan) => {
-                        writer.run_atomically(&opts, plan).await.map(|n| (n, 0))
+                let span = spans::chunk(&chunk);
+                let write = span.in_scope(|| p.write(&chunk))?;
+                let written = async {
+                    match write {
+                        ChunkWrite::Plan(plan) => {
+                            writer.run_atomically(&opts, plan).await.map(|n| (n, 0))
+                        }
+                        ChunkWrite::ByHand => {
+                            retry(&opts, || async {
+                                let tx = db.begin(opts.clone()).await?;
+                                let inserted = if chunk.rows.is_empty() {
+                                    0
+                                } else {
+                                    let r = tx.repository::<T>();
+                                    r.batch_insert(&chunk.rows, &p.opts).await?.inserted
+                                };
+                                let (checkpoint, counts) = p.checkpoint(&chunk, inserted);
+                                tx.execute(&checkpoint).await?;
+                                if let Some(hold) = p.hold()
+                                    && tx.execute(&hold).await? == 0
+                                {
+                                    return Err(p.refused());
+                                }
+                                tx.commit().await.map(|()| counts)
+                            })
+                            .await
+                        }
                     }
-                    ChunkWrite::ByHand => {
-                        retry(&opts, || async {
-                            let tx = db.begin(opts.clone()).await?;
-                            let inserted = if chunk.rows.is_empty() {
-                                0
-                            } else {
-                                let r = tx.repository::<T>();
-                                r.batch_insert(&chunk.rows, &p.opts).await?.inserted
-                            };
-                            let (checkpoint, counts) = p.checkpoint(&chunk, inserted);
-                            tx.execute(&checkpoint).await?;
-                            if let Some(hold) = p.hold()
-                                && tx.execute(&hold).await? == 0
-                            {
-                                return Err(p.refused());
-                            }
-                            tx.commit().await.map(|()| counts)
-                        })
-                        .await
-                    }
-                };
-                let counts = p.written(written.map_err(JobError::from))?;
+                }
+                .instrument(span.clone())
+                .await;
+                let counts = span.in_scope(|| p.written(written.map_err(JobError::from)))?;
                 p.wrote(&chunk, counts);
                 if let Some(d) = p.delay() {
                     tokio::time::sleep(d).await;

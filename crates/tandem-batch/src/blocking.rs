@@ -9,6 +9,7 @@ use tandem_blocking::{Database, PooledConnection};
 use tandem_sql::FromRow;
 use tandem_sql::prelude::*;
 
+use crate::job::spans;
 use crate::runner::*;
 
 /// Creates the job repository tables if they are missing (and touches nothing when they are there).
@@ -28,6 +29,8 @@ where
     S: Entity<Key = i64> + FromRow + Send,
     T: Entity + Sync,
 {
+    let span = spans::run(job);
+    let _in = span.enter();
     // The lock first: it needs no table, and two processes creating the tables at once can collide
     // (PostgreSQL's CREATE TABLE IF NOT EXISTS is not safe against a concurrent twin).
     let (lock, lease, tables) = lock(db, job)?;
@@ -73,7 +76,11 @@ where
     };
     let results: Vec<Result<PartitionReport, JobError>> = std::thread::scope(|scope| {
         let handles: Vec<_> = (start.steps.iter())
-            .map(|step| scope.spawn(move || run_step(db, run, step)))
+            .map(|step| {
+                // Each partition's thread runs inside its span, a child of the run's.
+                let span = spans::partition(step);
+                scope.spawn(move || span.in_scope(|| run_step(db, run, step)))
+            })
             .collect();
         (handles.into_iter().zip(&start.steps))
             .map(|(h, step)| {
@@ -241,7 +248,10 @@ where
         let (ask, asked) = std::sync::mpsc::channel();
         let (answer, answered) = std::sync::mpsc::sync_channel(1);
         let reader = ahead.then(|| {
+            // Its reads are the partition's: inside the partition's span.
+            let span = tracing::Span::current();
             scope.spawn(move || {
+                let _in = span.enter();
                 for page in asked {
                     if answer.send(db.fetch_all::<S>(&page)).is_err() {
                         return;
@@ -264,6 +274,8 @@ where
                     Next::Unread(next)
                 };
                 for chunk in chunks {
+                    let span = spans::chunk(&chunk);
+                    let _in = span.enter();
                     let written = match p.write(&chunk)? {
                         ChunkWrite::Plan(plan) => db.run_atomically(&opts, plan).map(|n| (n, 0)),
                         ChunkWrite::ByHand => db.transaction_with(opts.clone(), |tx| {

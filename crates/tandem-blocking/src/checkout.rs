@@ -74,8 +74,10 @@ impl crate::executor::sealed::Run for PooledConnection {
             }
             let opts = TxOptions::default();
             let _turn = WriterGate::enter_blocking(self.writers.as_ref(), &opts)?;
-            let (outcomes, over) =
-                tx::run_atomically(c, self.dialect, &opts, |c| run_steps(c, &plan.steps));
+            let mut span = tandem_core::observe::TxSpan::begin(&c.observer, &opts, 1);
+            let (outcomes, over) = tx::run_atomically(c, self.dialect, &opts, &mut span, |c| {
+                run_steps(c, &plan.steps)
+            });
             if !over {
                 c.health.broken = true;
             }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use tandem_core::Result;
 use tandem_core::plan::{Outcome, Step};
-use tandem_pool::Permit;
+use tandem_pool::{InUse, Permit};
 
 use crate::driver::Conn;
 use crate::homes::Homes;
@@ -20,6 +20,8 @@ pub(crate) struct Pooled {
     /// Where it goes back to on a SQLite database (see [`Homes`]); r2d2 otherwise.
     homes: Option<Arc<Homes>>,
     _permit: Option<Permit>,
+    /// Counts it in use in the pool's metrics until it is back (dropped last).
+    _in_use: InUse,
 }
 
 impl Pooled {
@@ -28,11 +30,13 @@ impl Pooled {
         conn: r2d2::PooledConnection<Manager>,
         homes: Option<Arc<Homes>>,
         permit: Option<Permit>,
+        in_use: InUse,
     ) -> Pooled {
         Pooled {
             conn: Some(conn),
             homes,
             _permit: permit,
+            _in_use: in_use,
         }
     }
 }

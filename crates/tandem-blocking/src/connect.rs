@@ -10,19 +10,20 @@
 
 use std::time::Duration;
 
+use tandem_core::observe::Observer;
 use tandem_core::{ConnectOptions, Error, HostWalk, Result, ServerRole, Verdict};
 
 use crate::driver::Conn;
 
 /// Opens a connection; server engines within `timeout` per server, handshake included. A URL with one
 /// server (and no kind asked for) is not walked.
-pub(crate) fn open(opts: &ConnectOptions, timeout: Duration) -> Result<Conn> {
+pub(crate) fn open(opts: &ConnectOptions, timeout: Duration, observer: &Observer) -> Result<Conn> {
     if !opts.chooses_server() {
-        return Conn::open_one(opts, timeout);
+        return Conn::open_one(opts, timeout, observer);
     }
     let mut walk = HostWalk::new(opts);
     while let Some(server) = walk.next_server() {
-        let mut conn = match Conn::open_one(&server, timeout) {
+        let mut conn = match Conn::open_one(&server, timeout, observer) {
             Ok(c) => c,
             Err(e) => {
                 walk.failed(&server, e);

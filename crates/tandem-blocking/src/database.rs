@@ -4,6 +4,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use tandem_core::observe::{self, Observer, PoolGauges, Side};
 use tandem_core::plan::{Done, Plan};
 use tandem_core::{ConnectOptions, Error, Result, TxOptions};
 use tandem_pool::{Admission, Permit};
@@ -43,6 +44,8 @@ struct Inner {
     mysql_collation: std::sync::OnceLock<tandem_sql::ast::MySqlCollation>,
     /// Where read-only transactions go ([`Database::with_standby`]).
     standby: std::sync::OnceLock<Database>,
+    /// What its connections report through (spans, metrics).
+    observer: Observer,
 }
 
 impl std::fmt::Debug for Database {
@@ -78,10 +81,16 @@ impl Database {
             config.idle_timeout = None;
             config.max_lifetime = None;
         }
-        let admission = Admission::new(&config);
+        let observer = Observer::new(Side::Blocking, &options);
+        let admission =
+            Admission::observed(&config, PoolGauges::new(Side::Blocking, options.dialect));
         let created = admission.created_counter();
         // One connection up front: the URL works, or the caller learns why not now.
-        drop(crate::connect::open(&options, config.connect_timeout)?);
+        drop(crate::connect::open(
+            &options,
+            config.connect_timeout,
+            &observer,
+        )?);
         let last_error = LastError::default();
         let pool = r2d2::Pool::builder()
             .max_size(config.effective_max_size())
@@ -97,6 +106,7 @@ impl Database {
                 losses: admission.losses().clone(),
                 connect_timeout: config.connect_timeout,
                 last_error: last_error.clone(),
+                observer: observer.clone(),
             });
         let db = Database {
             inner: Arc::new(Inner {
@@ -110,6 +120,7 @@ impl Database {
                 last_error,
                 mysql_collation: std::sync::OnceLock::new(),
                 standby: std::sync::OnceLock::new(),
+                observer,
             }),
         };
         db.warm_up()?;
@@ -232,20 +243,28 @@ impl Database {
         self.inner.writers.clone()
     }
 
+    /// A connection, inside a `checkout` span (see `tandem_core::observe`).
     pub(crate) fn acquire(&self) -> Result<Pooled> {
+        let span = observe::checkout_span(self.dialect());
+        let _in = span.enter();
         let (permit, waited) = self.inner.admission.acquire_blocking_waited()?;
         // The path a healthy pool takes all day — admitted at once, a connection idle — reads no clock: the
         // acquire deadline only matters to an acquire that is going to wait.
         let permit = if waited.is_zero() && !self.inner.admission.losses().unreachable() {
             match self.try_take(permit) {
-                Ok(conn) => return Ok(conn),
+                Ok(conn) => {
+                    observe::checked_out(&span, waited);
+                    return Ok(conn);
+                }
                 Err(permit) => permit,
             }
         } else {
             permit
         };
         let now = Instant::now();
-        self.acquire_admitted(permit, now.checked_sub(waited).unwrap_or(now))
+        let conn = self.acquire_admitted(permit, now.checked_sub(waited).unwrap_or(now))?;
+        observe::checked_out(&span, now.elapsed() + waited);
+        Ok(conn)
     }
 
     /// Takes an idle connection without waiting, for callers that hold a permit already.
@@ -256,7 +275,7 @@ impl Database {
         match self.take_idle() {
             Some(mut conn) => {
                 if conn.fit_for_use() {
-                    Ok(self.pooled(conn, permit))
+                    Ok(self.pooled(conn, permit, Duration::ZERO))
                 } else {
                     Err(permit)
                 }
@@ -285,15 +304,23 @@ impl Database {
         &self,
         mut conn: r2d2::PooledConnection<Manager>,
     ) -> Option<r2d2::PooledConnection<Manager>> {
-        if !self.inner.config.validate_on_checkout || conn.simple("SELECT 1").is_ok() {
+        if !self.inner.config.validate_on_checkout || conn.ping().is_ok() {
             return Some(conn);
         }
         conn.health.broken = true;
         None
     }
 
-    fn pooled(&self, conn: r2d2::PooledConnection<Manager>, permit: Option<Permit>) -> Pooled {
-        Pooled::new(conn, self.inner.homes.clone(), permit)
+    /// A connection checked out after waiting `waited`, counted in the pool's metrics.
+    fn pooled(
+        &self,
+        conn: r2d2::PooledConnection<Manager>,
+        permit: Option<Permit>,
+        waited: Duration,
+    ) -> Pooled {
+        let (open, idle) = self.pool_state();
+        let in_use = self.inner.admission.checked_out(waited, open, idle);
+        Pooled::new(conn, self.inner.homes.clone(), permit, in_use)
     }
 
     /// [`Database::acquire`] for a caller that was admitted already (the async executor's SQLite path).
@@ -325,7 +352,7 @@ impl Database {
             match home.map_or_else(|| self.inner.pool.get_timeout(wait), Ok) {
                 Ok(mut conn) => {
                     if conn.fit_for_use() {
-                        return Ok(self.pooled(conn, permit));
+                        return Ok(self.pooled(conn, permit, started.elapsed()));
                     }
                 }
                 // A connect timeout's worth of waiting: is the server there at all?
@@ -341,7 +368,8 @@ impl Database {
     /// too), its connect error when it does not. Remembered either way (see [`tandem_pool::LossClock`]).
     fn reach(&self) -> Result<()> {
         let losses = self.inner.admission.losses();
-        match crate::connect::open(&self.inner.options, self.inner.config.connect_timeout) {
+        let (options, timeout) = (&self.inner.options, self.inner.config.connect_timeout);
+        match crate::connect::open(options, timeout, &self.inner.observer) {
             Ok(_) => {
                 losses.note_reachable(true);
                 Ok(())
@@ -409,7 +437,7 @@ impl Database {
             // A writer waits for its turn before it takes a connection, and keeps it to the end.
             let _turn = WriterGate::enter_blocking(self.inner.writers.as_ref(), &opts)?;
             let conn = self.acquire_for(&opts)?;
-            match Transaction::run_closure(conn, &opts, &mut f) {
+            match Transaction::run_closure(conn, &opts, attempts.made() + 1, &mut f) {
                 (Err(e), seen) if attempts.again(&e, seen) => {
                     std::thread::sleep(attempts.pause());
                     continue;
@@ -434,7 +462,7 @@ impl Database {
     /// until the transaction ends.
     pub fn begin(&self, opts: TxOptions) -> Result<Transaction> {
         let turn = WriterGate::enter_blocking(self.inner.writers.as_ref(), &opts)?;
-        Transaction::begin(self.acquire_for(&opts)?, &opts, turn)
+        Transaction::begin(self.acquire_for(&opts)?, &opts, turn, 1)
     }
 
     /// Creates a declared table and its indexes (`IF NOT EXISTS`).

@@ -20,6 +20,8 @@ pub(crate) struct Manager {
     /// The last connect failure since the last connect that worked: what a warm-up or an acquire that
     /// timed out reports (r2d2 itself keeps only a failure's text).
     pub(crate) last_error: LastError,
+    /// What its connections report through.
+    pub(crate) observer: tandem_core::observe::Observer,
 }
 
 /// The connect failure a [`Manager`] saw last, shared with the database that reports it.
@@ -54,17 +56,18 @@ impl r2d2::ManageConnection for Manager {
     type Error = Reported;
 
     fn connect(&self) -> Result<Conn, Reported> {
-        let mut conn = match crate::connect::open(&self.options, self.connect_timeout) {
-            Ok(c) => c,
-            Err(e) => {
-                if e.is_unreachable() {
-                    self.losses.note_reachable(false);
+        let mut conn =
+            match crate::connect::open(&self.options, self.connect_timeout, &self.observer) {
+                Ok(c) => c,
+                Err(e) => {
+                    if e.is_unreachable() {
+                        self.losses.note_reachable(false);
+                    }
+                    let reported = Reported(e.to_string());
+                    self.last_error.set(Some(e));
+                    return Err(reported);
                 }
-                let reported = Reported(e.to_string());
-                self.last_error.set(Some(e));
-                return Err(reported);
-            }
-        };
+            };
         self.last_error.set(None);
         self.losses.note_reachable(true);
         self.created.fetch_add(1, Ordering::Relaxed);
@@ -73,7 +76,7 @@ impl r2d2::ManageConnection for Manager {
     }
 
     fn is_valid(&self, conn: &mut Conn) -> Result<(), Reported> {
-        conn.simple("SELECT 1").map_err(|e| Reported(e.to_string()))
+        conn.ping().map_err(|e| Reported(e.to_string()))
     }
 
     /// Called as a connection comes back: broken ones, and SQLite ones still inside a transaction that

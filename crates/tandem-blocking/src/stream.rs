@@ -9,8 +9,11 @@
 
 use std::cell::RefCell;
 use std::marker::PhantomData;
-use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use tandem_core::observe::Buffered;
 
 use tandem_core::{Error, Result};
 use tandem_sql::{FromRow, Rendered, Row};
@@ -30,6 +33,8 @@ pub struct RowStream<'a, T> {
     current: std::vec::IntoIter<Row>,
     producer: Option<JoinHandle<Pooled>>,
     home: Option<&'a RefCell<Option<Pooled>>>,
+    /// The rows between producer and consumer, in the metrics.
+    buffered: Buffered,
     _rows: PhantomData<fn() -> T>,
 }
 
@@ -40,6 +45,10 @@ impl<'a, T> RowStream<'a, T> {
         home: Option<&'a RefCell<Option<Pooled>>>,
     ) -> Result<Self> {
         let (tx, rx) = sync_channel::<Message>(BUFFERED);
+        let buffered = conn.observer.stream();
+        let theirs_buffered = buffered.clone();
+        // The statement's span is a child of the caller's, on the producer's thread too.
+        let parent = tracing::Span::current();
         // The connection travels into the thread and back out of it; if the thread cannot start, it is
         // returned through the slot below rather than lost.
         let slot = std::sync::Arc::new(std::sync::Mutex::new(Some(conn)));
@@ -52,7 +61,8 @@ impl<'a, T> RowStream<'a, T> {
                     .unwrap_or_else(std::sync::PoisonError::into_inner)
                     .take()
                     .expect("the connection is handed over before the thread starts");
-                produce(&mut conn, &r, &tx);
+                let waited = parent.in_scope(|| produce(&mut conn, &r, &tx, &theirs_buffered));
+                theirs_buffered.producer_done(waited);
                 conn
             });
         match spawned {
@@ -61,6 +71,7 @@ impl<'a, T> RowStream<'a, T> {
                 current: Vec::new().into_iter(),
                 producer: Some(producer),
                 home,
+                buffered,
                 _rows: PhantomData,
             }),
             Err(e) => {
@@ -83,6 +94,7 @@ impl<'a, T> RowStream<'a, T> {
     fn close(&mut self) {
         self.rx = None;
         if let Some(p) = self.producer.take() {
+            self.buffered.consumer_done();
             match p.join() {
                 Ok(conn) => {
                     if let Some(home) = self.home {
@@ -95,9 +107,30 @@ impl<'a, T> RowStream<'a, T> {
     }
 }
 
-fn produce(conn: &mut Pooled, r: &Rendered, tx: &SyncSender<Message>) {
+/// Runs the statement, sending its rows; returns how long it waited for the consumer to make room.
+fn produce(
+    conn: &mut Pooled,
+    r: &Rendered,
+    tx: &SyncSender<Message>,
+    buffered: &Buffered,
+) -> Duration {
+    let mut waited = Duration::ZERO;
     // A failed send means the consumer is gone: stop reading.
-    tandem_core::plan::run_batched(&mut **conn, r, BATCH, |m| tx.send(m).is_ok());
+    tandem_core::plan::run_batched(&mut **conn, r, BATCH, |m| {
+        let rows = m.as_ref().map_or(0, |b| b.len() as i64);
+        buffered.produced(rows);
+        match tx.try_send(m) {
+            Ok(()) => true,
+            Err(TrySendError::Full(m)) => {
+                let full = Instant::now();
+                let sent = tx.send(m).is_ok();
+                waited += full.elapsed();
+                sent
+            }
+            Err(TrySendError::Disconnected(_)) => false,
+        }
+    });
+    waited
 }
 
 impl<T: FromRow> Iterator for RowStream<'_, T> {
@@ -110,7 +143,10 @@ impl<T: FromRow> Iterator for RowStream<'_, T> {
             }
             let msg = self.rx.as_ref()?.recv();
             match msg {
-                Ok(Ok(batch)) => self.current = batch.into_iter(),
+                Ok(Ok(batch)) => {
+                    self.buffered.consumed(batch.len() as i64);
+                    self.current = batch.into_iter();
+                }
                 Ok(Err(e)) => {
                     self.close();
                     return Some(Err(e));

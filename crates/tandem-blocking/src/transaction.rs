@@ -4,6 +4,7 @@
 use std::cell::{Cell, RefCell};
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 
+use tandem_core::observe::TxSpan;
 use tandem_core::plan::{Done, Outcome, Plan, Step};
 use tandem_core::{Error, Holder, Result, TxOptions, tx};
 use tandem_pool::Permit;
@@ -22,15 +23,25 @@ pub struct Transaction {
     opts: TxOptions,
     /// Set once COMMIT or ROLLBACK ran; a transaction dropped before that is rolled back.
     ended: Cell<bool>,
+    /// Its span (see `tandem_core::observe`): entered while its statements run, ended with its outcome.
+    span: RefCell<TxSpan>,
     /// A hand-begun writer's turn at the database's writer gate (a SQLite file), kept to the end.
     _turn: Option<Permit>,
 }
 
 impl Transaction {
-    /// BEGIN on `conn` with `opts`; `turn` is the writer gate's, kept until the transaction ends.
-    pub(crate) fn begin(mut conn: Pooled, opts: &TxOptions, turn: Option<Permit>) -> Result<Self> {
+    /// BEGIN on `conn` with `opts`, as attempt `attempt` (1-based) of a transaction a retry loop runs; `turn`
+    /// is the writer gate's, kept until the transaction ends.
+    pub(crate) fn begin(
+        mut conn: Pooled,
+        opts: &TxOptions,
+        turn: Option<Permit>,
+        attempt: u32,
+    ) -> Result<Self> {
         conn.health.retriable_seen = false;
+        let span = TxSpan::begin(&conn.observer, opts, attempt);
         let tx = Transaction {
+            span: RefCell::new(span),
             dialect: conn.dialect(),
             slot: RefCell::new(Some(conn)),
             depth: Cell::new(0),
@@ -43,6 +54,7 @@ impl Transaction {
                 // Nothing to roll back (the pool ends a SQLite transaction left open as it takes the
                 // connection back).
                 tx.ended.set(true);
+                tx.span.borrow_mut().failed();
                 return Err(e);
             }
         }
@@ -53,18 +65,19 @@ impl Transaction {
     pub(crate) fn run_closure<T, E: From<Error>>(
         conn: Pooled,
         opts: &TxOptions,
+        attempt: u32,
         f: &mut dyn FnMut(&Transaction) -> Result<T, E>,
     ) -> (Result<T, E>, bool) {
-        let span = tracing::debug_span!("transaction", dialect = %conn.dialect());
-        let _enter = span.enter();
-        let tx = match Transaction::begin(conn, opts, None) {
+        let tx = match Transaction::begin(conn, opts, None, attempt) {
             Ok(tx) => tx,
             Err(e) => {
                 let retriable = e.is_retriable();
                 return (Err(e.into()), retriable);
             }
         };
-        let result = match catch_unwind(AssertUnwindSafe(|| f(&tx))) {
+        // The closure's own work (its logs, its spans) is inside the transaction's span too.
+        let span = tx.span.borrow().span().clone();
+        let result = match catch_unwind(AssertUnwindSafe(|| span.in_scope(|| f(&tx)))) {
             Ok(Ok(value)) => tx.end(true).map(|()| value).map_err(E::from),
             Ok(Err(e)) => {
                 let _ = tx.end(false);
@@ -109,6 +122,7 @@ impl Transaction {
             closing.record(self.simple(&sql));
         }
         let (result, over) = closing.finish(open);
+        self.span.borrow_mut().end(commit, &result);
         if !over {
             let _ = self.with_conn(|c| {
                 c.health.broken = true;
@@ -118,7 +132,10 @@ impl Transaction {
         result
     }
 
+    /// Runs `f` on the connection, inside the transaction's span.
     pub(crate) fn with_conn<R>(&self, f: impl FnOnce(&mut Conn) -> Result<R>) -> Result<R> {
+        let span = self.span.borrow();
+        let _in = span.span().enter();
         crate::slot::with_slot(&self.slot, Holder::Transaction, f)
     }
 
@@ -131,7 +148,11 @@ impl Transaction {
         self.dialect
     }
 
+    /// A stream on the transaction's connection; its producer's statement is a child of the transaction's
+    /// span.
     pub(crate) fn stream<T>(&self, r: tandem_sql::Rendered) -> Result<RowStream<'_, T>> {
+        let span = self.span.borrow();
+        let _in = span.span().enter();
         crate::slot::stream_from_slot(&self.slot, Holder::Transaction, r)
     }
 

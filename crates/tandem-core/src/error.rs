@@ -287,6 +287,37 @@ impl Error {
         }
     }
 
+    /// The variant in snake case (`pool_timeout`, `decode`, `fenced`, …), for errors that are not the
+    /// database's (those have [`DbErrorKind::name`]).
+    pub fn variant_name(&self) -> &'static str {
+        match self {
+            Error::Sql(_) => "sql",
+            Error::Database(_) => "database",
+            Error::Fenced { .. } => "fenced",
+            Error::PoolTimeout { .. } => "pool_timeout",
+            Error::PoolSaturated { .. } => "pool_saturated",
+            Error::ConnectTimeout { .. } => "connect_timeout",
+            Error::Tls { .. } => "tls",
+            Error::PoolWarmUp { .. } => "pool_warm_up",
+            Error::NotFound { .. } => "not_found",
+            Error::RowNotFound => "row_not_found",
+            Error::InvalidUrl { .. } => "invalid_url",
+            Error::Panicked { .. } => "panicked",
+            Error::Unsupported { .. } => "unsupported",
+            Error::Decode { .. } => "decode",
+            Error::Cancelled(_) => "cancelled",
+            Error::Internal(_) => "internal",
+            Error::InUse(_) => "in_use",
+            Error::StreamOpen(_) => "stream_open",
+            Error::NoConnection => "no_connection",
+            Error::StandbyEngine { .. } => "standby_engine",
+            Error::StandbyAlreadySet => "standby_already_set",
+            Error::Thread { .. } => "thread",
+            Error::RollbackAfterCommit { .. } => "rollback_after_commit",
+            Error::Usage(_) => "usage",
+        }
+    }
+
     /// The database error kind, if this is a database error.
     pub fn kind(&self) -> Option<DbErrorKind> {
         match self {
@@ -452,6 +483,31 @@ pub enum DbErrorKind {
 }
 
 impl DbErrorKind {
+    /// The kind in snake case (`unique_violation`, `deadlock`, `no_answer`, …): the `error.kind` of a span
+    /// and the `error_kind` label of a metric.
+    pub fn name(self) -> &'static str {
+        match self {
+            DbErrorKind::UniqueViolation => "unique_violation",
+            DbErrorKind::ForeignKeyViolation => "foreign_key_violation",
+            DbErrorKind::NotNullViolation => "not_null_violation",
+            DbErrorKind::CheckViolation => "check_violation",
+            DbErrorKind::DataTooLong => "data_too_long",
+            DbErrorKind::InvalidValue => "invalid_value",
+            DbErrorKind::SerializationFailure => "serialization_failure",
+            DbErrorKind::Deadlock => "deadlock",
+            DbErrorKind::LockTimeout => "lock_timeout",
+            DbErrorKind::StatementTimeout => "statement_timeout",
+            DbErrorKind::Busy => "busy",
+            DbErrorKind::ConnectionLost => "connection_lost",
+            DbErrorKind::NoAnswer => "no_answer",
+            DbErrorKind::AuthenticationFailed => "authentication_failed",
+            DbErrorKind::UnknownDatabase => "unknown_database",
+            DbErrorKind::InvalidStatement => "invalid_statement",
+            DbErrorKind::NodeUnavailable => "node_unavailable",
+            DbErrorKind::Other => "other",
+        }
+    }
+
     /// Whether a whole-transaction retry may succeed.
     pub fn is_retriable(self) -> bool {
         matches!(

@@ -10,6 +10,7 @@
 //! - [`repo`]: the repository method set as plans, with its option and page types.
 //! - [`copy`]: PostgreSQL's binary COPY payload.
 //! - `tls` (feature `tls`): TLS failures classified, root certificate files read, for every driver.
+//! - [`observe`]: the spans and metrics both executors emit, with the same names and fields.
 //! - [`ddl`]: the MySQL collation `create_table` uses, as the server offers it.
 //!
 //! Both executors run the same plans and the same transaction statements, so a repository call means the same
@@ -20,6 +21,7 @@ pub mod copy;
 pub mod ddl;
 pub mod error;
 pub mod hosts;
+pub mod observe;
 pub mod options;
 pub mod plan;
 pub mod repo;

@@ -19,7 +19,8 @@ pub enum Isolation {
 }
 
 impl Isolation {
-    fn sql(self) -> &'static str {
+    /// The level as SQL spells it (`READ COMMITTED`, …).
+    pub fn sql(self) -> &'static str {
         match self {
             Isolation::ReadUncommitted => "READ UNCOMMITTED",
             Isolation::ReadCommitted => "READ COMMITTED",
@@ -305,22 +306,29 @@ impl Closing {
 /// leaves the work's error as the one reported). The flag says whether the transaction is over for sure;
 /// when it is not, the connection must not be reused. The one sequence of every synchronous path (the
 /// blocking executor's, and the async executor's SQLite worker threads).
+///
+/// The transaction's statements run inside `span` (entered here), which records the outcome.
 pub fn run_atomically<C: crate::plan::Runner + ?Sized, R>(
     conn: &mut C,
     dialect: Dialect,
     opts: &TxOptions,
+    span: &mut crate::observe::TxSpan,
     work: impl FnOnce(&mut C) -> crate::Result<R>,
 ) -> (crate::Result<R>, bool) {
+    let entered = span.span().clone();
+    let _in = entered.enter();
     let work = begin(dialect, opts)
         .iter()
         .try_for_each(|sql| conn.simple(sql))
         .and_then(|()| work(conn));
-    let mut closing = Closing::new(dialect, opts, work.is_ok());
+    let committing = work.is_ok();
+    let mut closing = Closing::new(dialect, opts, committing);
     while let Some(sql) = closing.next(|| conn.in_transaction()) {
         let result = conn.simple(&sql);
         closing.record(result);
     }
     let (ended, over) = closing.finish(|| conn.in_transaction());
+    span.end(committing, &ended);
     (work.and_then(|value| ended.map(|()| value)), over)
 }
 
@@ -362,6 +370,17 @@ pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn test_span(dialect: Dialect) -> crate::observe::TxSpan {
+        let url = match dialect {
+            Dialect::Sqlite => "sqlite::memory:",
+            Dialect::Postgres => "postgres://127.0.0.1/test",
+            Dialect::MySql => "mysql://127.0.0.1/test",
+        };
+        let options = crate::ConnectOptions::parse(url).expect("a valid URL");
+        let observer = crate::observe::Observer::new(crate::observe::Side::Blocking, &options);
+        crate::observe::TxSpan::begin(&observer, &TxOptions::default(), 1)
+    }
 
     /// A connection whose plain statements fail as told, and that logs what it was sent.
     struct Scripted {
@@ -416,20 +435,36 @@ mod tests {
     fn run_atomically_ends_every_transaction_it_can() {
         let opts = TxOptions::default();
         let mut c = scripted(&[], None);
-        let (r, over) = run_atomically(&mut c, Dialect::Postgres, &opts, |_| Ok(7));
+        let (r, over) = run_atomically(
+            &mut c,
+            Dialect::Postgres,
+            &opts,
+            &mut test_span(Dialect::Postgres),
+            |_| Ok(7),
+        );
         assert_eq!((r.unwrap(), over), (7, true));
         assert_eq!(c.sent, ["BEGIN", "COMMIT"]);
 
         let mut c = scripted(&[], None);
-        let (r, over) = run_atomically(&mut c, Dialect::Postgres, &opts, |_| {
-            Err::<(), _>(Error::RowNotFound)
-        });
+        let (r, over) = run_atomically(
+            &mut c,
+            Dialect::Postgres,
+            &opts,
+            &mut test_span(Dialect::Postgres),
+            |_| Err::<(), _>(Error::RowNotFound),
+        );
         assert!(matches!(r, Err(Error::RowNotFound)) && over);
         assert_eq!(c.sent, ["BEGIN", "ROLLBACK"]);
 
         // COMMIT refused (busy), ROLLBACK works: the COMMIT's error, retriable; the transaction is over.
         let mut c = scripted(&["COMMIT"], None);
-        let (r, over) = run_atomically(&mut c, Dialect::Postgres, &opts, |_| Ok(()));
+        let (r, over) = run_atomically(
+            &mut c,
+            Dialect::Postgres,
+            &opts,
+            &mut test_span(Dialect::Postgres),
+            |_| Ok(()),
+        );
         let e = r.unwrap_err();
         assert!(
             matches!(e, Error::Database(_)) && e.is_retriable() && over,
@@ -439,7 +474,13 @@ mod tests {
 
         // Both refused: both kept, the COMMIT's kind decides, the COMMIT is the source; not over.
         let mut c = scripted(&["COMMIT", "ROLLBACK"], None);
-        let (r, over) = run_atomically(&mut c, Dialect::Postgres, &opts, |_| Ok(()));
+        let (r, over) = run_atomically(
+            &mut c,
+            Dialect::Postgres,
+            &opts,
+            &mut test_span(Dialect::Postgres),
+            |_| Ok(()),
+        );
         let e = r.unwrap_err();
         assert!(!over);
         assert!(e.is_retriable(), "{e}");
@@ -455,7 +496,13 @@ mod tests {
 
         // A driver that knows the failed COMMIT ended the transaction: no ROLLBACK is sent.
         let mut c = scripted(&["COMMIT"], Some(false));
-        let (r, over) = run_atomically(&mut c, Dialect::Sqlite, &opts, |_| Ok(()));
+        let (r, over) = run_atomically(
+            &mut c,
+            Dialect::Sqlite,
+            &opts,
+            &mut test_span(Dialect::Sqlite),
+            |_| Ok(()),
+        );
         assert!(r.is_err() && over);
         assert_eq!(c.sent, ["BEGIN IMMEDIATE", "COMMIT"]);
     }

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use crate::config::PoolConfig;
 use crate::gate::{AdmissionError, Gate, GateConfig, Permit};
 use crate::losses::LossClock;
+use tandem_core::observe::PoolGauges;
 
 /// Admission control and metrics for one pool.
 pub struct Admission {
@@ -18,6 +19,7 @@ pub struct Admission {
     max_size: u32,
     created: Arc<AtomicU64>,
     losses: Arc<LossClock>,
+    gauges: Arc<PoolGauges>,
 }
 
 impl std::fmt::Debug for Admission {
@@ -25,6 +27,23 @@ impl std::fmt::Debug for Admission {
         f.debug_struct("Admission")
             .field("gate", &self.gate.as_ref().map(Gate::config))
             .finish()
+    }
+}
+
+/// A connection counted in use (see [`Admission::checked_out`]); dropped when it goes back, it counts it
+/// idle again until the next checkout reads the pool's own counts.
+pub struct InUse(Arc<PoolGauges>);
+
+impl Drop for InUse {
+    fn drop(&mut self) {
+        self.0.in_use.decrement(1.0);
+        self.0.idle.increment(1.0);
+    }
+}
+
+impl std::fmt::Debug for InUse {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("InUse")
     }
 }
 
@@ -65,22 +84,53 @@ pub struct PoolMetrics {
 }
 
 impl Admission {
-    /// Admission for a pool with these settings.
+    /// Admission for a pool with these settings, recording no metrics.
     pub fn new(config: &PoolConfig) -> Admission {
+        Admission::observed(config, PoolGauges::none())
+    }
+
+    /// Admission for a pool with these settings that records the pool's metrics in `gauges` (see
+    /// `tandem_core::observe`): the waiting gauge, timeouts and rejections here; checkouts, the acquire
+    /// wait and the connection counts through [`Admission::checked_out`].
+    pub fn observed(config: &PoolConfig, gauges: PoolGauges) -> Admission {
         let max_size = config.effective_max_size();
         Admission {
             gate: config.max_pending.map(|pending| {
-                Gate::new(GateConfig {
-                    max_size: max_size as usize,
-                    max_pending: pending as usize,
-                    timeout: config.acquire_timeout,
-                })
+                Gate::observed(
+                    GateConfig {
+                        max_size: max_size as usize,
+                        max_pending: pending as usize,
+                        timeout: config.acquire_timeout,
+                    },
+                    gauges.waiting.clone(),
+                )
             }),
             timeout: config.acquire_timeout,
             max_size,
             created: Arc::new(AtomicU64::new(0)),
             losses: Arc::new(LossClock::new()),
+            gauges: Arc::new(gauges),
         }
+    }
+
+    /// Records a checkout: the acquire waited `waited` in all (admission and pool); the pool has `open`
+    /// connections, `idle` of them idle, now that this one is taken. The guard counts the connection in
+    /// use until it is dropped (put it where the connection goes back to the pool).
+    pub fn checked_out(&self, waited: Duration, open: u32, idle: u32) -> InUse {
+        let g = &self.gauges;
+        g.acquire_wait.record(waited.as_secs_f64());
+        g.connections(open, idle);
+        g.in_use.increment(1.0);
+        InUse(self.gauges.clone())
+    }
+
+    fn counted<T>(&self, result: Result<T, AdmissionError>) -> Result<T, AdmissionError> {
+        match &result {
+            Err(AdmissionError::Timeout { .. }) => self.gauges.timeouts.increment(1),
+            Err(AdmissionError::Saturated { .. }) => self.gauges.rejected.increment(1),
+            Ok(_) => {}
+        }
+        result
     }
 
     /// When the pool last saw a connection die (see [`LossClock`]).
@@ -95,14 +145,14 @@ impl Admission {
 
     /// Waits (blocking this thread) for admission; `None` when admission control is off.
     pub fn acquire_blocking(&self) -> Result<Option<Permit>, AdmissionError> {
-        self.gate.as_ref().map(Gate::acquire_blocking).transpose()
+        self.counted(self.gate.as_ref().map(Gate::acquire_blocking).transpose())
     }
 
     /// [`Admission::acquire_blocking`], with how long the acquire waited for admission: zero when it was
     /// admitted at once (or admission control is off), and then no clock was read.
     pub fn acquire_blocking_waited(&self) -> Result<(Option<Permit>, Duration), AdmissionError> {
         match &self.gate {
-            Some(g) => g.acquire_blocking_waited().map(|(p, w)| (Some(p), w)),
+            Some(g) => self.counted(g.acquire_blocking_waited().map(|(p, w)| (Some(p), w))),
             None => Ok((None, Duration::ZERO)),
         }
     }
@@ -111,7 +161,7 @@ impl Admission {
     /// gives its place in the queue up.
     pub async fn acquire(&self) -> Result<Option<Permit>, AdmissionError> {
         match &self.gate {
-            Some(g) => g.acquire().await.map(Some),
+            Some(g) => self.counted(g.acquire().await.map(Some)),
             None => Ok(None),
         }
     }
@@ -123,6 +173,7 @@ impl Admission {
 
     /// The timeout error for an acquire that began at `started` and got no connection from the pool.
     pub fn timed_out(&self, started: Instant) -> AdmissionError {
+        self.gauges.timeouts.increment(1);
         AdmissionError::Timeout {
             waited: started.elapsed(),
             max_size: self.max_size as usize,

@@ -119,6 +119,8 @@ struct Inner {
     folded: AtomicU64,
     config: GateConfig,
     state: Mutex<State>,
+    /// The `tandem_pool_waiting` gauge, set whenever the queue's length changes (under the lock).
+    waiting: metrics::Gauge,
 }
 
 /// Bits of `word` that hold the free permits: a gate admits at most 2^20 − 1 at once.
@@ -183,6 +185,7 @@ impl Inner {
         while !state.queue.is_empty() && self.take_available() {
             let (_, waiter) = state.queue.pop_front().expect("not empty");
             self.queued.store(state.queue.len(), SeqCst);
+            self.waiting.set(state.queue.len() as f64);
             let permit = Permit {
                 gate: Some(self.clone()),
             };
@@ -261,6 +264,11 @@ enum Entry<W> {
 impl Gate {
     /// A gate with `config.max_size` permits.
     pub fn new(config: GateConfig) -> Gate {
+        Gate::observed(config, metrics::Gauge::noop())
+    }
+
+    /// A gate that keeps the `waiting` gauge at its queue's length.
+    pub fn observed(config: GateConfig, waiting: metrics::Gauge) -> Gate {
         Gate {
             inner: Arc::new(Inner {
                 word: AtomicU64::new(config.max_size.min(AVAILABLE_MASK as usize) as u64),
@@ -275,6 +283,7 @@ impl Gate {
                     rejected: 0,
                     waits: VecDeque::new(),
                 }),
+                waiting,
             }),
         }
     }
@@ -318,6 +327,7 @@ impl Gate {
         let (w, mine) = waiter();
         state.queue.push_back((id, w));
         inner.queued.store(state.queue.len(), SeqCst);
+        inner.waiting.set(state.queue.len() as f64);
         // A permit freed while `queued` still read 0 went to the free count: hand it over now.
         inner.hand_over(&mut state);
         Ok(Entry::Wait(id, mine))
@@ -344,6 +354,7 @@ impl Gate {
             Some(pos) => {
                 state.queue.remove(pos);
                 inner.queued.store(state.queue.len(), SeqCst);
+                inner.waiting.set(state.queue.len() as f64);
                 true
             }
             None => false,

@@ -31,7 +31,7 @@ mod gate;
 mod losses;
 mod writer;
 
-pub use admission::{Admission, PoolMetrics};
+pub use admission::{Admission, InUse, PoolMetrics};
 pub use config::{PoolConfig, warm_up_size};
 pub use gate::{AdmissionError, Counters, Gate, GateConfig, GateMetrics, Permit};
 pub use losses::{ConnHealth, LossClock};

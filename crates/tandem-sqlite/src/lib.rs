@@ -188,12 +188,20 @@ impl Connection {
         let Connection(conn, kept, _) = self;
         let mut stmt = conn.prepare_cached(sql).map_err(error)?;
         bind(&mut stmt).map_err(error)?;
+        // `sqlite3_changes` keeps the count of the last INSERT, UPDATE or DELETE: a statement that is none
+        // of these (DDL, a SELECT) would report that one's rows. The running total tells whether this
+        // statement changed any.
+        let before = conn.total_changes();
+        let affected = |conn: &rusqlite::Connection| match conn.total_changes() == before {
+            true => 0,
+            false => conn.changes(),
+        };
         let width = stmt.column_count();
         if width == 0 {
-            let affected = stmt.raw_execute().map_err(error)? as u64;
+            stmt.raw_execute().map_err(error)?;
             drop(stmt);
             return Ok(Done {
-                affected,
+                affected: affected(conn),
                 last_insert_id: Some(conn.last_insert_rowid()),
                 key_step: None,
             });
@@ -218,7 +226,7 @@ impl Connection {
         drop(rows);
         drop(stmt);
         Ok(Done {
-            affected: conn.changes(),
+            affected: affected(conn),
             last_insert_id: None,
             key_step: None,
         })
@@ -413,6 +421,35 @@ mod tests {
             .unwrap();
         assert!(done.is_some(), "no lock, an answer");
         assert_eq!(seen, Some(8), "the other connection's write, read");
+    }
+
+    /// A statement that is not an INSERT, UPDATE or DELETE affects no rows, whatever the last write did
+    /// (SQLite's own `changes()` keeps that one's count); a write reports its own.
+    #[test]
+    fn only_writes_report_affected_rows() {
+        let mut conn =
+            Connection::open(&ConnectOptions::parse("sqlite::memory:").unwrap()).unwrap();
+        let mut affected = |sql: &str| {
+            let r = tandem_sql::raw(sql, vec![])
+                .render(Dialect::Sqlite)
+                .unwrap();
+            conn.run(&r, &mut |_| Ok(true)).unwrap().affected
+        };
+        assert_eq!(affected("CREATE TABLE t (a INTEGER)"), 0);
+        assert_eq!(affected("INSERT INTO t VALUES (1), (2), (3)"), 3);
+        assert_eq!(
+            affected("CREATE INDEX t_a ON t (a)"),
+            0,
+            "DDL after a write"
+        );
+        assert_eq!(
+            affected("SELECT a FROM t WHERE a > 5"),
+            0,
+            "a read after a write"
+        );
+        assert_eq!(affected("UPDATE t SET a = a + 1 WHERE a > 1"), 2);
+        assert_eq!(affected("UPDATE t SET a = 0 WHERE a > 100"), 0);
+        assert_eq!(affected("DELETE FROM t RETURNING a"), 3, "rows and a count");
     }
 
     /// Rows of statements with the same column names share one list; a renamed column is seen at once.

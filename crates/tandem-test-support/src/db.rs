@@ -83,6 +83,21 @@ impl TestDb {
     pub fn admin(&self) -> Option<&Database> {
         self.target.admin.as_ref()
     }
+
+    /// A runtime and an async pool on the same database, for work run on both executors.
+    pub fn async_twin(
+        &self,
+        config: PoolConfig,
+    ) -> (tokio::runtime::Runtime, tandem_async::Database) {
+        let rt = crate::harness::runtime();
+        let adb = rt
+            .block_on(tandem_async::Database::open(
+                self.target.options.clone(),
+                config,
+            ))
+            .expect("open the async twin");
+        (rt, adb)
+    }
 }
 
 /// A fresh schema (PostgreSQL), database (MariaDB) or file (SQLite) for test `name`. Panics, saying which

@@ -10,6 +10,7 @@
 //!   unreachable is reported *ignored* with the reason, and fails under `CI=true`.
 //! - [`pools`]: both executors' pools behind one face, for the pool tests.
 //! - [`proxy`]: a TCP proxy in front of a server that counts, forwards or holds connections.
+//! - [`spans`]: a `tracing` layer that keeps the spans tandem opens, to read a call's span tree.
 //! - [`events`]: a table of every date, time and UUID type.
 //! - [`schema`]: the users-and-orders schema the cross-crate tests (and the compile-fail cases) share, with
 //!   the error helpers the executor tests use.
@@ -22,6 +23,7 @@ pub mod pools;
 pub mod proxy;
 pub mod schema;
 pub mod servers;
+pub mod spans;
 
 #[cfg(feature = "testcontainers")]
 pub mod containers;

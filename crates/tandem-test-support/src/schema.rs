@@ -5,6 +5,16 @@
 // browser (and `tests/snippets.rs` checks the playground against the same declarations).
 include!("../../tandem-playground/snippets/schema.rs");
 
+/// A user to insert (its key is generated).
+pub fn user(name: &str, age: i32) -> User {
+    User {
+        id: 0,
+        name: name.into(),
+        age,
+        email: None,
+    }
+}
+
 /// Renders `stmt` for SQLite, PostgreSQL and MySQL, in that order; errors as `ERR: …`.
 pub fn sql3(stmt: &impl Render) -> [String; 3] {
     Dialect::ALL.map(|d| match stmt.render(d) {

@@ -355,3 +355,42 @@ mod tests {
         assert!(p.windows(2).all(|w| w[1].0 == w[0].1 + 1));
     }
 }
+
+/// The spans of a batch run, the same from both runners (see `tandem_core::observe` for the statement,
+/// transaction and checkout spans inside them): `batch.run` around the whole run, `batch.partition` around
+/// each partition (on its thread or in its task, a child of the run's), `batch.chunk` around each chunk's
+/// write (its transaction and statements inside).
+pub(crate) mod spans {
+    use tracing::Span;
+
+    use super::{BatchJob, ProcessedChunk, StepExecution};
+
+    /// `batch.run`: the job's name and the parallelism asked for.
+    pub(crate) fn run<S, T>(job: &BatchJob<S, T>) -> Span {
+        tracing::info_span!(
+            "batch.run",
+            job = %job.name,
+            parallelism = job.parallelism,
+            chunk_size = job.chunk_size
+        )
+    }
+
+    /// `batch.partition`: its step name and key range.
+    pub(crate) fn partition(step: &StepExecution) -> Span {
+        tracing::info_span!(
+            "batch.partition",
+            step = %step.step_name,
+            lo = step.partition_lo,
+            hi = step.partition_hi
+        )
+    }
+
+    /// `batch.chunk`: the rows it writes and the last source key it covers.
+    pub(crate) fn chunk<T>(chunk: &ProcessedChunk<T>) -> Span {
+        tracing::info_span!(
+            "batch.chunk",
+            rows = chunk.rows.len(),
+            last_key = chunk.last_key
+        )
+    }
+}

@@ -8,6 +8,7 @@ use std::sync::{
 };
 use std::time::Duration;
 
+use tandem_core::observe::Observer;
 use tandem_core::{ConnectOptions, Error, Result};
 use tandem_sql::batch::BorrowedStatement;
 use tandem_sql::{Dialect, Rendered};
@@ -37,6 +38,8 @@ pub struct Conn {
     pub(crate) health: tandem_pool::ConnHealth,
     /// The server (none for SQLite): a call it left unanswered names it, and marks it silent.
     remote: Option<tandem_core::hosts::Remote>,
+    /// Where its statements report (spans, metrics; see `tandem_core::observe`).
+    pub(crate) observer: Observer,
 }
 
 /// Connect attempts given up on whose thread is still blocked in the driver (see [`bounded`]).
@@ -93,7 +96,11 @@ impl Conn {
         not(any(feature = "postgres", feature = "mysql")),
         allow(unused_variables)
     )]
-    pub(crate) fn open_one(opts: &ConnectOptions, timeout: Duration) -> Result<Conn> {
+    pub(crate) fn open_one(
+        opts: &ConnectOptions,
+        timeout: Duration,
+        observer: &Observer,
+    ) -> Result<Conn> {
         let driver = match opts.dialect {
             #[cfg(feature = "sqlite")]
             Dialect::Sqlite => Driver::Sqlite(Box::new(tandem_sqlite::Connection::open(opts)?)),
@@ -116,6 +123,7 @@ impl Conn {
             driver,
             health: tandem_pool::ConnHealth::default(),
             remote: tandem_core::hosts::Remote::of(opts),
+            observer: observer.clone(),
         })
     }
 
@@ -130,18 +138,22 @@ impl Conn {
         }
     }
 
-    /// Runs one statement, handing each row to `sink`.
+    /// Runs one statement, handing each row to `sink`, under its span (see `tandem_core::observe`).
     pub(crate) fn run(&mut self, r: &Rendered, sink: &mut Sink<'_>) -> Result<Done> {
-        let span = tracing::debug_span!("statement", sql = %r.sql, params = r.params.len());
-        let _enter = span.enter();
-        let result = match &mut self.driver {
-            #[cfg(feature = "sqlite")]
-            Driver::Sqlite(c) => tandem_core::Runner::run(&mut **c, r, sink),
-            #[cfg(feature = "postgres")]
-            Driver::Postgres(c) => postgres::run(c, r, sink),
-            #[cfg(feature = "mysql")]
-            Driver::MySql(c) => mysql::run(c, r, sink),
-        };
+        let driver = &mut self.driver;
+        let result = tandem_core::observe::observe_run(
+            &self.observer,
+            &r.sql,
+            |sink| match driver {
+                #[cfg(feature = "sqlite")]
+                Driver::Sqlite(c) => tandem_core::Runner::run(&mut **c, r, sink),
+                #[cfg(feature = "postgres")]
+                Driver::Postgres(c) => postgres::run(c, r, sink),
+                #[cfg(feature = "mysql")]
+                Driver::MySql(c) => mysql::run(c, r, sink),
+            },
+            sink,
+        );
         self.note(result)
     }
 
@@ -154,9 +166,8 @@ impl Conn {
         let mut affected = 0;
         for statement in statements {
             let statement = statement?;
-            let span = tracing::debug_span!("statement", sql = %statement.sql, params = statement.params.len());
-            let _enter = span.enter();
-            let result = match &mut self.driver {
+            let s = self.observer.statement(&statement.sql);
+            let result = s.span().in_scope(|| match &mut self.driver {
                 #[cfg(feature = "sqlite")]
                 Driver::Sqlite(c) => tandem_core::Runner::run_borrowed(&mut **c, &statement),
                 #[cfg(feature = "postgres")]
@@ -165,15 +176,29 @@ impl Conn {
                 }
                 #[cfg(feature = "mysql")]
                 Driver::MySql(c) => mysql::run(c, &statement.to_rendered(), &mut |_| Ok(true)),
-            };
+            });
+            s.finish(&result, result.as_ref().map_or(0, |d| d.affected));
             affected += self.note(result)?.affected;
         }
         Ok(affected)
     }
 
-    /// Runs a statement without parameters or rows (BEGIN, COMMIT, SAVEPOINT, pragmas).
+    /// Runs a statement without parameters or rows (BEGIN, COMMIT, SAVEPOINT, pragmas), under its span.
     pub(crate) fn simple(&mut self, sql: &str) -> Result<()> {
-        let result = match &mut self.driver {
+        let s = self.observer.statement(sql);
+        let result = s.span().in_scope(|| Self::simple_on(&mut self.driver, sql));
+        s.finish(&result, 0);
+        self.note(result)
+    }
+
+    /// A connection check (`SELECT 1` before reuse): not a statement of the application's, so no span.
+    pub(crate) fn ping(&mut self) -> Result<()> {
+        let result = Self::simple_on(&mut self.driver, "SELECT 1");
+        self.note(result)
+    }
+
+    fn simple_on(driver: &mut Driver, sql: &str) -> Result<()> {
+        match driver {
             #[cfg(feature = "sqlite")]
             Driver::Sqlite(c) => c.simple(sql),
             #[cfg(feature = "postgres")]
@@ -182,21 +207,23 @@ impl Conn {
             Driver::MySql(c) => {
                 ::mysql::prelude::Queryable::query_drop(c, sql).map_err(mysql::error)
             }
-        };
-        self.note(result)
+        }
     }
 
     /// PostgreSQL binary COPY of rows into a declared table.
     #[cfg_attr(not(feature = "postgres"), allow(unused_variables))]
     pub(crate) fn copy_in(&mut self, copy: &tandem_core::CopyIn) -> Result<u64> {
-        let result = match &mut self.driver {
+        let sql = copy.statement();
+        let s = self.observer.statement(&sql);
+        let result = s.span().in_scope(|| match &mut self.driver {
             #[cfg(feature = "postgres")]
             Driver::Postgres(c) => postgres::copy_in(c, copy),
             #[allow(unreachable_patterns)]
             _ => Err(Error::Internal(
                 "COPY is planned for PostgreSQL only".into(),
             )),
-        };
+        });
+        s.finish(&result, *result.as_ref().unwrap_or(&0));
         self.note(result)
     }
 
@@ -250,7 +277,7 @@ impl Conn {
             self.health.broken = true;
             return false;
         }
-        if self.simple("SELECT 1").is_ok() {
+        if self.ping().is_ok() {
             self.health.checked(stamp);
             return true;
         }

@@ -74,6 +74,10 @@ pub struct ConnectOptions {
     /// tried last by every host walk of the process (`host_recheck=`, like pgjdbc's `hostRecheckSeconds`;
     /// `0` to always walk in the written order). Default [`DEFAULT_HOST_RECHECK`].
     pub host_recheck: Duration,
+    /// Every engine: a statement that takes at least this long is logged at WARN with its text (never its
+    /// values) and counted in `tandem_statement_slow_total` (`slow_statement=`, same spelling as
+    /// `statement_timeout`; like sqlx's slow-statement log). None, the default: no such log.
+    pub slow_statement: Option<Duration>,
     /// SQLite: which driver the async executor uses (`?driver=rusqlite|sqlx`); the blocking executor always
     /// uses rusqlite.
     pub sqlite_driver: SqliteDriver,
@@ -209,6 +213,7 @@ impl ConnectOptions {
             lock_timeout: None,
             socket_timeout: Some(DEFAULT_SOCKET_TIMEOUT),
             host_recheck: DEFAULT_HOST_RECHECK,
+            slow_statement: None,
             sqlite_driver: SqliteDriver::default(),
             sqlite_worker_wait: WorkerWait::default(),
             tls: TlsMode::default(),
@@ -229,7 +234,8 @@ impl ConnectOptions {
                 }
                 (
                     _,
-                    "statement_timeout" | "lock_timeout" | "socket_timeout" | "host_recheck",
+                    "statement_timeout" | "lock_timeout" | "socket_timeout" | "host_recheck"
+                    | "slow_statement",
                 ) => {
                     let limit = time_limit(&value).ok_or_else(|| {
                         bad(&format!(
@@ -240,6 +246,7 @@ impl ConnectOptions {
                     match &*key {
                         "lock_timeout" => options.lock_timeout = limit,
                         "statement_timeout" => options.statement_timeout = limit,
+                        "slow_statement" => options.slow_statement = limit,
                         "socket_timeout" => {
                             options.socket_timeout = limit;
                             socket_timeout_given = true;
@@ -299,10 +306,10 @@ impl ConnectOptions {
                         if dialect == Dialect::Postgres {
                             "search_path, application_name, sslmode, sslrootcert, target_session_attrs, \
                              load_balance_hosts, statement_timeout, lock_timeout, socket_timeout, \
-                             host_recheck"
+                             host_recheck, slow_statement"
                         } else {
                             "ssl-mode, ssl-ca, load_balance_hosts, wsrep_sync_wait, statement_timeout, \
-                             lock_timeout, socket_timeout, host_recheck"
+                             lock_timeout, socket_timeout, host_recheck, slow_statement"
                         }
                     )));
                 }
@@ -321,7 +328,7 @@ impl ConnectOptions {
     }
 
     /// `sqlite::memory:`, `sqlite:path`, `sqlite://path`, `sqlite:///absolute/path`, with `?driver=`,
-    /// `?worker_wait=` and
+    /// `?worker_wait=`, `?slow_statement=` and
     /// sqlx's `?mode=rwc` (tandem always creates a missing file). A file path is not a network URL: the path
     /// is kept as written (percent-decoded), only the query goes through the url crate's form decoder.
     fn parse_sqlite(rest: &str, url: &str) -> std::result::Result<Self, String> {
@@ -329,6 +336,7 @@ impl ConnectOptions {
         let (path, query) = path.split_once('?').unwrap_or((path, ""));
         let mut sqlite_driver = SqliteDriver::default();
         let mut sqlite_worker_wait = WorkerWait::default();
+        let mut slow_statement = None;
         for (key, value) in url::form_urlencoded::parse(query.as_bytes()) {
             match (&*key, &*value) {
                 ("driver", "sqlx") => sqlite_driver = SqliteDriver::Sqlx,
@@ -337,6 +345,14 @@ impl ConnectOptions {
                 ("worker_wait", "poll") => sqlite_worker_wait = WorkerWait::Poll,
                 ("worker_wait", "park") => sqlite_worker_wait = WorkerWait::Park,
                 ("worker_wait", _) => return Err("worker_wait must be poll or park".into()),
+                ("slow_statement", value) => {
+                    slow_statement = time_limit(value).ok_or_else(|| {
+                        format!(
+                            "slow_statement={value} is not a time limit (milliseconds, or a number with ms, \
+                             s or min; 0 for none)"
+                        )
+                    })?
+                }
                 ("mode", "rwc") => {}
                 ("mode", other) => {
                     return Err(format!(
@@ -345,7 +361,7 @@ impl ConnectOptions {
                 }
                 (other, _) => {
                     return Err(format!(
-                        "unknown parameter {other:?} (known: driver, worker_wait, mode)"
+                        "unknown parameter {other:?} (known: driver, worker_wait, mode, slow_statement)"
                     ));
                 }
             }
@@ -372,6 +388,7 @@ impl ConnectOptions {
             lock_timeout: None,
             socket_timeout: None,
             host_recheck: Duration::ZERO,
+            slow_statement,
             sqlite_driver,
             sqlite_worker_wait,
             tls: TlsMode::Disable,

@@ -389,3 +389,20 @@ fn socket_timeout_and_host_recheck() {
         other => panic!("{other:?}"),
     }
 }
+
+#[test]
+fn slow_statement_threshold() {
+    let sqlite = ConnectOptions::parse("sqlite::memory:?slow_statement=250ms").unwrap();
+    assert_eq!(sqlite.slow_statement, Some(Duration::from_millis(250)));
+    let pg = ConnectOptions::parse("postgres://u@127.0.0.1/db?slow_statement=2s").unwrap();
+    assert_eq!(pg.slow_statement, Some(Duration::from_secs(2)));
+    let off = ConnectOptions::parse("mysql://u@127.0.0.1/db").unwrap();
+    assert_eq!(off.slow_statement, None, "off by default");
+    for bad in [
+        "sqlite::memory:?slow_statement=fast",
+        "postgres://u@127.0.0.1/db?slow_statement=-1",
+    ] {
+        let e = ConnectOptions::parse(bad).unwrap_err().to_string();
+        assert!(e.contains("slow_statement"), "{bad}: {e}");
+    }
+}

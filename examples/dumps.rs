@@ -1,0 +1,210 @@
+//! What an operator sees of a batch job stuck on a row lock, on each executor: a thread dump of the process
+//! (blocking), a tokio task dump (async), and beside each the spans open at that moment and the pool's
+//! metrics. The book's "Observing a stuck job" shows the trimmed output; `just dumps` reproduces it.
+//!
+//! ```text
+//! cargo run --example dumps -- blocking postgres://postgres@127.0.0.1:5432/test
+//! RUSTFLAGS="--cfg tokio_unstable" cargo run --example dumps --features tokio/taskdump -- async <url>
+//! ```
+//!
+//! The job is the essay's, two partitions, on PostgreSQL. Once its steps are recorded, another session
+//! locks their rows (`SELECT … FOR UPDATE` in an open transaction): the next checkpoint of each partition
+//! waits for that lock. After a second the example captures, then rolls the other session back and the
+//! job completes. The thread dump comes from `gdb` (or `eu-stack`, elfutils), attached to this process;
+//! the task dump from `Handle::dump`, which needs tokio built with `--cfg tokio_unstable` and its
+//! `taskdump` feature (Linux x86_64 and aarch64).
+
+use std::time::Duration;
+
+use tandem::batch::essay::{self, Source, benchmark_source, benchmark_target};
+use tandem::batch::model::{batch_job_execution, batch_step_execution};
+use tandem::blocking::{BatchOptions, Database, Executor as _};
+use tandem::prelude::*;
+use tandem_test_support::spans::{Collector, Node};
+use tracing::Instrument;
+
+const ROWS: usize = 20_000;
+
+fn reset(db: &Database) -> Result<(), Box<dyn std::error::Error>> {
+    for t in [
+        benchmark_target::table.drop_table(),
+        benchmark_source::table.drop_table(),
+        batch_job_execution::table.drop_table(),
+        batch_step_execution::table.drop_table(),
+    ] {
+        db.execute(&t)?;
+    }
+    db.create_table(&benchmark_source::table.create_table())?;
+    db.create_table(&benchmark_target::table.create_table())?;
+    db.repository::<Source>()
+        .batch_insert(&essay::seed_rows(ROWS), &BatchOptions::default())?;
+    Ok(())
+}
+
+/// Another session: waits for the job's steps, locks their rows, holds them until told, rolls back.
+fn blocker(
+    url: String,
+    release: std::sync::mpsc::Receiver<()>,
+    locked: std::sync::mpsc::Sender<()>,
+) {
+    let db = Database::connect(&url).expect("the blocker connects");
+    let steps = tandem::sql::raw("SELECT count(*) FROM batch_step_execution", vec![]);
+    loop {
+        if db.fetch_one::<(i64,)>(&steps).is_ok_and(|(n,)| n >= 2) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let tx = db
+        .begin(tandem::blocking::TxOptions::default())
+        .expect("BEGIN");
+    tx.execute(&tandem::sql::raw(
+        "SELECT id FROM batch_step_execution FOR UPDATE",
+        vec![],
+    ))
+    .expect("lock the step rows");
+    let _ = locked.send(());
+    let _ = release.recv();
+    tx.rollback().expect("ROLLBACK");
+}
+
+/// Prints the spans open now, one tree per outermost span.
+fn print_spans(collector: &Collector) {
+    fn print(n: &Node, depth: usize) {
+        let fields: Vec<String> = n
+            .span
+            .fields
+            .iter()
+            .filter(|(k, _)| !matches!(k.as_str(), "rows" | "duration_ms" | "error.kind"))
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        println!(
+            "{:indent$}{} {{{}}}  [thread {}]",
+            "",
+            n.span.name,
+            fields.join(", "),
+            n.span.thread,
+            indent = depth * 2
+        );
+        for c in &n.children {
+            print(c, depth + 1);
+        }
+    }
+    println!("== spans open now");
+    for tree in collector.open_now() {
+        print(&tree, 0);
+    }
+}
+
+/// Prints tandem's pool and statement series from the exporter.
+fn print_metrics(handle: &metrics_exporter_prometheus::PrometheusHandle) {
+    println!("== metrics now (tandem_pool_*, statement counts)");
+    for line in handle.render().lines() {
+        let pool = line.starts_with("tandem_pool_") && !line.contains("quantile");
+        let statements = line.starts_with("tandem_statement_duration_seconds_count")
+            || line.starts_with("tandem_transactions_total");
+        if pool || statements {
+            println!("{line}");
+        }
+    }
+}
+
+/// The thread dump of this process, by a debugger attached to it.
+fn thread_dump() {
+    let pid = std::process::id().to_string();
+    println!("== thread dump (gdb -p {pid} -batch -ex \"thread apply all bt\")");
+    let out = std::process::Command::new("gdb")
+        .args(["-p", &pid, "-batch", "-ex", "thread apply all bt"])
+        .output()
+        .or_else(|_| {
+            println!("(no gdb: eu-stack -p {pid})");
+            std::process::Command::new("eu-stack")
+                .args(["-p", &pid])
+                .output()
+        });
+    match out {
+        Ok(out) => print!("{}", String::from_utf8_lossy(&out.stdout)),
+        Err(e) => println!("neither gdb nor eu-stack could run: {e}"),
+    }
+}
+
+#[cfg(tokio_unstable)]
+async fn task_dump() {
+    println!("== tokio task dump (Handle::dump)");
+    let dump = tokio::runtime::Handle::current().dump().await;
+    for (i, task) in dump.tasks().iter().enumerate() {
+        println!("-- task {i} ({:?})", task.id());
+        println!("{}", task.trace());
+    }
+}
+
+#[cfg(not(tokio_unstable))]
+async fn task_dump() {
+    println!("== tokio task dump: not in this build; run it with");
+    println!(
+        "   RUSTFLAGS=\"--cfg tokio_unstable\" cargo run --example dumps --features tokio/taskdump -- async <url>"
+    );
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let mut args = std::env::args().skip(1);
+    let side = args.next().unwrap_or_else(|| "blocking".into());
+    let url = args
+        .next()
+        .unwrap_or_else(|| "postgres://postgres@127.0.0.1:5432/test".into());
+    let collector = Collector::install();
+    let recorder = metrics_exporter_prometheus::PrometheusBuilder::new().build_recorder();
+    let handle = recorder.handle();
+    metrics::set_global_recorder(recorder)?;
+
+    let db = Database::connect(&url)?;
+    reset(&db)?;
+    let (release_tx, release) = std::sync::mpsc::channel();
+    let (locked_tx, locked) = std::sync::mpsc::channel();
+    let blocker = {
+        let url = url.clone();
+        std::thread::spawn(move || blocker(url, release, locked_tx))
+    };
+    let job = essay::job(2).sizes(500, 250);
+    let request = tracing::info_span!("request", side = %side);
+    match side.as_str() {
+        "blocking" => {
+            let runner = std::thread::Builder::new()
+                .name("job".into())
+                .spawn(move || request.in_scope(|| tandem::batch::blocking::run(&db, &job)))?;
+            locked.recv()?;
+            std::thread::sleep(Duration::from_secs(1));
+            print_spans(&collector);
+            print_metrics(&handle);
+            thread_dump();
+            release_tx.send(())?;
+            let report = runner.join().expect("the job thread")?;
+            println!("== job done: {} rows written", report.written);
+        }
+        "async" => {
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()?;
+            rt.block_on(async {
+                let adb = tandem::asynchronous::Database::connect(&url).await?;
+                let run = tokio::spawn(
+                    async move { tandem::batch::asynchronous::run(&adb, &job).await }
+                        .instrument(request),
+                );
+                tokio::task::spawn_blocking(move || locked.recv()).await??;
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                print_spans(&collector);
+                print_metrics(&handle);
+                task_dump().await;
+                release_tx.send(())?;
+                let report = run.await??;
+                println!("== job done: {} rows written", report.written);
+                Ok::<_, Box<dyn std::error::Error>>(())
+            })?;
+        }
+        other => return Err(format!("{other}: blocking or async").into()),
+    }
+    blocker.join().expect("the blocker thread");
+    Ok(())
+}
