@@ -135,7 +135,7 @@ dumps url="postgres://postgres@127.0.0.1:5432/test":
     mkdir -p target/dumps
     cargo run --example dumps -- blocking "{{url}}" | tee target/dumps/blocking.txt
     RUSTFLAGS="--cfg tokio_unstable" CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}/tokio-unstable" \
-        cargo run --example dumps --features tokio/taskdump -- async "{{url}}" | tee target/dumps/async.txt
+        cargo run --example dumps --features taskdump -- async "{{url}}" | tee target/dumps/async.txt
 
 # Point reads with no subscriber and no recorder, before the spans and metrics and after, in one run: the two
 # builds take turns (.ci/observe-ab; ~15 min with both servers). Writes docs/observe-ab.md.

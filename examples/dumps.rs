@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! cargo run --example dumps -- blocking postgres://postgres@127.0.0.1:5432/test
-//! RUSTFLAGS="--cfg tokio_unstable" cargo run --example dumps --features tokio/taskdump -- async <url>
+//! RUSTFLAGS="--cfg tokio_unstable" cargo run --example dumps --features taskdump -- async <url>
 //! ```
 //!
 //! The job is the essay's, two partitions, on PostgreSQL. Once its steps are recorded, another session
@@ -12,7 +12,7 @@
 //! waits for that lock. After a second the example captures, then rolls the other session back and the
 //! job completes. The thread dump comes from `gdb` (or `eu-stack`, elfutils), attached to this process;
 //! the task dump from `Handle::dump`, which needs tokio built with `--cfg tokio_unstable` and its
-//! `taskdump` feature (Linux x86_64 and aarch64).
+//! `taskdump` feature (this package's `taskdump` feature turns it on; Linux x86_64 and aarch64).
 
 use std::time::Duration;
 
@@ -128,7 +128,7 @@ fn thread_dump() {
     }
 }
 
-#[cfg(tokio_unstable)]
+#[cfg(all(tokio_unstable, feature = "taskdump"))]
 async fn task_dump() {
     println!("== tokio task dump (Handle::dump)");
     let dump = tokio::runtime::Handle::current().dump().await;
@@ -138,11 +138,11 @@ async fn task_dump() {
     }
 }
 
-#[cfg(not(tokio_unstable))]
+#[cfg(not(all(tokio_unstable, feature = "taskdump")))]
 async fn task_dump() {
     println!("== tokio task dump: not in this build; run it with");
     println!(
-        "   RUSTFLAGS=\"--cfg tokio_unstable\" cargo run --example dumps --features tokio/taskdump -- async <url>"
+        "   RUSTFLAGS=\"--cfg tokio_unstable\" cargo run --example dumps --features taskdump -- async <url>"
     );
 }
 

@@ -27,10 +27,12 @@ pub struct Item {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
+    // ANCHOR: install
     // 1. The recorder first: tandem registers its metrics when a database opens.
     let recorder = metrics_exporter_prometheus::PrometheusBuilder::new().build_recorder();
     let handle = recorder.handle();
     metrics::set_global_recorder(recorder)?;
+    // ANCHOR_END: install
 
     let dir = std::env::temp_dir().join(format!("tandem-prometheus-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;

@@ -295,8 +295,7 @@ impl Conn {
 
     /// Runs one statement, feeding rows to `sink`, under its span (see `tandem_core::observe`).
     pub(crate) async fn run<S: Sink>(&mut self, r: &Rendered, sink: &mut S) -> Result<Done> {
-        let observer = self.observer.clone();
-        let s = observer.statement(&r.sql);
+        let s = self.observer.statement(&r.sql);
         let mut counting = Counting { sink, rows: 0 };
         let result = self
             .run_unobserved(r, &mut counting)
@@ -306,7 +305,7 @@ impl Conn {
             Ok(done) if counting.rows == 0 => done.affected,
             _ => counting.rows,
         };
-        s.finish(&result, rows);
+        s.finish(&self.observer, &result, rows);
         result
     }
 
@@ -356,8 +355,7 @@ impl Conn {
             let mut rows = Vec::new();
             let here = worker.run_here(r, &mut kept(sink.keep(), &mut rows));
             if let Some(done) = here {
-                let observer = self.observer.clone();
-                let s = observer.statement_since(&r.sql, started);
+                let s = self.observer.statement_since(&r.sql, started);
                 let read = rows.len() as u64;
                 let result = match done {
                     Ok(done) => hand_over(rows, sink).await.map(|()| done),
@@ -367,7 +365,7 @@ impl Conn {
                     Ok(done) if read == 0 => done.affected,
                     _ => read,
                 };
-                s.finish(&result, n);
+                s.finish(&self.observer, &result, n);
                 return self.note(result);
             }
         }
@@ -376,13 +374,12 @@ impl Conn {
 
     /// A statement without parameters or rows (BEGIN, COMMIT, SAVEPOINT, pragmas), under its span.
     pub(crate) async fn simple(&mut self, sql: &str) -> Result<()> {
-        let observer = self.observer.clone();
-        let s = observer.statement(sql);
+        let s = self.observer.statement(sql);
         let result = self
             .simple_unobserved(sql)
             .instrument(s.span().clone())
             .await;
-        s.finish(&result, 0);
+        s.finish(&self.observer, &result, 0);
         result
     }
 
@@ -436,7 +433,7 @@ impl Conn {
         }
         .instrument(s.span().clone())
         .await;
-        s.finish(&result, *result.as_ref().unwrap_or(&0));
+        s.finish(&self.observer, &result, *result.as_ref().unwrap_or(&0));
         self.note(result)
     }
 

@@ -170,7 +170,7 @@ impl Database {
         };
         let chosen_at = admission.losses().stamp();
         let options_for_observer = options.clone();
-        Ok(Database {
+        let db = Database {
             inner: Arc::new(Inner {
                 pools,
                 admission,
@@ -184,7 +184,10 @@ impl Database {
                 standby: std::sync::OnceLock::new(),
                 observer: Observer::new(Side::Async, &options_for_observer),
             }),
-        })
+        };
+        // The size and idle gauges start from the warm pool's counts.
+        db.pool_metrics();
+        Ok(db)
     }
 
     /// The engine.
@@ -239,8 +242,10 @@ impl Database {
         let mut conn = self.acquire_unobserved().instrument(span.clone()).await?;
         let waited = started.elapsed();
         observe::checked_out(&span, waited);
-        let (open, idle) = self.pool_state();
-        conn.counted(self.inner.admission.checked_out(waited, open, idle));
+        // An acquire that waited may have seen the pool open or close connections: read its counts then.
+        let refresh = waited >= std::time::Duration::from_millis(1);
+        let admission = &self.inner.admission;
+        conn.counted(admission.checked_out(waited, refresh, || self.pool_state()));
         Ok(conn)
     }
 

@@ -124,6 +124,8 @@ impl Database {
             }),
         };
         db.warm_up()?;
+        // The size and idle gauges start from the warm pool's counts.
+        db.pool_metrics();
         Ok(db)
     }
 
@@ -275,7 +277,7 @@ impl Database {
         match self.take_idle() {
             Some(mut conn) => {
                 if conn.fit_for_use() {
-                    Ok(self.pooled(conn, permit, Duration::ZERO))
+                    Ok(self.pooled(conn, permit, Duration::ZERO, false))
                 } else {
                     Err(permit)
                 }
@@ -311,15 +313,17 @@ impl Database {
         None
     }
 
-    /// A connection checked out after waiting `waited`, counted in the pool's metrics.
+    /// A connection checked out after waiting `waited`, counted in the pool's metrics (which read the
+    /// pool's counts again after an acquire that had to wait: `refresh`).
     fn pooled(
         &self,
         conn: r2d2::PooledConnection<Manager>,
         permit: Option<Permit>,
         waited: Duration,
+        refresh: bool,
     ) -> Pooled {
-        let (open, idle) = self.pool_state();
-        let in_use = self.inner.admission.checked_out(waited, open, idle);
+        let admission = &self.inner.admission;
+        let in_use = admission.checked_out(waited, refresh, || self.pool_state());
         Pooled::new(conn, self.inner.homes.clone(), permit, in_use)
     }
 
@@ -352,7 +356,7 @@ impl Database {
             match home.map_or_else(|| self.inner.pool.get_timeout(wait), Ok) {
                 Ok(mut conn) => {
                     if conn.fit_for_use() {
-                        return Ok(self.pooled(conn, permit, started.elapsed()));
+                        return Ok(self.pooled(conn, permit, started.elapsed(), true));
                     }
                 }
                 // A connect timeout's worth of waiting: is the server there at all?

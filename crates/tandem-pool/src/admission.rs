@@ -31,7 +31,7 @@ impl std::fmt::Debug for Admission {
 }
 
 /// A connection counted in use (see [`Admission::checked_out`]); dropped when it goes back, it counts it
-/// idle again until the next checkout reads the pool's own counts.
+/// idle again (a connection closed instead is corrected by the next refresh).
 pub struct InUse(Arc<PoolGauges>);
 
 impl Drop for InUse {
@@ -113,13 +113,25 @@ impl Admission {
         }
     }
 
-    /// Records a checkout: the acquire waited `waited` in all (admission and pool); the pool has `open`
-    /// connections, `idle` of them idle, now that this one is taken. The guard counts the connection in
-    /// use until it is dropped (put it where the connection goes back to the pool).
-    pub fn checked_out(&self, waited: Duration, open: u32, idle: u32) -> InUse {
+    /// Records a checkout: the acquire waited `waited` in all (admission and pool). `counts` reads the
+    /// pool's connections, open and idle, now that this one is taken; it is called only when the pool may
+    /// have changed on its own (`refresh`: the acquire waited, or opened a connection) — a checkout that
+    /// took an idle connection at once counts one idle less instead, which costs nothing to read. The
+    /// guard counts the connection in use until it is dropped (put it where the connection goes back).
+    pub fn checked_out(
+        &self,
+        waited: Duration,
+        refresh: bool,
+        counts: impl FnOnce() -> (u32, u32),
+    ) -> InUse {
         let g = &self.gauges;
         g.acquire_wait.record(waited.as_secs_f64());
-        g.connections(open, idle);
+        if refresh {
+            let (open, idle) = counts();
+            g.connections(open, idle);
+        } else {
+            g.idle.decrement(1.0);
+        }
         g.in_use.increment(1.0);
         InUse(self.gauges.clone())
     }
@@ -180,8 +192,10 @@ impl Admission {
         }
     }
 
-    /// The snapshot, given what the driver pool reports: connections `open` and `idle`.
+    /// The snapshot, given what the driver pool reports: connections `open` and `idle` (which also set
+    /// the size and idle gauges).
     pub fn metrics(&self, open: u32, idle: u32) -> PoolMetrics {
+        self.gauges.connections(open, idle);
         let created = self.created.load(Ordering::Relaxed);
         let mut m = PoolMetrics {
             max_size: self.max_size,

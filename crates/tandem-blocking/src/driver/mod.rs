@@ -177,7 +177,11 @@ impl Conn {
                 #[cfg(feature = "mysql")]
                 Driver::MySql(c) => mysql::run(c, &statement.to_rendered(), &mut |_| Ok(true)),
             });
-            s.finish(&result, result.as_ref().map_or(0, |d| d.affected));
+            s.finish(
+                &self.observer,
+                &result,
+                result.as_ref().map_or(0, |d| d.affected),
+            );
             affected += self.note(result)?.affected;
         }
         Ok(affected)
@@ -187,7 +191,7 @@ impl Conn {
     pub(crate) fn simple(&mut self, sql: &str) -> Result<()> {
         let s = self.observer.statement(sql);
         let result = s.span().in_scope(|| Self::simple_on(&mut self.driver, sql));
-        s.finish(&result, 0);
+        s.finish(&self.observer, &result, 0);
         self.note(result)
     }
 
@@ -223,7 +227,7 @@ impl Conn {
                 "COPY is planned for PostgreSQL only".into(),
             )),
         });
-        s.finish(&result, *result.as_ref().unwrap_or(&0));
+        s.finish(&self.observer, &result, *result.as_ref().unwrap_or(&0));
         self.note(result)
     }
 
