@@ -109,23 +109,37 @@ fn print_metrics(handle: &metrics_exporter_prometheus::PrometheusHandle) {
     }
 }
 
-/// The thread dump of this process, by a debugger attached to it.
-fn thread_dump() {
+/// The thread dump of this process, by a debugger attached to it. Its output goes to a file, not a pipe:
+/// the debugger stops every thread of this process, the one that would read a pipe too, and a full
+/// pipe would then stop the debugger.
+fn thread_dump() -> Result<(), Box<dyn std::error::Error>> {
     let pid = std::process::id().to_string();
+    let file = std::env::temp_dir().join(format!("tandem-thread-dump-{pid}.txt"));
     println!("== thread dump (gdb -p {pid} -batch -ex \"thread apply all bt\")");
-    let out = std::process::Command::new("gdb")
-        .args(["-p", &pid, "-batch", "-ex", "thread apply all bt"])
-        .output()
-        .or_else(|_| {
-            println!("(no gdb: eu-stack -p {pid})");
-            std::process::Command::new("eu-stack")
-                .args(["-p", &pid])
-                .output()
-        });
-    match out {
-        Ok(out) => print!("{}", String::from_utf8_lossy(&out.stdout)),
-        Err(e) => println!("neither gdb nor eu-stack could run: {e}"),
+    let run = |program: &str, args: &[&str]| {
+        std::process::Command::new(program)
+            .args(args)
+            .stdout(std::fs::File::create(&file)?)
+            .stderr(std::process::Stdio::null())
+            .status()
+    };
+    // No symbol server: nothing is fetched from the network.
+    let gdb = [
+        "-p",
+        &pid,
+        "-batch",
+        "-iex",
+        "set debuginfod enabled off",
+        "-ex",
+        "thread apply all bt",
+    ];
+    if run("gdb", &gdb).is_err() {
+        println!("(no gdb: eu-stack -p {pid})");
+        run("eu-stack", &["-p", &pid])?;
     }
+    print!("{}", std::fs::read_to_string(&file)?);
+    std::fs::remove_file(&file)?;
+    Ok(())
 }
 
 #[cfg(all(tokio_unstable, feature = "taskdump"))]
@@ -176,7 +190,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             std::thread::sleep(Duration::from_secs(1));
             print_spans(&collector);
             print_metrics(&handle);
-            thread_dump();
+            thread_dump()?;
             release_tx.send(())?;
             let report = runner.join().expect("the job thread")?;
             println!("== job done: {} rows written", report.written);

@@ -125,6 +125,23 @@ fn run(dialect: Dialect) {
         settled(&text),
         "connections left in use or rows left buffered:\n{text}"
     );
+    // Every pool's gauges agree: open = idle + in use, and a pool that ran statements has one open.
+    for line in text.lines().filter(|l| l.starts_with("tandem_pool_size{")) {
+        let (series, size) = line.rsplit_once(' ').unwrap();
+        let labels = &series["tandem_pool_size".len()..];
+        let of = |name: &str| -> f64 {
+            let wanted = format!("{name}{labels} ");
+            let line = text.lines().find(|l| l.starts_with(&wanted));
+            line.and_then(|l| l.rsplit_once(' ')?.1.parse().ok())
+                .unwrap_or_else(|| panic!("no {wanted}in\n{text}"))
+        };
+        let size: f64 = size.parse().unwrap();
+        assert_eq!(
+            size,
+            of("tandem_pool_idle") + of("tandem_pool_in_use"),
+            "{labels}\n{text}"
+        );
+    }
     for executor in ["blocking", "async"] {
         let on = |more: &[&str]| -> Vec<String> {
             let mut l = vec![format!("executor=\"{executor}\""), system.clone()];

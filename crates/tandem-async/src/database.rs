@@ -185,8 +185,8 @@ impl Database {
                 observer: Observer::new(Side::Async, &options_for_observer),
             }),
         };
-        // The size and idle gauges start from the warm pool's counts.
-        db.pool_metrics();
+        // The size gauge starts from the warm pool's count.
+        db.inner.admission.gauges().open_now(db.pool_state().0);
         Ok(db)
     }
 
@@ -242,10 +242,9 @@ impl Database {
         let mut conn = self.acquire_unobserved().instrument(span.clone()).await?;
         let waited = started.elapsed();
         observe::checked_out(&span, waited);
-        // An acquire that waited may have seen the pool open or close connections: read its counts then.
-        let refresh = waited >= std::time::Duration::from_millis(1);
-        let admission = &self.inner.admission;
-        conn.counted(admission.checked_out(waited, refresh, || self.pool_state()));
+        // The driver pool opens and closes connections on its own: its count is read at each checkout.
+        let open = self.pool_state().0;
+        conn.counted(self.inner.admission.checked_out(waited, Some(open)));
         Ok(conn)
     }
 

@@ -107,6 +107,7 @@ impl Database {
                 connect_timeout: config.connect_timeout,
                 last_error: last_error.clone(),
                 observer: observer.clone(),
+                gauges: admission.gauges().clone(),
             });
         let db = Database {
             inner: Arc::new(Inner {
@@ -124,8 +125,6 @@ impl Database {
             }),
         };
         db.warm_up()?;
-        // The size and idle gauges start from the warm pool's counts.
-        db.pool_metrics();
         Ok(db)
     }
 
@@ -277,7 +276,7 @@ impl Database {
         match self.take_idle() {
             Some(mut conn) => {
                 if conn.fit_for_use() {
-                    Ok(self.pooled(conn, permit, Duration::ZERO, false))
+                    Ok(self.pooled(conn, permit, Duration::ZERO))
                 } else {
                     Err(permit)
                 }
@@ -313,17 +312,15 @@ impl Database {
         None
     }
 
-    /// A connection checked out after waiting `waited`, counted in the pool's metrics (which read the
-    /// pool's counts again after an acquire that had to wait: `refresh`).
+    /// A connection checked out after waiting `waited`, counted in the pool's metrics (the pool counts
+    /// the connections it opens and closes itself, see `Manager`).
     fn pooled(
         &self,
         conn: r2d2::PooledConnection<Manager>,
         permit: Option<Permit>,
         waited: Duration,
-        refresh: bool,
     ) -> Pooled {
-        let admission = &self.inner.admission;
-        let in_use = admission.checked_out(waited, refresh, || self.pool_state());
+        let in_use = self.inner.admission.checked_out(waited, None);
         Pooled::new(conn, self.inner.homes.clone(), permit, in_use)
     }
 
@@ -356,7 +353,7 @@ impl Database {
             match home.map_or_else(|| self.inner.pool.get_timeout(wait), Ok) {
                 Ok(mut conn) => {
                     if conn.fit_for_use() {
-                        return Ok(self.pooled(conn, permit, started.elapsed(), true));
+                        return Ok(self.pooled(conn, permit, started.elapsed()));
                     }
                 }
                 // A connect timeout's worth of waiting: is the server there at all?

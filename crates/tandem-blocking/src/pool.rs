@@ -22,6 +22,8 @@ pub(crate) struct Manager {
     pub(crate) last_error: LastError,
     /// What its connections report through.
     pub(crate) observer: tandem_core::observe::Observer,
+    /// The pool's gauges: each connection counts itself opened here and closed when dropped.
+    pub(crate) gauges: Arc<tandem_core::observe::PoolGauges>,
 }
 
 /// The connect failure a [`Manager`] saw last, shared with the database that reports it.
@@ -72,6 +74,7 @@ impl r2d2::ManageConnection for Manager {
         self.losses.note_reachable(true);
         self.created.fetch_add(1, Ordering::Relaxed);
         conn.health = tandem_pool::ConnHealth::new(Some(self.losses.clone()));
+        conn.count_in(&self.gauges);
         Ok(conn)
     }
 

@@ -234,8 +234,11 @@ fn labels(side: Side, dialect: Dialect) -> Vec<Label> {
 }
 
 /// The metric handles of one pool, registered when its database opens (with no recorder installed they
-/// do nothing, at the cost of a branch).
-#[derive(Clone, Debug)]
+/// do nothing, at the cost of a branch), and the two counts its gauges are set from: connections open
+/// (the blocking pool counts each one it opens and closes; the async one reads its driver pool's count at
+/// each checkout) and connections checked out (counted at checkout and return). Idle is the difference,
+/// so the three gauges always agree.
+#[derive(Debug)]
 pub struct PoolGauges {
     /// [`POOL_SIZE`]
     pub size: Gauge,
@@ -251,6 +254,8 @@ pub struct PoolGauges {
     pub timeouts: Counter,
     /// [`POOL_REJECTED`]
     pub rejected: Counter,
+    open: std::sync::atomic::AtomicI64,
+    busy: std::sync::atomic::AtomicI64,
 }
 
 impl PoolGauges {
@@ -270,6 +275,8 @@ impl PoolGauges {
             acquire_wait: metrics::histogram!(POOL_ACQUIRE_WAIT, l.clone()),
             timeouts: metrics::counter!(POOL_TIMEOUTS, l.clone()),
             rejected: metrics::counter!(POOL_REJECTED, l),
+            open: Default::default(),
+            busy: Default::default(),
         }
     }
 
@@ -283,13 +290,49 @@ impl PoolGauges {
             acquire_wait: Histogram::noop(),
             timeouts: Counter::noop(),
             rejected: Counter::noop(),
+            open: Default::default(),
+            busy: Default::default(),
         }
     }
 
-    /// Sets the size and idle gauges from a count of the pool's connections.
-    pub fn connections(&self, open: u32, idle: u32) {
-        self.size.set(open);
-        self.idle.set(idle);
+    fn publish(&self, open: i64, busy: i64) {
+        self.size.set(open as f64);
+        self.in_use.set(busy as f64);
+        self.idle.set((open - busy).max(0) as f64);
+    }
+
+    fn add(&self, open: i64, busy: i64) {
+        use std::sync::atomic::Ordering::Relaxed;
+        let o = self.open.fetch_add(open, Relaxed) + open;
+        let b = self.busy.fetch_add(busy, Relaxed) + busy;
+        self.publish(o, b);
+    }
+
+    /// A connection was opened.
+    pub fn opened(&self) {
+        self.add(1, 0);
+    }
+
+    /// A connection was closed.
+    pub fn closed(&self) {
+        self.add(-1, 0);
+    }
+
+    /// The driver pool says it holds `open` connections (for pools that cannot count their own).
+    pub fn open_now(&self, open: u32) {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.open.store(i64::from(open), Relaxed);
+        self.publish(i64::from(open), self.busy.load(Relaxed));
+    }
+
+    /// A connection was checked out.
+    pub fn checked_out(&self) {
+        self.add(0, 1);
+    }
+
+    /// A connection came back.
+    pub fn returned(&self) {
+        self.add(0, -1);
     }
 }
 

@@ -30,14 +30,12 @@ impl std::fmt::Debug for Admission {
     }
 }
 
-/// A connection counted in use (see [`Admission::checked_out`]); dropped when it goes back, it counts it
-/// idle again (a connection closed instead is corrected by the next refresh).
+/// A connection counted in use (see [`Admission::checked_out`]); dropped when it goes back.
 pub struct InUse(Arc<PoolGauges>);
 
 impl Drop for InUse {
     fn drop(&mut self) {
-        self.0.in_use.decrement(1.0);
-        self.0.idle.increment(1.0);
+        self.0.returned();
     }
 }
 
@@ -113,27 +111,22 @@ impl Admission {
         }
     }
 
-    /// Records a checkout: the acquire waited `waited` in all (admission and pool). `counts` reads the
-    /// pool's connections, open and idle, now that this one is taken; it is called only when the pool may
-    /// have changed on its own (`refresh`: the acquire waited, or opened a connection) — a checkout that
-    /// took an idle connection at once counts one idle less instead, which costs nothing to read. The
-    /// guard counts the connection in use until it is dropped (put it where the connection goes back).
-    pub fn checked_out(
-        &self,
-        waited: Duration,
-        refresh: bool,
-        counts: impl FnOnce() -> (u32, u32),
-    ) -> InUse {
+    /// Records a checkout that waited `waited` in all (admission and pool); `open`: the driver pool's
+    /// count of connections, for a pool that does not count its own (see `PoolGauges`). The guard counts
+    /// the connection in use until it is dropped (put it where the connection goes back).
+    pub fn checked_out(&self, waited: Duration, open: Option<u32>) -> InUse {
         let g = &self.gauges;
         g.acquire_wait.record(waited.as_secs_f64());
-        if refresh {
-            let (open, idle) = counts();
-            g.connections(open, idle);
-        } else {
-            g.idle.decrement(1.0);
+        if let Some(open) = open {
+            g.open_now(open);
         }
-        g.in_use.increment(1.0);
+        g.checked_out();
         InUse(self.gauges.clone())
+    }
+
+    /// The pool's metric handles, for its connections to count themselves opened and closed.
+    pub fn gauges(&self) -> &Arc<PoolGauges> {
+        &self.gauges
     }
 
     fn counted<T>(&self, result: Result<T, AdmissionError>) -> Result<T, AdmissionError> {
@@ -195,7 +188,6 @@ impl Admission {
     /// The snapshot, given what the driver pool reports: connections `open` and `idle` (which also set
     /// the size and idle gauges).
     pub fn metrics(&self, open: u32, idle: u32) -> PoolMetrics {
-        self.gauges.connections(open, idle);
         let created = self.created.load(Ordering::Relaxed);
         let mut m = PoolMetrics {
             max_size: self.max_size,

@@ -40,6 +40,16 @@ pub struct Conn {
     remote: Option<tandem_core::hosts::Remote>,
     /// Where its statements report (spans, metrics; see `tandem_core::observe`).
     pub(crate) observer: Observer,
+    /// The gauges of the pool it belongs to, which count it open until it is dropped.
+    pooled: Option<std::sync::Arc<tandem_core::observe::PoolGauges>>,
+}
+
+impl Drop for Conn {
+    fn drop(&mut self) {
+        if let Some(g) = &self.pooled {
+            g.closed();
+        }
+    }
 }
 
 /// Connect attempts given up on whose thread is still blocked in the driver (see [`bounded`]).
@@ -124,7 +134,14 @@ impl Conn {
             health: tandem_pool::ConnHealth::default(),
             remote: tandem_core::hosts::Remote::of(opts),
             observer: observer.clone(),
+            pooled: None,
         })
+    }
+
+    /// Counts this connection open in its pool's gauges, until it is dropped.
+    pub(crate) fn count_in(&mut self, gauges: &std::sync::Arc<tandem_core::observe::PoolGauges>) {
+        gauges.opened();
+        self.pooled = Some(gauges.clone());
     }
 
     pub(crate) fn dialect(&self) -> Dialect {
