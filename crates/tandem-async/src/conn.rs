@@ -12,7 +12,6 @@ use tandem_core::plan::{Done, Outcome, Step};
 use tandem_core::{DbError, Error, Result};
 use tandem_pool::{InUse, Permit};
 use tandem_sql::{Dialect, Rendered, Row};
-use tracing::Instrument;
 
 use crate::driver::{Backend, error};
 #[cfg(feature = "sqlite")]
@@ -297,10 +296,7 @@ impl Conn {
     pub(crate) async fn run<S: Sink>(&mut self, r: &Rendered, sink: &mut S) -> Result<Done> {
         let s = self.observer.statement(&r.sql);
         let mut counting = Counting { sink, rows: 0 };
-        let result = self
-            .run_unobserved(r, &mut counting)
-            .instrument(s.span().clone())
-            .await;
+        let result = in_span!(s.span(), self.run_unobserved(r, &mut counting));
         let rows = match &result {
             Ok(done) if counting.rows == 0 => done.affected,
             _ => counting.rows,
@@ -375,10 +371,7 @@ impl Conn {
     /// A statement without parameters or rows (BEGIN, COMMIT, SAVEPOINT, pragmas), under its span.
     pub(crate) async fn simple(&mut self, sql: &str) -> Result<()> {
         let s = self.observer.statement(sql);
-        let result = self
-            .simple_unobserved(sql)
-            .instrument(s.span().clone())
-            .await;
+        let result = in_span!(s.span(), self.simple_unobserved(sql));
         s.finish(&self.observer, &result, 0);
         result
     }
@@ -426,13 +419,11 @@ impl Conn {
         self.mid_statement = true;
         let (bound, pg) = (self.bound, Dialect::Postgres);
         let s = self.observer.statement(&sql);
-        let result = async {
+        let result = in_span!(s.span(), async {
             let mut copy = answer(bound, pg, c.copy_in_raw(&sql)).await?;
             answer(bound, pg, copy.send(payload)).await?;
             answer(bound, pg, copy.finish()).await
-        }
-        .instrument(s.span().clone())
-        .await;
+        });
         s.finish(&self.observer, &result, *result.as_ref().unwrap_or(&0));
         self.note(result)
     }
@@ -536,7 +527,7 @@ impl Conn {
             span.end(committing, &ended);
             Ok((outcomes, ended, over))
         };
-        let (outcomes, ended, over) = work.instrument(current).await?;
+        let (outcomes, ended, over) = in_span!(current, work)?;
         if over {
             self.in_transaction = false;
         }

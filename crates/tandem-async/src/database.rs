@@ -21,7 +21,6 @@ use crate::driver::error;
 use crate::executor::sealed::Discard;
 use crate::stream::RowStream;
 use crate::transaction::Transaction;
-use tracing::Instrument;
 
 use crate::connect::*;
 
@@ -239,7 +238,7 @@ impl Database {
     pub(crate) async fn acquire(&self) -> Result<Conn> {
         let span = observe::checkout_span(self.dialect());
         let started = Instant::now();
-        let mut conn = self.acquire_unobserved().instrument(span.clone()).await?;
+        let mut conn = in_span!(span, self.acquire_unobserved())?;
         let waited = started.elapsed();
         observe::checked_out(&span, waited);
         // The driver pool opens and closes connections on its own: its count is read at each checkout.
@@ -465,7 +464,7 @@ impl Database {
                 Err(e) => return Err(e.into()),
             };
             // The closure's own work (its logs, its spans) is inside the transaction's span too.
-            let result = match f(&tx).instrument(tx.span().clone()).await {
+            let result = match in_span!(tx.span(), f(&tx)) {
                 Ok(v) => tx.end(&opts, true).await.map(|()| v).map_err(E::from),
                 Err(e) => {
                     let _ = tx.end(&opts, false).await;

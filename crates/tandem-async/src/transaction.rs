@@ -9,7 +9,6 @@ use tandem_core::{Error, Result, TxOptions, tx};
 use tandem_pool::Permit;
 use tandem_sql::{Dialect, Rendered};
 use tokio::sync::{Mutex, MutexGuard};
-use tracing::Instrument;
 
 use crate::conn::Conn;
 use crate::slot::{Read, Slot, gone, lock_slot, run_in_slot, stream_from_slot};
@@ -61,7 +60,7 @@ impl Transaction {
         let mut span = TxSpan::begin(&conn.observer, opts, attempt());
         let current = span.span().clone();
         for sql in tx::begin(dialect, opts) {
-            if let Err(e) = conn.simple(&sql).instrument(current.clone()).await {
+            if let Err(e) = in_span!(current, conn.simple(&sql)) {
                 span.failed();
                 return Err(e);
             }
@@ -117,7 +116,7 @@ impl Transaction {
     async fn simple(&self, sql: &str) -> Result<()> {
         let mut slot = self.conn().await?;
         match &mut *slot {
-            Slot::Here(c) => c.simple(sql).instrument(self.current.clone()).await,
+            Slot::Here(c) => in_span!(self.current, c.simple(sql)),
             _ => Err(gone()),
         }
     }
@@ -176,7 +175,7 @@ impl Transaction {
         let Slot::Here(c) = &mut *slot else {
             return Err(gone());
         };
-        c.run_steps(steps).instrument(self.current.clone()).await
+        in_span!(self.current, c.run_steps(steps))
     }
 
     /// Runs a plan inside this transaction (several steps under a savepoint). Written without closures so
@@ -219,24 +218,19 @@ impl crate::Executor for Transaction {
 
 impl crate::executor::sealed::Run for Transaction {
     async fn run_statement<S: crate::conn::Sink>(&self, r: Rendered, sink: &mut S) -> Result<Done> {
-        let run = run_in_slot(&self.slot, &r, sink, Read::Any);
-        run.instrument(self.current.clone()).await
+        in_span!(self.current, run_in_slot(&self.slot, &r, sink, Read::Any))
     }
 
     async fn run_key_read<S: crate::conn::Sink>(&self, r: Rendered, sink: &mut S) -> Result<Done> {
-        let run = run_in_slot(&self.slot, &r, sink, Read::Key);
-        run.instrument(self.current.clone()).await
+        in_span!(self.current, run_in_slot(&self.slot, &r, sink, Read::Key))
     }
 
-    fn run<T: Send>(&self, plan: Plan<T>) -> impl std::future::Future<Output = Result<T>> + Send {
-        self.run_plan(plan).instrument(self.current.clone())
+    async fn run<T: Send>(&self, plan: Plan<T>) -> Result<T> {
+        in_span!(self.current, self.run_plan(plan))
     }
 
-    fn stream_rendered<T: Send>(
-        &self,
-        r: Rendered,
-    ) -> impl std::future::Future<Output = Result<RowStream<T>>> + Send {
-        self.stream(r).instrument(self.current.clone())
+    async fn stream_rendered<T: Send>(&self, r: Rendered) -> Result<RowStream<T>> {
+        in_span!(self.current, self.stream(r))
     }
 }
 
