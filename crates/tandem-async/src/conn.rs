@@ -29,6 +29,21 @@ pub trait Sink: Send {
     }
 }
 
+tokio::task_local! {
+    /// The attempt a transaction begun in this task belongs to, set by the retry loops.
+    static ATTEMPT: u32;
+}
+
+/// The attempt number of a transaction begun now (1 outside a retry loop).
+pub(crate) fn attempt() -> u32 {
+    ATTEMPT.try_with(|a| *a).unwrap_or(1)
+}
+
+/// Runs `f` as attempt `n` of a retried transaction (see [`attempt`]).
+pub(crate) async fn as_attempt<F: std::future::Future>(n: u32, f: F) -> F::Output {
+    ATTEMPT.scope(n, f).await
+}
+
 /// Counts the rows handed to the sink it wraps (a statement's `rows`, see `tandem_core::observe`).
 struct Counting<'a, S> {
     sink: &'a mut S,
@@ -479,11 +494,7 @@ impl Conn {
         use tandem_core::tx;
         let dialect = self.dialect();
         self.in_transaction = true;
-        let mut span = tandem_core::observe::TxSpan::begin(
-            &self.observer,
-            opts,
-            crate::transaction::attempt(),
-        );
+        let mut span = tandem_core::observe::TxSpan::begin(&self.observer, opts, attempt());
         #[cfg(feature = "sqlite")]
         if let Link::Rusqlite(worker) = &mut self.link {
             let (steps, opts, observer) = (steps.clone(), opts.clone(), self.observer.clone());

@@ -453,8 +453,7 @@ impl Database {
     ) -> Result<T, E> {
         let mut attempts = tandem_core::Attempts::new(&opts);
         loop {
-            let begun =
-                crate::transaction::as_attempt(attempts.made() + 1, self.begin(opts.clone()));
+            let begun = crate::conn::as_attempt(attempts.made() + 1, self.begin(opts.clone()));
             let tx = match begun.await {
                 Ok(tx) => tx,
                 Err(e) if attempts.again(&e, false) => {

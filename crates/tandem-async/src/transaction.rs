@@ -10,7 +10,7 @@ use tandem_pool::Permit;
 use tandem_sql::{Dialect, Rendered};
 use tokio::sync::{Mutex, MutexGuard};
 
-use crate::conn::Conn;
+use crate::conn::{Conn, as_attempt, attempt};
 use crate::slot::{Read, Slot, gone, lock_slot, run_in_slot, stream_from_slot};
 use crate::stream::RowStream;
 
@@ -30,21 +30,6 @@ pub struct Transaction {
     span: std::sync::Mutex<TxSpan>,
     /// The same span, to instrument with.
     current: tracing::Span,
-}
-
-tokio::task_local! {
-    /// The attempt a transaction begun in this task belongs to, set by the retry loops.
-    static ATTEMPT: u32;
-}
-
-/// The attempt number of a transaction begun now (1 outside a retry loop).
-pub(crate) fn attempt() -> u32 {
-    ATTEMPT.try_with(|a| *a).unwrap_or(1)
-}
-
-/// Runs `f` as attempt `n` of a retried transaction (see [`attempt`]).
-pub(crate) async fn as_attempt<F: std::future::Future>(n: u32, f: F) -> F::Output {
-    ATTEMPT.scope(n, f).await
 }
 
 impl Transaction {
