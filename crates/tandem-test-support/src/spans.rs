@@ -18,7 +18,7 @@ use tracing_subscriber::registry::LookupSpan;
 pub struct Seen {
     /// Its name (`statement`, `transaction`, `batch.chunk`, …).
     pub name: &'static str,
-    /// The nearest kept ancestor (see [`Collector::keeps`]), by sequence number.
+    /// The nearest ancestor this layer kept (tandem's spans and the test roots), by sequence number.
     pub parent: Option<u64>,
     /// Its fields as recorded so far, values as text.
     pub fields: BTreeMap<String, String>,
