@@ -4,7 +4,8 @@
 #
 #   MARIADB_ROOT_PASSWORD, MARIADB_ALLOW_EMPTY_ROOT_PASSWORD, MARIADB_ROOT_HOST (%), MARIADB_DATABASE,
 #   MARIADB_USER / MARIADB_PASSWORD (the MYSQL_* spellings too), /docker-entrypoint-initdb.d/*.sql and *.sh,
-#   arguments starting with `-` passed to `mariadbd`, the data in /var/lib/mysql.
+#   arguments starting with `-` passed to `mariadbd` (to the initialisation and the set-up server too, so a
+#   setting such as --innodb-log-file-size holds from the first start), the data in /var/lib/mysql.
 #
 # As in the official image, a first start initialises the data directory, runs a temporary server without
 # networking for the set-up (it reports `port: 0`), stops it and then runs the real server: testcontainers
@@ -46,10 +47,10 @@ if [[ ! -d "$datadir/mysql" ]]; then
     user=$(var USER)
     password=$(var PASSWORD)
 
-    mariadb-install-db --datadir="$datadir" --skip-test-db --auth-root-authentication-method=normal \
+    mariadb-install-db "${@:2}" --datadir="$datadir" --skip-test-db --auth-root-authentication-method=normal \
         --skip-name-resolve --rpm > /dev/null
     # The set-up server: no networking.
-    mariadbd --skip-networking --socket="$socket" --datadir="$datadir" &
+    "$@" --skip-networking --socket="$socket" --datadir="$datadir" &
     pid=$!
     for _ in $(seq 1 60); do
         mariadb --protocol=socket --socket="$socket" -uroot -e 'SELECT 1' > /dev/null 2>&1 && break
