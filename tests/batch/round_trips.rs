@@ -46,6 +46,10 @@ pub(crate) fn traffic_of_a_run(
                 t.db.execute(&raw(format!("DELETE FROM {table}"), vec![]))
                     .unwrap();
             }
+            // A job that runs again and again finds its pool settled: every connection of the last run
+            // back and idle. sqlx gives a connection back in a task of its own, and on a loaded machine a
+            // run started at once could find one still on its way back, and open another.
+            settle(|| (db.pool_state(), adb.pool_state()));
             proxy.take_traffic();
             run_job(side == "async", (&rt, &adb), &db, &job).unwrap();
             last = proxy.take_traffic();
@@ -53,6 +57,18 @@ pub(crate) fn traffic_of_a_run(
         assert_target(&t.db, &expected(1..=rows));
         (side, last)
     })
+}
+
+/// Waits (5 s at most) until both pools hold every connection idle: `state` gives each pool's (open, idle).
+fn settle(state: impl Fn() -> ((u32, u32), (u32, u32))) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while std::time::Instant::now() < deadline {
+        let ((open, idle), (a_open, a_idle)) = state();
+        if open == idle && a_open == a_idle {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
 }
 
 /// What a run says to the server, counted on the wire, both runners, at one partition: the same
