@@ -5,7 +5,7 @@
 use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use tandem_core::observe::{self, Observer, PoolGauges, Side};
 use tandem_core::plan::{Done, Plan};
@@ -237,39 +237,51 @@ impl Database {
     /// is left of the acquire timeout.
     pub(crate) async fn acquire(&self) -> Result<Conn> {
         let span = observe::checkout_span(self.dialect());
-        let started = Instant::now();
-        let mut conn = in_span!(span, self.acquire_unobserved())?;
-        let waited = started.elapsed();
+        let (mut conn, waited, open) = in_span!(span, self.acquire_unobserved())?;
         observe::checked_out(&span, waited);
-        // The driver pool opens and closes connections on its own: its count is read at each checkout.
-        let open = self.pool_state().0;
-        conn.counted(self.inner.admission.checked_out(waited, Some(open)));
+        conn.counted(self.inner.admission.checked_out(waited, open));
         Ok(conn)
     }
 
-    async fn acquire_unobserved(&self) -> Result<Conn> {
+    /// A connection, how long the acquire waited, and the driver pool's count of connections for a pool
+    /// that does not count its own (sqlx's: it opens and closes them on its own, so its count is read at
+    /// each checkout; the SQLite workers count themselves).
+    async fn acquire_unobserved(&self) -> Result<(Conn, Duration, Option<u32>)> {
         match &self.inner.pools {
             #[cfg(feature = "postgres")]
-            Pools::Postgres(p) => self.admitted(|| link(p, Link::Postgres)).await,
+            Pools::Postgres(p) => self
+                .admitted(|| link(p, Link::Postgres))
+                .await
+                .map(|(c, w)| (c, w, Some(p.size()))),
             #[cfg(feature = "mysql")]
-            Pools::MySql(p) => self.admitted(|| link(p, Link::MySql)).await,
+            Pools::MySql(p) => self
+                .admitted(|| link(p, Link::MySql))
+                .await
+                .map(|(c, w)| (c, w, Some(p.size()))),
             #[cfg(feature = "sqlite")]
-            Pools::Sqlite(p) => self.admitted(|| link(p, Link::Sqlite)).await,
+            Pools::Sqlite(p) => self
+                .admitted(|| link(p, Link::Sqlite))
+                .await
+                .map(|(c, w)| (c, w, Some(p.size()))),
             #[cfg(feature = "sqlite")]
             Pools::Rusqlite(p) => {
-                let started = Instant::now();
                 let admission = &self.inner.admission;
-                let permit = admission.acquire().await?;
+                let (permit, waited) = admission.acquire_waited().await?;
+                let conn = |w| {
+                    let observer = self.inner.observer.clone();
+                    Conn::new(Link::Rusqlite(w), permit, None, None, None, observer, None)
+                };
+                // The path a warm pool takes all day — admitted at once, a worker idle — reads no clock
+                // and sets no timer, as on the blocking side: the deadline only matters to a wait.
+                if waited.is_zero()
+                    && let Some(w) = p.checkout_idle().await?
+                {
+                    return Ok((conn(w), waited, None));
+                }
+                let now = Instant::now();
+                let started = now.checked_sub(waited).unwrap_or(now);
                 match p.checkout(Some(admission.remaining(started))).await? {
-                    Some(w) => Ok(Conn::new(
-                        Link::Rusqlite(w),
-                        permit,
-                        None,
-                        None,
-                        None,
-                        self.inner.observer.clone(),
-                        None,
-                    )),
+                    Some(w) => Ok((conn(w), started.elapsed(), None)),
                     None => Err(admission.timed_out(started).into()),
                 }
             }
@@ -281,7 +293,7 @@ impl Database {
     /// connection, and before waiting at all once a connect failed, the pool asks the server directly
     /// ([`Database::reach`]) and returns its connect error when it does not answer — sqlx's pool itself
     /// would keep retrying a refused connect until the acquire timeout.
-    async fn admitted<F>(&self, pool_acquire: impl Fn() -> F) -> Result<Conn>
+    async fn admitted<F>(&self, pool_acquire: impl Fn() -> F) -> Result<(Conn, Duration)>
     where
         F: Future<Output = std::result::Result<Link, sqlx::Error>>,
     {
@@ -305,7 +317,8 @@ impl Database {
                     let (bound, at) = (self.inner.options.socket_timeout, &self.inner.server);
                     let observer = self.inner.observer.clone();
                     let at = Some(at.clone());
-                    return Ok(Conn::new(link, permit, losses, bound, at, observer, None));
+                    let conn = Conn::new(link, permit, losses, bound, at, observer, None);
+                    return Ok((conn, started.elapsed()));
                 }
                 // A connect timeout's worth of waiting: is the server there at all?
                 Err(_) if server && wait < left => self.reach().await?,

@@ -23,6 +23,7 @@ use std::time::{Duration, Instant};
 
 use deadpool::managed::{Metrics, PoolError, RecycleError, RecycleResult};
 
+use tandem_core::observe::PoolGauges;
 use tandem_core::plan::{Done, Sink};
 use tandem_core::{ConnectOptions, Error, Result, WorkerWait};
 use tandem_pool::Admission;
@@ -250,23 +251,49 @@ pub(crate) struct Workers {
     created: Arc<AtomicU64>,
     /// Workers alive in the pool, for `idle_timeout`'s "above `min_idle`".
     open: AtomicU32,
+    /// The pool's metrics: each worker counts itself opened here, and closed when deadpool drops it.
+    gauges: Arc<PoolGauges>,
+}
+
+/// A pooled worker, counted in its pool's gauges from its start to its end (as the blocking pool's
+/// connections count themselves), so that a checkout need not ask deadpool for its size.
+pub(crate) struct Counted {
+    worker: Worker,
+    gauges: Arc<PoolGauges>,
+}
+
+impl std::ops::Deref for Counted {
+    type Target = Worker;
+    fn deref(&self) -> &Worker {
+        &self.worker
+    }
+}
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.gauges.closed();
+    }
 }
 
 impl deadpool::managed::Manager for Workers {
-    type Type = Worker;
+    type Type = Counted;
     type Error = Error;
 
-    async fn create(&self) -> Result<Worker> {
-        let w = Worker::spawn(&self.options).await?;
+    async fn create(&self) -> Result<Counted> {
+        let worker = Worker::spawn(&self.options).await?;
         self.created.fetch_add(1, Ordering::Relaxed);
         self.open.fetch_add(1, Ordering::Relaxed);
-        Ok(w)
+        self.gauges.opened();
+        Ok(Counted {
+            worker,
+            gauges: self.gauges.clone(),
+        })
     }
 
     /// Before an idle worker is handed out again: one whose thread ended or whose transaction could not be
     /// ended, one older than `max_lifetime`, or one idle past `idle_timeout` while the pool is above
     /// `min_idle`, is closed instead (and the next idle one, or a new one, is tried).
-    async fn recycle(&self, w: &mut Worker, m: &Metrics) -> RecycleResult<Error> {
+    async fn recycle(&self, w: &mut Counted, m: &Metrics) -> RecycleResult<Error> {
         let old = self.config.max_lifetime.is_some_and(|l| m.age() >= l);
         let idle_too_long = self.config.idle_timeout.is_some_and(|t| m.last_used() >= t)
             && self.open.load(Ordering::Relaxed) > self.config.effective_min_idle();
@@ -298,6 +325,7 @@ impl SqlitePool {
         let workers = Workers {
             created: admission.created_counter(),
             open: AtomicU32::new(0),
+            gauges: admission.gauges().clone(),
             options,
             config,
         };
@@ -350,6 +378,16 @@ impl SqlitePool {
             Err(PoolError::Backend(e)) => Err(e),
             Err(e) => Err(Error::Internal(format!("the SQLite pool: {e}"))),
         }
+    }
+
+    /// An idle worker at once, with no clock read and no timer, or `None` when none is idle (then
+    /// [`SqlitePool::checkout`] waits, or opens one). Asks deadpool only when the pool's own counts say a
+    /// worker is idle: a non-waiting `timeout_get` would open a worker rather than report none.
+    pub(crate) async fn checkout_idle(&self) -> Result<Option<PooledWorker>> {
+        if !self.0.manager().gauges.any_idle() {
+            return Ok(None);
+        }
+        self.checkout(Some(Duration::ZERO)).await
     }
 
     /// Connections open and idle.

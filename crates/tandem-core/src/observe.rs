@@ -325,6 +325,13 @@ impl PoolGauges {
         self.publish(i64::from(open), self.busy.load(Relaxed));
     }
 
+    /// Whether, by these counts, a connection is open and not in use (a hint: another checkout may take
+    /// it first).
+    pub fn any_idle(&self) -> bool {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.open.load(Relaxed) > self.busy.load(Relaxed)
+    }
+
     /// A connection was checked out.
     pub fn checked_out(&self) {
         self.add(0, 1);

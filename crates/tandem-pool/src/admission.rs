@@ -171,6 +171,15 @@ impl Admission {
         }
     }
 
+    /// [`Admission::acquire`], with how long the acquire waited for admission: zero when it was admitted
+    /// at once (or admission control is off), and then no clock was read.
+    pub async fn acquire_waited(&self) -> Result<(Option<Permit>, Duration), AdmissionError> {
+        match &self.gate {
+            Some(g) => self.counted(g.acquire_waited().await.map(|(p, w)| (Some(p), w))),
+            None => Ok((None, Duration::ZERO)),
+        }
+    }
+
     /// What is left of the acquire timeout for the pool's own wait, for an acquire that began at `started`.
     pub fn remaining(&self, started: Instant) -> Duration {
         self.timeout.saturating_sub(started.elapsed())

@@ -408,11 +408,17 @@ impl Gate {
     /// Waits (asynchronously) for a permit. Dropping the future gives its place up; a permit already sent
     /// to it goes to the next waiter.
     pub async fn acquire(&self) -> Result<Permit, AdmissionError> {
+        self.acquire_waited().await.map(|(p, _)| p)
+    }
+
+    /// [`Gate::acquire`], with how long the acquire waited in the queue: zero when a permit was free, and
+    /// then no clock was read.
+    pub async fn acquire_waited(&self) -> Result<(Permit, Duration), AdmissionError> {
         let (id, mut rx) = match self.enter(|| {
             let (tx, rx) = tokio::sync::oneshot::channel();
             (Waiter::Task(tx), rx)
         })? {
-            Entry::Now(p) => return Ok(p),
+            Entry::Now(p) => return Ok((p, Duration::ZERO)),
             Entry::Wait(id, rx) => (id, rx),
         };
         let started = Instant::now();
@@ -425,8 +431,9 @@ impl Gate {
         };
         let result = match tokio::time::timeout(self.inner.config.timeout, &mut rx).await {
             Ok(Ok(p)) => {
-                self.record(started.elapsed());
-                Ok(p)
+                let waited = started.elapsed();
+                self.record(waited);
+                Ok((p, waited))
             }
             _ => {
                 if self.leave(id) {
@@ -434,8 +441,9 @@ impl Gate {
                     return Err(self.timeout(started.elapsed()));
                 }
                 let p = rx.await.map_err(|_| self.timeout(started.elapsed()))?;
-                self.record(started.elapsed());
-                Ok(p)
+                let waited = started.elapsed();
+                self.record(waited);
+                Ok((p, waited))
             }
         };
         // Served (or the permit is in hand): no longer in the queue.
