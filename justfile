@@ -131,7 +131,7 @@ instructions:
 # or eu-stack) and a tokio task dump (a build with `--cfg tokio_unstable`, in a target directory of its own),
 # each with the spans open and the pool metrics of the same moment. Needs PostgreSQL at `url` and gdb;
 # writes target/dumps/{blocking,async}.txt. The book's "Observing both models" shows them, trimmed.
-dumps url="postgres://postgres@127.0.0.1:5432/test":
+dumps url=env_var_or_default("TANDEM_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/test"):
     mkdir -p target/dumps
     cargo run --example dumps -- blocking "{{url}}" | tee target/dumps/blocking.txt
     RUSTFLAGS="--cfg tokio_unstable" CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}/tokio-unstable" \

@@ -1,6 +1,6 @@
 //! What an operator sees of a batch job stuck on a row lock, on each executor: a thread dump of the process
 //! (blocking), a tokio task dump (async), and beside each the spans open at that moment and the pool's
-//! metrics. The book's "Observing a stuck job" shows the trimmed output; `just dumps` reproduces it.
+//! metrics. The book's "A job stuck on a row lock" (selection guide) shows the trimmed output; `just dumps` reproduces it.
 //!
 //! ```text
 //! cargo run --example dumps -- blocking postgres://postgres@127.0.0.1:5432/test
@@ -111,17 +111,20 @@ fn print_metrics(handle: &metrics_exporter_prometheus::PrometheusHandle) {
 
 /// The thread dump of this process, by a debugger attached to it. Its output goes to a file, not a pipe:
 /// the debugger stops every thread of this process, the one that would read a pipe too, and a full
-/// pipe would then stop the debugger.
+/// pipe would then stop the debugger. A debugger that may not attach (Yama's `ptrace_scope`, a container
+/// without `CAP_SYS_PTRACE`) prints no thread: then what it said is shown, with what to change.
 fn thread_dump() -> Result<(), Box<dyn std::error::Error>> {
     let pid = std::process::id().to_string();
-    let file = std::env::temp_dir().join(format!("tandem-thread-dump-{pid}.txt"));
+    let out = std::env::temp_dir().join(format!("tandem-thread-dump-{pid}.txt"));
+    let err = std::env::temp_dir().join(format!("tandem-thread-dump-{pid}.err"));
     println!("== thread dump (gdb -p {pid} -batch -ex \"thread apply all bt\")");
-    let run = |program: &str, args: &[&str]| {
+    let run = |program: &str, args: &[&str]| -> std::io::Result<String> {
         std::process::Command::new(program)
             .args(args)
-            .stdout(std::fs::File::create(&file)?)
-            .stderr(std::process::Stdio::null())
-            .status()
+            .stdout(std::fs::File::create(&out)?)
+            .stderr(std::fs::File::create(&err)?)
+            .status()?;
+        std::fs::read_to_string(&out)
     };
     // No symbol server: nothing is fetched from the network.
     let gdb = [
@@ -133,13 +136,47 @@ fn thread_dump() -> Result<(), Box<dyn std::error::Error>> {
         "-ex",
         "thread apply all bt",
     ];
-    if run("gdb", &gdb).is_err() {
-        println!("(no gdb: eu-stack -p {pid})");
-        run("eu-stack", &["-p", &pid])?;
+    let dump = match run("gdb", &gdb) {
+        Ok(dump) if dump.contains("Thread ") => Ok(dump),
+        first => {
+            match &first {
+                Ok(_) => println!("(gdb printed no thread: {})", said(&err)),
+                Err(e) => println!("(no gdb: {e})"),
+            }
+            println!("(trying eu-stack -p {pid}, from elfutils)");
+            run("eu-stack", &["-p", &pid])
+        }
+    };
+    let dump = dump.unwrap_or_else(|e| {
+        println!("(no eu-stack: {e})");
+        String::new()
+    });
+    if dump.trim().is_empty() {
+        println!(
+            "no thread dump{}.\n  Install gdb or elfutils. \"ptrace: Operation not \
+             permitted\" means this process may not be traced by its child: `sysctl \
+             kernel.yama.ptrace_scope=0` for the capture, or run as root, or give the container \
+             CAP_SYS_PTRACE.",
+            match said(&err).as_str() {
+                "nothing on stderr" => String::new(),
+                eu => format!(" (eu-stack: {eu})"),
+            }
+        );
     }
-    print!("{}", std::fs::read_to_string(&file)?);
-    std::fs::remove_file(&file)?;
+    print!("{dump}");
+    let _ = std::fs::remove_file(&out);
+    let _ = std::fs::remove_file(&err);
     Ok(())
+}
+
+/// The last lines a debugger wrote to its error file.
+fn said(file: &std::path::Path) -> String {
+    let text = std::fs::read_to_string(file).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    match lines.len() {
+        0 => "nothing on stderr".into(),
+        n => lines[n.saturating_sub(3)..].join(" / "),
+    }
 }
 
 #[cfg(all(tokio_unstable, feature = "taskdump"))]
