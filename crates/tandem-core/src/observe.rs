@@ -741,40 +741,29 @@ mod tests {
 
     #[test]
     fn operation_is_the_first_keyword() {
-        assert_eq!(operation("SELECT 1"), "SELECT");
-        assert_eq!(operation("  insert INTO t VALUES (?)"), "INSERT");
-        assert_eq!(
-            operation("(SELECT a FROM t) UNION (SELECT a FROM u)"),
-            "SELECT"
-        );
-        assert_eq!(operation("WITH x AS (SELECT 1) SELECT * FROM x"), "WITH");
-        assert_eq!(operation("START TRANSACTION READ ONLY"), "START");
-        assert_eq!(
-            operation("BEGIN; SET LOCAL lock_timeout = 5"),
-            "BEGIN",
-            "a simple query of several statements is named by its first"
-        );
-        assert_eq!(operation("VACUUM"), "OTHER");
-        assert_eq!(operation(""), "OTHER");
-        assert_eq!(operation("SAVEPOINT tandem_sp_1"), "SAVEPOINT");
-        assert_eq!(
-            operation("savepoints"),
-            "OTHER",
-            "a longer word is not the keyword"
-        );
-        assert_eq!(operation("SET_x = 1"), "OTHER");
-        assert_eq!(
-            operation("sel\x05ct 1"),
-            "OTHER",
-            "only letters match letters"
-        );
-        assert_eq!(
-            operation("COMMIT"),
-            "COMMIT",
-            "a keyword that ends the text"
-        );
-        assert_eq!(operation("DROP TABLE IF EXISTS t"), "DROP");
-        assert_eq!(operation("ROLLBACK TO SAVEPOINT tandem_sp_1"), "ROLLBACK");
+        for (sql, expected) in [
+            ("SELECT 1", "SELECT"),
+            ("  insert INTO t VALUES (?)", "INSERT"),
+            ("(SELECT a FROM t) UNION (SELECT a FROM u)", "SELECT"),
+            ("WITH x AS (SELECT 1) SELECT * FROM x", "WITH"),
+            ("START TRANSACTION READ ONLY", "START"),
+            // A simple query of several statements is named by its first.
+            ("BEGIN; SET LOCAL lock_timeout = 5", "BEGIN"),
+            ("VACUUM", "OTHER"),
+            ("", "OTHER"),
+            ("SAVEPOINT tandem_sp_1", "SAVEPOINT"),
+            // A longer word is not the keyword.
+            ("savepoints", "OTHER"),
+            ("SET_x = 1", "OTHER"),
+            // Only letters match letters.
+            ("sel\x05ct 1", "OTHER"),
+            // A keyword that ends the text.
+            ("COMMIT", "COMMIT"),
+            ("DROP TABLE IF EXISTS t", "DROP"),
+            ("ROLLBACK TO SAVEPOINT tandem_sp_1", "ROLLBACK"),
+        ] {
+            assert_eq!(operation(sql), expected, "{sql:?}");
+        }
     }
 
     #[test]
