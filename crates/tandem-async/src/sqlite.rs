@@ -17,7 +17,7 @@
 //! it instead when it is unfit, older than `max_lifetime`, or idle past `idle_timeout` above `min_idle`.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -249,9 +249,8 @@ pub(crate) struct Workers {
     options: ConnectOptions,
     config: PoolConfig,
     created: Arc<AtomicU64>,
-    /// Workers alive in the pool, for `idle_timeout`'s "above `min_idle`".
-    open: AtomicU32,
-    /// The pool's metrics: each worker counts itself opened here, and closed when deadpool drops it.
+    /// The pool's metrics: each worker counts itself opened here, and closed when deadpool drops it (the
+    /// count `idle_timeout`'s "above `min_idle`" reads too).
     gauges: Arc<PoolGauges>,
 }
 
@@ -282,7 +281,6 @@ impl deadpool::managed::Manager for Workers {
     async fn create(&self) -> Result<Counted> {
         let worker = Worker::spawn(&self.options).await?;
         self.created.fetch_add(1, Ordering::Relaxed);
-        self.open.fetch_add(1, Ordering::Relaxed);
         self.gauges.opened();
         Ok(Counted {
             worker,
@@ -296,9 +294,8 @@ impl deadpool::managed::Manager for Workers {
     async fn recycle(&self, w: &mut Counted, m: &Metrics) -> RecycleResult<Error> {
         let old = self.config.max_lifetime.is_some_and(|l| m.age() >= l);
         let idle_too_long = self.config.idle_timeout.is_some_and(|t| m.last_used() >= t)
-            && self.open.load(Ordering::Relaxed) > self.config.effective_min_idle();
+            && self.gauges.open_count() > i64::from(self.config.effective_min_idle());
         if !w.is_fit() || old || idle_too_long {
-            self.open.fetch_sub(1, Ordering::Relaxed);
             return Err(RecycleError::message(
                 "closed: unfit, too old or idle too long",
             ));
@@ -324,7 +321,6 @@ impl SqlitePool {
     ) -> Result<Arc<SqlitePool>> {
         let workers = Workers {
             created: admission.created_counter(),
-            open: AtomicU32::new(0),
             gauges: admission.gauges().clone(),
             options,
             config,

@@ -325,6 +325,11 @@ impl PoolGauges {
         self.publish(i64::from(open), self.busy.load(Relaxed));
     }
 
+    /// Connections open, by these counts.
+    pub fn open_count(&self) -> i64 {
+        self.open.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// Whether, by these counts, a connection is open and not in use (a hint: another checkout may take
     /// it first).
     pub fn any_idle(&self) -> bool {
