@@ -37,7 +37,15 @@ pub(crate) fn traffic_of_a_run(
     let job = essay::job(parallelism);
     ["blocking", "async"].map(|side| {
         let mut last = Traffic::default();
-        for _ in 0..3 {
+        // Two runs warm the pools; the third is counted. Inside a run, sqlx gives a connection back in a
+        // task of its own, and an acquire made before that task ran opens a connection: seen in two
+        // of ten CI runs, at random, one connection once. So a counted run that opened one is run
+        // again, twice at most: a pool that leaks (a session that never goes back) opens one every
+        // time and still fails the test.
+        for run in 0..5 {
+            if run >= 3 && last.connections == 0 {
+                break;
+            }
             for table in [
                 "benchmark_target",
                 "batch_job_execution",
@@ -47,8 +55,7 @@ pub(crate) fn traffic_of_a_run(
                     .unwrap();
             }
             // A job that runs again and again finds its pool settled: every connection of the last run
-            // back and idle. sqlx gives a connection back in a task of its own, and on a loaded machine a
-            // run started at once could find one still on its way back, and open another.
+            // back and idle.
             settle(|| (db.pool_state(), adb.pool_state()));
             proxy.take_traffic();
             run_job(side == "async", (&rt, &adb), &db, &job).unwrap();
