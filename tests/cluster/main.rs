@@ -135,6 +135,25 @@ impl ClusterDb {
         admin
             .execute(&raw(format!("CREATE DATABASE {name}"), vec![]))
             .unwrap();
+        // The CREATE returns once the node that ran it has it; the others apply it a moment later, and a
+        // test that connects to another node at once can be told the database is unknown (seen in CI).
+        // Each node that answers is waited for (10 s at most); one that is down is left to the test.
+        let seen =
+            format!("SELECT 1 FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = '{name}'");
+        for node in 0..galera_nodes().len() {
+            let Ok(db) = tandem_blocking::Database::connect_with(&node_url(node, "test"), quick())
+            else {
+                continue;
+            };
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while Instant::now() < deadline
+                && !db
+                    .fetch_all::<(i64,)>(&raw(seen.clone(), vec![]))
+                    .is_ok_and(|rows| !rows.is_empty())
+            {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
         ClusterDb { name }
     }
 }
