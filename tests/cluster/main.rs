@@ -100,23 +100,67 @@ fn galera_ready() -> Result<(), String> {
     Ok(())
 }
 
-/// The PostgreSQL pair is up: a primary on 5433 and a standby in recovery on 5434.
+/// The PostgreSQL pair is up: a primary on 5433 and a standby in recovery on 5434. Found the other way
+/// round (pg_auto_failover failed over: a failover test cut short, a node that stalled), the pair is
+/// switched back by `.ci/cluster pg-settle` first, once, saying so.
 fn pg_pair_ready() -> Result<(), String> {
-    let why = |e: String| format!("{e}; start it with `just cluster-up` (.ci/cluster up)");
-    for (url, standby) in [(PG_PRIMARY, false), (PG_STANDBY, true)] {
-        let db = tandem_blocking::Database::connect_with(url, quick())
-            .map_err(|e| why(format!("PostgreSQL {url} unreachable ({e})")))?;
-        let (in_recovery,): (bool,) = db
-            .fetch_one(&raw("SELECT pg_is_in_recovery()", vec![]))
-            .map_err(|e| why(e.to_string()))?;
-        if in_recovery != standby {
-            return Err(why(format!(
-                "{url} is not a {}",
-                if standby { "standby" } else { "primary" }
-            )));
+    match pg_roles() {
+        Err(e) if e.swapped => {
+            eprintln!("{}; switching back with `.ci/cluster pg-settle`", e.why);
+            pg_settle().map_err(|settle| format!("{}; {settle}", e.why))?;
+            pg_roles().map_err(|e| e.why)
         }
+        other => other.map_err(|e| e.why),
     }
-    Ok(())
+}
+
+struct PairNotReady {
+    why: String,
+    /// 5433 is a standby and 5434 the primary.
+    swapped: bool,
+}
+
+fn pg_roles() -> Result<(), PairNotReady> {
+    let down = |e: String| PairNotReady {
+        why: format!("{e}; start it with `just cluster-up` (.ci/cluster up)"),
+        swapped: false,
+    };
+    let mut in_recovery = [false; 2];
+    for (url, standby) in [PG_PRIMARY, PG_STANDBY].into_iter().zip(&mut in_recovery) {
+        let db = tandem_blocking::Database::connect_with(url, quick())
+            .map_err(|e| down(format!("PostgreSQL {url} unreachable ({e})")))?;
+        (*standby,) = db
+            .fetch_one(&raw("SELECT pg_is_in_recovery()", vec![]))
+            .map_err(|e| down(e.to_string()))?;
+    }
+    match in_recovery {
+        [false, true] => Ok(()),
+        [true, false] => Err(PairNotReady {
+            why: format!("{PG_PRIMARY} is the standby and {PG_STANDBY} the primary"),
+            swapped: true,
+        }),
+        [primary, standby] => Err(down(format!(
+            "{PG_PRIMARY} in recovery: {primary}, {PG_STANDBY} in recovery: {standby}"
+        ))),
+    }
+}
+
+/// `.ci/cluster pg-settle`: the pair whole again with 5433 the primary.
+fn pg_settle() -> Result<(), String> {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/.ci/cluster");
+    let out = Command::new(script)
+        .arg("pg-settle")
+        .output()
+        .map_err(|e| format!("{script} pg-settle: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{script} pg-settle: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ))
+    }
 }
 
 /// A database of its own on the cluster for one test, dropped when done.

@@ -191,8 +191,9 @@ pub(crate) fn pg_failover() {
                 .arg("-CONT")
                 .args(pg_node_processes(5433))
                 .status();
-            let script = concat!(env!("CARGO_MANIFEST_DIR"), "/.ci/cluster");
-            let _ = Command::new(script).arg("pg-settle").status();
+            if let Err(e) = pg_settle() {
+                eprintln!("{e}");
+            }
         }
     }
     let _settle = Settle;
