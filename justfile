@@ -278,7 +278,7 @@ ci:
         local started=$SECONDS
         "$@"
         took+=("$(printf '%5d s  %s' $((SECONDS - started)) "$*")")
-        echo "ci: $* took $((SECONDS - started)) s"
+        echo "ci: $* took $((SECONDS - started)) s" >&2
     }
     for recipe in playground-build test galera-suites container-suites compose-suites playground-wasm-test \
         lint features wasm doc book "workshop-verify 5"; do
