@@ -147,16 +147,21 @@ fn pg_roles() -> Result<(), PairNotReady> {
 
 /// `.ci/cluster pg-settle`: the pair whole again with 5433 the primary.
 fn pg_settle() -> Result<(), String> {
+    cluster_script("pg-settle")
+}
+
+/// `.ci/cluster <command>`; what it printed when it fails.
+fn cluster_script(command: &str) -> Result<(), String> {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/.ci/cluster");
     let out = Command::new(script)
-        .arg("pg-settle")
+        .arg(command)
         .output()
-        .map_err(|e| format!("{script} pg-settle: {e}"))?;
+        .map_err(|e| format!("{script} {command}: {e}"))?;
     if out.status.success() {
         Ok(())
     } else {
         Err(format!(
-            "{script} pg-settle: {}{}",
+            "{script} {command}: {}{}",
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         ))
@@ -323,14 +328,7 @@ fn freeze_node(node: usize, freeze: bool) -> Instant {
 
 /// `.ci/cluster up`: starts what is down (a killed node rejoins by IST), waits until every node is synced.
 fn cluster_up() {
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/.ci/cluster");
-    let out = Command::new(script).arg("up").output().unwrap();
-    assert!(
-        out.status.success(),
-        "{script} up: {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    cluster_script("up").unwrap();
     galera_ready().unwrap();
 }
 
