@@ -126,7 +126,17 @@ async fn answer<T>(
 ) -> Result<T> {
     let answered = match bound {
         None => Ok(step.await),
-        Some(bound) => tokio::time::timeout(bound, step).await,
+        Some(bound) => {
+            let mut step = std::pin::pin!(step);
+            loop {
+                let started = std::time::Instant::now();
+                match tokio::time::timeout(bound, step.as_mut()).await {
+                    // This process was not running for part of the wait: see `DbError::waited_late`.
+                    Err(_) if DbError::waited_late(started.elapsed(), bound) => continue,
+                    answered => break answered,
+                }
+            }
+        }
     };
     match answered {
         Ok(result) => result.map_err(|e| error(dialect, e)),

@@ -418,6 +418,16 @@ impl DbError {
         }
     }
 
+    /// Whether a wait whose bound ran out after `waited` measured the client rather than the server: its
+    /// timer fired more than a second past `bound`, so this process (or its machine) was not running for
+    /// part of the wait — stopped, suspended, starved of CPU — and may not even have sent its request
+    /// before the bound passed. Such a wait gets its bound again, counted from now, before the server is
+    /// called silent ([`DbErrorKind::NoAnswer`]): the bound is on the server's silence, not on the
+    /// client's own absence.
+    pub fn waited_late(waited: std::time::Duration, bound: std::time::Duration) -> bool {
+        waited > bound + std::time::Duration::from_secs(1)
+    }
+
     /// A connection-level failure (I/O error, closed socket).
     pub fn connection_lost(dialect: Dialect, message: impl Into<String>) -> Self {
         DbError {

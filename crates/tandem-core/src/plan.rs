@@ -334,6 +334,26 @@ impl<T> Plan<T> {
         }
     }
 
+    /// This plan with every statement (guards included) passed through `f`: the same steps and result,
+    /// each statement rewritten in place (a batch run on a Galera cluster makes each one a causal read this
+    /// way). The steps are moved when this plan is their only holder, copied otherwise.
+    pub fn map_statements(mut self, mut f: impl FnMut(&mut Rendered)) -> Plan<T> {
+        let mut steps: Vec<Step> = match std::sync::Arc::get_mut(&mut self.steps) {
+            Some(only) => (only.iter_mut())
+                .map(|s| std::mem::replace(s, Step::Sql(Rendered::default())))
+                .collect(),
+            None => self.steps.to_vec(),
+        };
+        for step in &mut steps {
+            match step {
+                Step::Sql(r) | Step::Guard { statement: r, .. } => f(r),
+                Step::Copy(_) => {}
+            }
+        }
+        self.steps = steps.into();
+        self
+    }
+
     /// Turns the outcomes of the steps (one per step, in order) into the result.
     pub fn finish(self, outcomes: Vec<Outcome>) -> Result<T> {
         (self.finish)(outcomes)
@@ -383,6 +403,32 @@ mod tests {
             ..Outcome::default()
         };
         assert_eq!(plan.finish(vec![outcome(1), outcome(2)]).unwrap(), (1, 2));
+    }
+
+    /// Every statement is rewritten, guards included, and the result is read as before.
+    #[test]
+    fn statements_are_rewritten_in_place() {
+        let plan = Plan::new(
+            vec![
+                Step::Sql(stmt("SELECT 1")),
+                Step::Guard {
+                    statement: stmt("UPDATE t SET a = 1"),
+                    what: "t".into(),
+                },
+            ],
+            Atomicity::Together,
+            |outcomes| Ok(outcomes.len()),
+        )
+        .map_statements(|r| r.sql.insert_str(0, "/* x */ "));
+        let sql: Vec<&str> = (plan.steps.iter())
+            .map(|s| match s {
+                Step::Sql(r) | Step::Guard { statement: r, .. } => r.sql.as_str(),
+                Step::Copy(_) => "",
+            })
+            .collect();
+        assert_eq!(sql, ["/* x */ SELECT 1", "/* x */ UPDATE t SET a = 1"]);
+        assert!(matches!(plan.steps[1], Step::Guard { .. }));
+        assert_eq!(plan.finish(vec![Outcome::default(); 2]).unwrap(), 2);
     }
 
     #[test]

@@ -37,7 +37,7 @@ type Driving = Pin<Box<dyn Future<Output = std::result::Result<(), tokio_postgre
 
 struct Io {
     /// The reactor and timers the waits run on (one thread: the caller's).
-    runtime: tokio::runtime::Runtime,
+    runtime: OwnRuntime,
     /// tokio-postgres' connection: the socket's I/O, polled beside each call's own future (as the
     /// `postgres` crate does: no task to wake, no scheduler in between); dropping it closes the socket.
     connection: Option<Driving>,
@@ -108,7 +108,7 @@ pub(crate) fn open(opts: &ConnectOptions, timeout: Duration) -> Result<PgConn> {
         client,
         statements: HashMap::new(),
         io: Io {
-            runtime,
+            runtime: OwnRuntime(Some(runtime)),
             connection: Some(connection),
             bound: opts.socket_timeout,
             silent: false,
@@ -120,9 +120,9 @@ impl Io {
     /// Runs one step of a call on the connection's runtime, waiting at most `socket_timeout` for it: past
     /// it the connection is marked silent (never used again) and the error is [`DbErrorKind::NoAnswer`]
     /// (see `Conn::note` for what follows).
-    fn wait<T>(
+    fn wait<T: Send>(
         &mut self,
-        step: impl Future<Output = std::result::Result<T, tokio_postgres::Error>>,
+        step: impl Future<Output = std::result::Result<T, tokio_postgres::Error>> + Send,
     ) -> Result<T> {
         let connection = &mut self.connection;
         let mut step = std::pin::pin!(step);
@@ -141,12 +141,20 @@ impl Io {
             }
             Poll::Pending
         });
-        let answered = match self.bound {
-            None => Ok(self.runtime.block_on(driven)),
-            Some(bound) => self
-                .runtime
-                .block_on(async { tokio::time::timeout(bound, driven).await }),
-        };
+        let bound = self.bound;
+        let answered = self.runtime.block_on(async move {
+            let Some(bound) = bound else {
+                return Ok(driven.await);
+            };
+            let mut driven = std::pin::pin!(driven);
+            loop {
+                let started = std::time::Instant::now();
+                match tokio::time::timeout(bound, driven.as_mut()).await {
+                    Err(_) if DbError::waited_late(started.elapsed(), bound) => continue,
+                    answered => return answered,
+                }
+            }
+        })?;
         match answered {
             Ok(result) => result.map_err(error),
             Err(_) => {
@@ -157,6 +165,48 @@ impl Io {
                     self.bound.unwrap_or_default(),
                 )))
             }
+        }
+    }
+}
+
+/// A connection's own runtime. Blocking on it from a thread that runs async code (a blocking call made
+/// straight from an async task, which `run_blocking` exists to avoid, or a connection dropped there)
+/// would panic in tokio ("Cannot start a runtime from within a runtime"); such a call is made on a
+/// thread of its own instead, so that it blocks its caller exactly as a MySQL or SQLite call does — the
+/// same behaviour on every engine, at the cost of a thread per call on that path only.
+struct OwnRuntime(Option<tokio::runtime::Runtime>);
+
+impl OwnRuntime {
+    fn block_on<F: Future + Send>(&self, future: F) -> Result<F::Output>
+    where
+        F::Output: Send,
+    {
+        let Some(runtime) = &self.0 else {
+            unreachable!("the runtime is taken only when the connection is dropped")
+        };
+        if tokio::runtime::Handle::try_current().is_err() {
+            return Ok(runtime.block_on(future));
+        }
+        std::thread::scope(|scope| {
+            let call = std::thread::Builder::new()
+                .name("tandem-pg-call".into())
+                .spawn_scoped(scope, || runtime.block_on(future))
+                .map_err(|source| Error::Thread {
+                    what: "a PostgreSQL call made from async code",
+                    source,
+                })?;
+            Ok(call
+                .join()
+                .unwrap_or_else(|payload| std::panic::resume_unwind(payload)))
+        })
+    }
+}
+
+impl Drop for OwnRuntime {
+    fn drop(&mut self) {
+        // Dropping a runtime inside async code panics too; shutting it down in the background does not.
+        if let Some(runtime) = self.0.take() {
+            runtime.shutdown_background();
         }
     }
 }
@@ -357,7 +407,26 @@ fn connect_error(opts: &ConnectOptions, e: tokio_postgres::Error) -> Error {
     if opts.tls.requires_tls() && e.to_string().contains("server does not support TLS") {
         return Error::tls_caused(opts, tandem_core::TlsErrorKind::NotOffered, e);
     }
-    error(e)
+    match error(e) {
+        // Not the server's refusal (those keep their code): the server was not reached. tokio-postgres
+        // says only "error connecting to server"; the URL and the causes under it say which and why.
+        Error::Database(d) if d.code.is_none() => {
+            let mut message = d.message.clone();
+            let mut cause = d.source.as_deref().and_then(StdError::source);
+            while let Some(c) = cause {
+                message = format!("{message}: {c}");
+                cause = c.source();
+            }
+            Error::Database(DbError {
+                source: d.source,
+                ..DbError::connection_lost(
+                    Dialect::Postgres,
+                    format!("cannot connect to {}: {message}", opts.display),
+                )
+            })
+        }
+        other => other,
+    }
 }
 
 pub(crate) fn error(e: tokio_postgres::Error) -> Error {

@@ -96,6 +96,11 @@ pub struct ConnectOptions {
 /// The default [`ConnectOptions::socket_timeout`]: a frozen server surfaces within it.
 pub const DEFAULT_SOCKET_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// The longest [`ConnectOptions::socket_timeout`]: the bound is also the sockets' `TCP_USER_TIMEOUT`, which
+/// the kernel takes in milliseconds as a C `int` (a longer one fails every connect with `EINVAL`). A URL
+/// asking for more is refused; one derived from long server limits is cut to it.
+pub const MAX_SOCKET_TIMEOUT: Duration = Duration::from_millis(i32::MAX as u64);
+
 /// The default [`ConnectOptions::host_recheck`] (pgjdbc's `hostRecheckSeconds` default).
 pub const DEFAULT_HOST_RECHECK: Duration = Duration::from_secs(10);
 
@@ -248,6 +253,13 @@ impl ConnectOptions {
                         "statement_timeout" => options.statement_timeout = limit,
                         "slow_statement" => options.slow_statement = limit,
                         "socket_timeout" => {
+                            if limit.is_some_and(|t| t > MAX_SOCKET_TIMEOUT) {
+                                return Err(bad(&format!(
+                                    "socket_timeout={value} is longer than the kernel's TCP_USER_TIMEOUT \
+                                     takes ({} ms, about 24 days; 0 for none)",
+                                    MAX_SOCKET_TIMEOUT.as_millis()
+                                )));
+                            }
                             options.socket_timeout = limit;
                             socket_timeout_given = true;
                         }
@@ -322,7 +334,7 @@ impl ConnectOptions {
                 .flatten()
                 .map(|t| t + Duration::from_secs(5))
                 .fold(DEFAULT_SOCKET_TIMEOUT, Duration::max);
-            options.socket_timeout = Some(longest);
+            options.socket_timeout = Some(longest.min(MAX_SOCKET_TIMEOUT));
         }
         Ok(options)
     }

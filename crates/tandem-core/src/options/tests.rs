@@ -374,6 +374,26 @@ fn socket_timeout_and_host_recheck() {
         parse("mysql://r@a/t?statement_timeout=1s").socket_timeout,
         Some(DEFAULT_SOCKET_TIMEOUT)
     );
+    // The kernel's TCP_USER_TIMEOUT is an int of milliseconds: 2^31 ms or more is refused when asked
+    // for, and cut to the largest when derived from a server limit.
+    let max = crate::options::MAX_SOCKET_TIMEOUT;
+    assert_eq!(
+        parse(&format!("mysql://r@a/t?socket_timeout={}", max.as_millis())).socket_timeout,
+        Some(max)
+    );
+    for too_long in [format!("{}", max.as_millis() + 1), "2147484s".into()] {
+        match ConnectOptions::parse(&format!("postgres://u@a/d?socket_timeout={too_long}")) {
+            Err(Error::InvalidUrl { reason, .. }) => assert!(
+                reason.starts_with(&format!("socket_timeout={too_long} is longer than")),
+                "{reason}"
+            ),
+            other => panic!("{too_long}: {other:?}"),
+        }
+    }
+    assert_eq!(
+        parse("postgres://u@a/d?statement_timeout=40000min").socket_timeout,
+        Some(max)
+    );
     // Given, it is taken as it is, even below the statement limit.
     assert_eq!(
         parse("postgres://u@a/d?statement_timeout=2min&socket_timeout=3s").socket_timeout,
