@@ -1,14 +1,18 @@
-//! The essay's batch job as a program: `essay-job <url> [parallelism] [chunk-delay-ms] [--async]`.
+//! The essay's batch job as a program: `essay-job <url> [parallelism] [chunk-delay-ms] [--async]
+//! [--lease=<ms>]`.
 //!
 //! Runs (or resumes) `benchmark_source` → `benchmark_target` on the database at `url` and prints the report.
-//! Used by the process-level restart test, which kills it midway and runs it again.
+//! The target table is created when it is missing (a read first: no DDL once it is there, which on a
+//! Galera cluster would wait for every node). Used by the process-level tests, which run it twice at once,
+//! kill it midway, stop it, and run it again.
 
 use std::time::Duration;
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    let (flags, args): (Vec<String>, Vec<String>) =
+        std::env::args().skip(1).partition(|a| a.starts_with("--"));
     let Some(url) = args.first() else {
-        eprintln!("usage: essay-job <url> [parallelism] [chunk-delay-ms] [--async]");
+        eprintln!("usage: essay-job <url> [parallelism] [chunk-delay-ms] [--async] [--lease=<ms>]");
         std::process::exit(2);
     };
     let parallelism = args.get(1).and_then(|p| p.parse().ok()).unwrap_or(1);
@@ -18,13 +22,29 @@ fn main() {
         .map(Duration::from_millis);
     let mut job = tandem_batch::essay::job(parallelism).sizes(500, 500);
     job.chunk_delay = delay;
-    let result = if args.iter().any(|a| a == "--async") {
+    for flag in &flags {
+        match flag.split_once('=') {
+            Some(("--lease", ms)) => match ms.parse() {
+                Ok(ms) => job = job.lock_lease(Duration::from_millis(ms)),
+                Err(_) => {
+                    eprintln!("essay-job: --lease={ms} is not a number of milliseconds");
+                    std::process::exit(2);
+                }
+            },
+            None if flag == "--async" => {}
+            _ => {
+                eprintln!("essay-job: unknown flag {flag}");
+                std::process::exit(2);
+            }
+        }
+    }
+    let result = if flags.iter().any(|a| a == "--async") {
         let rt = tokio::runtime::Runtime::new().expect("a tokio runtime");
         rt.block_on(async {
             let db = tandem_async::Database::connect(url)
                 .await
                 .map_err(|e| e.to_string())?;
-            db.create_table(&target_table())
+            tandem_batch::asynchronous::create_missing(&db, &target_table())
                 .await
                 .map_err(|e| e.to_string())?;
             tandem_batch::asynchronous::run(&db, &job)
@@ -35,7 +55,7 @@ fn main() {
         tandem_blocking::Database::connect(url)
             .map_err(|e| e.to_string())
             .and_then(|db| {
-                db.create_table(&target_table())
+                tandem_batch::blocking::create_missing(&db, &target_table())
                     .map_err(|e| e.to_string())?;
                 tandem_batch::blocking::run(&db, &job).map_err(|e| e.to_string())
             })

@@ -91,9 +91,47 @@ pub(crate) fn concurrent_runs_in_process() {
     }
 }
 
+/// `sql` written with `?` placeholders, in `dialect`'s spelling (`$1`, `$2`, … on PostgreSQL).
+pub(crate) fn spelled(dialect: Dialect, sql: &str) -> String {
+    if dialect != Dialect::Postgres {
+        return sql.to_owned();
+    }
+    let mut n = 0;
+    sql.chars()
+        .map(|c| match c {
+            '?' => {
+                n += 1;
+                format!("${n}")
+            }
+            c => c.to_string(),
+        })
+        .collect()
+}
+
+/// The server's clock in milliseconds, as the lease statements read it.
+pub(crate) fn now_ms(dialect: Dialect) -> &'static str {
+    match dialect {
+        Dialect::Postgres => "CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT)",
+        _ => "CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED)",
+    }
+}
+
+/// The node a run's lease names for this server: `host:port` as the server knows itself.
+pub(crate) fn this_node(db: &Database) -> String {
+    let sql = match db.dialect() {
+        Dialect::Postgres => {
+            "SELECT COALESCE(host(inet_server_addr()) || ':' || inet_server_port(), '')"
+        }
+        _ => "SELECT CONCAT(@@hostname, ':', @@port)",
+    };
+    let (node,): (String,) = db.fetch_one(&raw(sql, vec![])).unwrap();
+    node
+}
+
 /// Sets the job's lease row as another run would have left it: `owner` on `node`, expiring `in_ms` from now
 /// (negative: expired).
 fn plant_lease(db: &Database, job: &BatchJob<Source, Target>, node: &str, in_ms: i64) {
+    let d = db.dialect();
     db.execute(&raw(
         "CREATE TABLE IF NOT EXISTS batch_job_lock (job_key VARCHAR(64) NOT NULL PRIMARY KEY, \
          owner VARCHAR(64) NOT NULL, node VARCHAR(200) NOT NULL, expires_at BIGINT NOT NULL)",
@@ -101,8 +139,19 @@ fn plant_lease(db: &Database, job: &BatchJob<Source, Target>, node: &str, in_ms:
     ))
     .unwrap();
     db.execute(&raw(
-        "REPLACE INTO batch_job_lock (job_key, owner, node, expires_at) \
-         VALUES (?, 'another-run', ?, CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED) + ?)",
+        spelled(d, "DELETE FROM batch_job_lock WHERE job_key = ?"),
+        vec![job.lock_key().into()],
+    ))
+    .unwrap();
+    db.execute(&raw(
+        spelled(
+            d,
+            &format!(
+                "INSERT INTO batch_job_lock (job_key, owner, node, expires_at) \
+                 VALUES (?, 'another-run', ?, {} + ?)",
+                now_ms(d)
+            ),
+        ),
         vec![job.lock_key().into(), node.into(), in_ms.into()],
     ))
     .unwrap();
@@ -113,16 +162,15 @@ fn leases(db: &Database) -> Vec<(String, String)> {
         .unwrap()
 }
 
-/// MySQL/MariaDB's run lock holds across a cluster: a live lease left by a run on another node refuses a
-/// run here, on both runners, though this node's GET_LOCK is free; once expired, it is taken over. A lease
-/// left on this node belongs to a dead session and is taken over at once. A run gives its lease back.
-pub(crate) fn lease_across_nodes_mysql() {
-    let t = db::open(Dialect::MySql, "lease", PoolConfig::default());
+/// The run lock holds across a cluster, the same on PostgreSQL and MariaDB: a live lease left by a run on
+/// another node refuses a run here, on both runners, though this server's session lock is free; once
+/// expired, it is taken over. A lease left on this node belongs to a session that is gone and is taken
+/// over at once. A run gives its lease back.
+pub(crate) fn lease_across_nodes(dialect: Dialect) {
+    let t = db::open(dialect, "lease", PoolConfig::default());
     let (rt, adb) = async_twin(&t, PoolConfig::default());
     let db = &t.db;
-    let (this_node,): (String,) = db
-        .fetch_one(&raw("SELECT CONCAT(@@hostname, ':', @@port)", vec![]))
-        .unwrap();
+    let this_node = this_node(db);
     for use_async in [false, true] {
         let run = |job: &BatchJob<Source, Target>| run_job(use_async, (&rt, &adb), db, job);
         reset(db, 1_000);
@@ -151,11 +199,13 @@ pub(crate) fn lease_across_nodes_mysql() {
     }
 }
 
-/// A run whose lease is taken over (here: rewritten by the test, as a run on another node would after
-/// the lease expired) stops before its next chunk with `LockLost`, on both runners; what it committed stays,
-/// and a rerun completes with every row once.
-pub(crate) fn lease_lost_mysql() {
-    let t = db::open(Dialect::MySql, "leaselost", PoolConfig::default());
+/// A run whose lease is taken over (here: rewritten by the test, as a run elsewhere would once the lease
+/// expired) stops at its next write with `LockLost`, on both runners and both engines, and records
+/// nothing after the takeover — its chunks, its steps' ends and its own end included: its execution row
+/// stays as the takeover found it. What it committed before stays, and a rerun completes with every row
+/// once.
+pub(crate) fn lease_lost(dialect: Dialect) {
+    let t = db::open(dialect, "leaselost", PoolConfig::default());
     let (rt, adb) = async_twin(&t, PoolConfig::default());
     let db = &t.db;
     for use_async in [false, true] {
@@ -164,40 +214,52 @@ pub(crate) fn lease_lost_mysql() {
         job.chunk_size = 50;
         job.page_size = 50;
         job.chunk_delay = Some(Duration::from_millis(100));
-        let stolen = std::thread::scope(|scope| {
-            let running = scope.spawn(|| {
-                if use_async {
-                    rt.block_on(tandem_batch::asynchronous::run(&adb, &job))
-                } else {
-                    tandem_batch::blocking::run(db, &job)
-                }
-            });
+        let (stolen, done) = std::thread::scope(|scope| {
+            let running = scope.spawn(|| run_job(use_async, (&rt, &adb), db, &job));
             while committed_chunks(db) < 4 {
                 std::thread::sleep(Duration::from_millis(10));
             }
             db.execute(&raw("UPDATE batch_job_lock SET owner = 'intruder'", vec![]))
                 .unwrap();
-            running.join().unwrap()
+            // What the run committed up to the takeover (a chunk under way may still commit: it is
+            // checked at COMMIT, after the takeover's write, which waits for it).
+            let done = committed_chunks(db);
+            (running.join().unwrap(), done)
         });
         assert!(
             matches!(stolen, Err(JobError::LockLost { .. })),
             "async: {use_async}: {stolen:?}"
         );
-        let done = committed_chunks(db);
+        let after = committed_chunks(db);
         assert!(
-            done < 40,
-            "async: {use_async}: stopped midway ({done} chunks)"
+            after <= done + 2,
+            "async: {use_async}: {after} chunks after the takeover at {done} (one per partition may have \
+             been under way)"
+        );
+        assert!(
+            after < 40,
+            "async: {use_async}: stopped midway ({after} chunks)"
+        );
+        assert_eq!(
+            executions(db),
+            [RunStatus::Started],
+            "async: {use_async}: the run that lost its lease records no end"
+        );
+        assert!(
+            step_statuses(db)
+                .iter()
+                .all(|(s, e)| *s == RunStatus::Started && e.is_none()),
+            "async: {use_async}: nor its steps' ends: {:?}",
+            step_statuses(db)
         );
         db.execute(&raw("DELETE FROM batch_job_lock", vec![]))
             .unwrap();
-        let report = if use_async {
-            rt.block_on(tandem_batch::asynchronous::run(
-                &adb,
-                &job.clone().lock_lease(Duration::from_secs(30)),
-            ))
-        } else {
-            tandem_batch::blocking::run(db, &job)
-        }
+        let report = run_job(
+            use_async,
+            (&rt, &adb),
+            db,
+            &job.clone().lock_lease(Duration::from_secs(30)),
+        )
         .unwrap_or_else(|e| panic!("async: {use_async}: rerun: {e}"));
         assert!(report.resumed, "async: {use_async}");
         assert_eq!((report.read, report.written), (2_000, 2_000));
@@ -236,38 +298,45 @@ pub(crate) fn completed_is_not_hidden_by_a_later_failure() {
     assert_target(db, &expected(1..=100));
 }
 
-/// A run that stops making progress — its processor stalls for five leases, as a partition stuck on a
-/// frozen server would — stops renewing its lease, on both runners: the lease row expires (by the server's
-/// clock) within two leases of the stall, so a run on another node could take the job over, and the stalled
-/// run, once it wakes, stops with `LockLost` without writing anything more. A rerun completes every row once.
-pub(crate) fn stalled_run_gives_up_its_lease_mysql() {
-    let t = db::open(Dialect::MySql, "stalled", PoolConfig::default());
+/// The essay job with a processor that stalls for `stall` at the 301st row it processes (whatever its key:
+/// a Galera cluster hands out keys three apart) — the first of the fourth page, after three chunks were
+/// written — as a partition stuck on a frozen server would.
+fn stalling(stall: Option<Duration>, lease: Duration) -> BatchJob<Source, Target> {
+    let processed = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    BatchJob::new("stalls", move |s: Source| {
+        if let Some(stall) = stall
+            && processed.fetch_add(1, Ordering::SeqCst) == 300
+        {
+            std::thread::sleep(stall);
+        }
+        essay::transform(s)
+    })
+    .sizes(100, 100)
+    .lock_lease(lease)
+}
+
+/// A run that stops making progress — its processor stalls for three leases — stops renewing its lease,
+/// on both runners and both engines: the lease row expires (by the server's clock) within one lease of
+/// the run's last progress, so another run could take the job over. Nobody does: the run, once it wakes,
+/// goes on — the lease's guard in its next chunk finds it still its own — and completes every row once.
+/// (One rule for a run that wakes: the lease row decides, in the write's own transaction.)
+pub(crate) fn stalled_run_goes_on(dialect: Dialect) {
+    let t = db::open(dialect, "stalled", PoolConfig::default());
     let (rt, adb) = async_twin(&t, PoolConfig::default());
     let db = &t.db;
     let lease = Duration::from_secs(1);
-    let job = |stall: bool| {
-        // The 301st row processed, whatever its key (a Galera cluster hands out keys three apart): the
-        // first of the fourth page, after three chunks were written.
-        let processed = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        BatchJob::new("stalls", move |s: Source| {
-            if stall && processed.fetch_add(1, Ordering::SeqCst) == 300 {
-                std::thread::sleep(5 * lease);
-            }
-            essay::transform(s)
-        })
-        .sizes(100, 100)
-        .lock_lease(lease)
-    };
     let left_ms = raw(
-        "SELECT expires_at - CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED) FROM batch_job_lock",
+        format!(
+            "SELECT expires_at - {} FROM batch_job_lock",
+            now_ms(dialect)
+        ),
         vec![],
     );
     for use_async in [false, true] {
-        let run = |job: &BatchJob<Source, Target>| run_job(use_async, (&rt, &adb), db, job);
         reset(db, 1_000);
-        let stalling = job(true);
-        let (result, expired_after) = std::thread::scope(|scope| {
-            let running = scope.spawn(|| run(&stalling));
+        let job = stalling(Some(3 * lease), lease);
+        let (report, expired_after) = std::thread::scope(|scope| {
+            let running = scope.spawn(|| run_job(use_async, (&rt, &adb), db, &job));
             until_chunks(db, 3, &format!("async {use_async}"));
             // The fourth page is being processed: the stall has begun.
             let stalled_at = std::time::Instant::now();
@@ -277,29 +346,90 @@ pub(crate) fn stalled_run_gives_up_its_lease_mysql() {
                     break stalled_at.elapsed();
                 }
                 assert!(
-                    stalled_at.elapsed() < 2 * lease + Duration::from_millis(1_000),
+                    stalled_at.elapsed() < lease + Duration::from_millis(700),
                     "async {use_async}: the lease is still renewed {:?} into the stall",
                     stalled_at.elapsed()
                 );
-                std::thread::sleep(Duration::from_millis(50));
+                std::thread::sleep(Duration::from_millis(20));
             };
             (running.join().unwrap(), expired_after)
         });
         eprintln!(
-            "async {use_async}: the stalled run's lease expired {expired_after:?} into the stall"
+            "{dialect:?} async {use_async}: the stalled run's lease expired {expired_after:?} into the stall"
         );
-        assert!(
-            matches!(result, Err(JobError::LockLost { .. })),
-            "async {use_async}: {result:?}"
-        );
-        assert_eq!(
-            committed_chunks(db),
-            3,
-            "async {use_async}: nothing written after the stall (lease expired after {expired_after:?})"
-        );
-        let report = run(&job(false)).unwrap_or_else(|e| panic!("async {use_async}: rerun: {e}"));
-        assert!(report.resumed, "async {use_async}");
+        let report = report.unwrap_or_else(|e| panic!("async {use_async}: {e}"));
+        assert_eq!((report.read, report.written), (1_000, 1_000));
+        assert_eq!(executions(db), [RunStatus::Completed]);
         assert_target(db, &expected(1..=1_000));
+    }
+}
+
+/// A stalled run is replaced within one lease, wherever the next run starts: here on the same server,
+/// whose session lock the stalled run gave back once its lease ran out. The new run takes the lease over,
+/// marks the stalled run abandoned and completes the job; the stalled run, once it wakes, is refused at
+/// its next write (`LockLost`), writes nothing more, and overwrites nothing the new run recorded — the
+/// abandoned run keeps the new run's words. Both runners, both engines.
+pub(crate) fn stalled_run_is_replaced(dialect: Dialect) {
+    let t = db::open(dialect, "replaced", PoolConfig::default());
+    let (rt, adb) = async_twin(&t, PoolConfig::default());
+    let db = &t.db;
+    let lease = Duration::from_secs(1);
+    for use_async in [false, true] {
+        reset(db, 1_000);
+        let job = stalling(Some(4 * lease), lease);
+        let (stale, replaced_after) = std::thread::scope(|scope| {
+            let running = scope.spawn(|| run_job(use_async, (&rt, &adb), db, &job));
+            until_chunks(db, 3, &format!("async {use_async}"));
+            let stalled_at = std::time::Instant::now();
+            // The other runner starts the same job, again and again, until it is let in.
+            let twin = stalling(None, lease);
+            let replaced_after = loop {
+                match run_job(!use_async, (&rt, &adb), db, &twin) {
+                    Err(JobError::AlreadyRunning { .. }) => {
+                        assert!(
+                            stalled_at.elapsed() < lease + Duration::from_millis(1_500),
+                            "async {use_async}: still refused {:?} into the stall",
+                            stalled_at.elapsed()
+                        );
+                        std::thread::sleep(Duration::from_millis(50));
+                    }
+                    Ok(report) => {
+                        assert_eq!((report.read, report.written), (1_000, 1_000));
+                        break stalled_at.elapsed();
+                    }
+                    Err(e) => panic!("async {use_async}: the new run: {e}"),
+                }
+            };
+            (running.join().unwrap(), replaced_after)
+        });
+        eprintln!("{dialect:?} async {use_async}: replaced {replaced_after:?} into the stall");
+        assert!(
+            matches!(stale, Err(JobError::LockLost { .. })),
+            "async {use_async}: the stalled run, once awake: {stale:?}"
+        );
+        assert_target(db, &expected(1..=1_000));
+        let runs: Vec<JobExecution> = db
+            .fetch_all(
+                &batch_job_execution::table
+                    .select_all()
+                    .order_by(batch_job_execution::id.asc()),
+            )
+            .unwrap();
+        let seen: Vec<_> = runs
+            .iter()
+            .map(|r| (r.status, r.error_text.clone()))
+            .collect();
+        assert_eq!(
+            seen,
+            [
+                (
+                    RunStatus::Failed,
+                    Some("abandoned: the run stopped without finishing".into())
+                ),
+                (RunStatus::Completed, None)
+            ],
+            "async {use_async}"
+        );
     }
 }
 

@@ -20,11 +20,13 @@ mod failures;
 mod leases;
 mod round_trips;
 mod runs;
+mod stops;
 
 use failures::*;
 use leases::*;
 use round_trips::*;
 use runs::*;
+use stops::*;
 
 const ROWS: usize = 10_000;
 
@@ -119,32 +121,48 @@ fn step_statuses(db: &Database) -> Vec<(RunStatus, Option<String>)> {
     .collect()
 }
 
+/// One case per server engine (PostgreSQL, MariaDB), named `name::postgres` and `name::mysql`.
+fn server_engines(name: &str, test: fn(Dialect)) -> Vec<harness::Case> {
+    [("postgres", Dialect::Postgres), ("mysql", Dialect::MySql)]
+        .into_iter()
+        .map(|(engine, d)| harness::Case::new(format!("{name}::{engine}"), move || test(d)).on(d))
+        .collect()
+}
+
 fn main() {
     harness::main(
         [
             vec![harness::Case::new("essay_job_sqlite", essay_job_sqlite)],
-            vec![
-                harness::Case::new("lease_across_nodes_mysql", lease_across_nodes_mysql)
-                    .needs(&[Dialect::MySql]),
-                harness::Case::new("lease_lost_mysql", lease_lost_mysql).needs(&[Dialect::MySql]),
-                harness::Case::new(
-                    "completed_is_not_hidden_by_a_later_failure",
-                    completed_is_not_hidden_by_a_later_failure,
-                ),
-            ],
+            server_engines("lease_across_nodes", lease_across_nodes),
+            server_engines("lease_lost", lease_lost),
+            vec![harness::Case::new(
+                "completed_is_not_hidden_by_a_later_failure",
+                completed_is_not_hidden_by_a_later_failure,
+            )],
+            server_engines("stalled_run_goes_on", stalled_run_goes_on),
+            server_engines("stalled_run_is_replaced", stalled_run_is_replaced),
+            server_engines(
+                "stopped_process_loses_its_lock",
+                stopped_process_loses_its_lock,
+            ),
+            server_engines(
+                "stopped_client_is_not_a_silent_server",
+                stopped_client_is_not_a_silent_server,
+            ),
+            harness::engines(
+                "short_partitions_are_reopened",
+                short_partitions_are_reopened,
+            ),
+            vec![harness::Case::new(
+                "shortfall_is_explained",
+                shortfall_is_explained,
+            )],
             vec![
                 harness::Case::new(
                     "start_transaction_is_retried_postgres",
                     start_transaction_is_retried_postgres,
                 )
                 .needs(&[Dialect::Postgres]),
-            ],
-            vec![
-                harness::Case::new(
-                    "stalled_run_gives_up_its_lease_mysql",
-                    stalled_run_gives_up_its_lease_mysql,
-                )
-                .needs(&[Dialect::MySql]),
             ],
             vec![
                 harness::Case::new(

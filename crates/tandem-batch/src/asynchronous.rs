@@ -1,7 +1,8 @@
-//! The async runner: partitions as tokio tasks, each chunk one transaction with its checkpoint. The
-//! decisions are `job`'s (see `job::flow`); this is their I/O on `tandem-async`. Transactions are begun and
-//! committed by hand (with `tandem_async::retry`) rather than through closures: a task's future must be
-//! `Send`, which an async-closure transaction cannot promise on stable Rust.
+//! The async runner: partitions as tokio tasks, each chunk one transaction with its checkpoint, the lease
+//! kept by a task of its own. The decisions are `job`'s (see `job::flow`, `job::partition`) and `lock`'s;
+//! this is their I/O on `tandem-async`. Transactions are begun and committed by hand (with
+//! `tandem_async::retry`) rather than through closures: a task's future must be `Send`, which an
+//! async-closure transaction cannot promise on stable Rust.
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
@@ -11,6 +12,7 @@ use tandem_async::Executor as _;
 use tandem_async::{Database, PooledConnection, TxOptions, retry};
 use tandem_core::Plan;
 use tandem_sql::FromRow;
+use tandem_sql::ast::CreateTable;
 use tandem_sql::prelude::*;
 use tracing::Instrument;
 
@@ -20,13 +22,27 @@ use crate::runner::*;
 /// Creates the job repository tables if they are missing (and touches nothing when they are there).
 pub async fn prepare(db: &Database) -> tandem_core::Result<()> {
     let (present,): (i64,) = db
-        .fetch_one(&repository_tables_statement(db.dialect()))
+        .fetch_one(&tables_present_statement(db.dialect(), &REPOSITORY_TABLES))
         .await?;
     if present == 2 {
         return Ok(());
     }
     db.create_table(&jx::table.create_table()).await?;
     db.create_table(&sx::table.create_table()).await
+}
+
+/// Creates `table` (with its indexes) unless a table of that name is there: a read first, so that a
+/// program that prepares its target table before each run issues no DDL once it exists — on a Galera
+/// cluster every DDL statement waits for the whole cluster, a frozen node included.
+pub async fn create_missing(db: &Database, table: &CreateTable) -> tandem_core::Result<()> {
+    let name = table.table.name.as_str();
+    let (present,): (i64,) = db
+        .fetch_one(&tables_present_statement(db.dialect(), &[name]))
+        .await?;
+    match present {
+        1 => Ok(()),
+        _ => db.create_table(table).await,
+    }
 }
 
 /// Runs (or resumes) `job` on `db`; partitions run as tasks on the current tokio runtime. Fails with
@@ -47,29 +63,20 @@ where
 {
     // The lock first: it needs no table, and two processes creating the tables at once can collide
     // (PostgreSQL's CREATE TABLE IF NOT EXISTS is not safe against a concurrent twin).
-    let (lock, lease, tables) = lock(db, job).await?;
-    let lost = (lease.as_ref()).map_or_else(|| Arc::new(LeaseLost::default()), |l| l.lost.clone());
-    let result = run_locked(db, job, lost, tables).await;
-    if let Some(lease) = lease {
-        lease.release(db).await;
-    }
-    // Released on the server before returning, so a rerun right after does not find it still held by a
-    // session that is closing; the session then goes back to the pool. (If this future is dropped
-    // instead, the connection is closed and the server drops the lock with the session, a moment later.)
-    if let RunLock::Server(mut session) = lock {
-        let unlock = server_unlock_statement(db.dialect(), job_key(job));
-        if session.execute(&unlock).await.is_ok() {
-            session.released();
-        }
-    }
+    let locked = lock(db, job).await?;
+    let result = run_locked(db, job, &locked).await;
+    // The lease and the session lock given back before returning, so a rerun right after does not find
+    // them held — within a bound: the lock session's node may be the one that froze. (If this future is
+    // dropped instead, the keeper's task is aborted and its session closed: the server drops the lock
+    // with it, and the lease is taken over at once on that node, within one lease elsewhere.)
+    locked.finish(release_wait(job.lock_lease)).await;
     result
 }
 
 async fn run_locked<S, T>(
     db: &Database,
     job: &BatchJob<S, T>,
-    lost: Arc<LeaseLost>,
-    tables: bool,
+    locked: &Locked,
 ) -> Result<JobReport, JobError>
 where
     S: Entity<Key = i64> + FromRow + Send + 'static,
@@ -77,15 +84,26 @@ where
 {
     let started = Instant::now();
     // The lock statement said whether the tables are there; SQLite's lock did not.
-    if !tables {
+    if !locked.tables {
         prepare(db).await?;
     }
-    let start = start(db, job).await?;
     let failed_rows = Arc::new(AtomicU64::new(0));
+    let reads = locked.reads;
+    let run = RunContext {
+        job,
+        failed_rows: &failed_rows,
+        lease: &locked.lease,
+        reads,
+    };
+    let start = start(db, run).await?;
     let tasks: Vec<_> = (start.steps.iter().cloned())
         .map(|step| {
-            let (db, job, failed_rows, lost) =
-                (db.clone(), job.clone(), failed_rows.clone(), lost.clone());
+            let (db, job, failed_rows, lease) = (
+                db.clone(),
+                job.clone(),
+                failed_rows.clone(),
+                locked.lease.clone(),
+            );
             // Each partition's task runs inside its span, a child of the run's: the span follows the
             // task onto whichever worker thread polls it.
             let span = spans::partition(&step);
@@ -93,7 +111,8 @@ where
                 let run = RunContext {
                     job: &job,
                     failed_rows: &failed_rows,
-                    lost: &lost,
+                    lease: &lease,
+                    reads,
                 };
                 run_step(&db, run, &step).await
             };
@@ -112,109 +131,250 @@ where
             ))
         }));
     }
-    let (plan, settle) = end_run(db.dialect(), &start, started, results)?.split();
-    settle.after(record(db, &job.bookkeeping_options(), plan).await)
-}
-
-/// A held run lock; on MySQL/MariaDB, also the run's lease; and whether the lock statement found the job
-/// repository's tables.
-type Locks = (RunLock<PooledConnection>, Option<Lease>, bool);
-
-/// Takes the job's run lock (see [`crate::lock`]); it is released when the returned guard is dropped —
-/// also when the run's future is dropped midway.
-async fn lock<S, T>(db: &Database, job: &BatchJob<S, T>) -> Result<Locks, JobError> {
-    let (statement, leased) = match lock_plan(db.options(), db.pool_id(), job)? {
-        LockPlan::Local(local) => return Ok((RunLock::Local(local), None, false)),
-        LockPlan::Server { statement, leased } => (statement, leased),
-    };
-    // Closed when dropped holding the lock (see `LockSession`).
-    let session = LockSession::new(db.checkout().await?);
-    let conn = &*session;
-    let row: LockRow = conn.fetch_one(&statement).await?;
-    let (tables, lease_table) = tables_found(&row);
-    let (taken, node, _, _) = row;
-    if taken != 1 {
-        return Err(already_running(job));
-    }
-    let lease = match leased {
-        true => Lease::take(db, conn, LeaseClaim::new(job, node), lease_table)
-            .await
-            .map(Some),
-        false => Ok(None),
-    };
-    if lease.is_err() {
-        // Released before the refusal, as at a run's end: a rerun right after must not find the lock
-        // still held by this session while it closes.
-        let unlock = server_unlock_statement(db.dialect(), job_key(job));
-        let _ = conn.execute(&unlock).await;
-    }
-    Ok((RunLock::Server(Box::new(session)), lease?, tables))
-}
-
-/// A MySQL/MariaDB run's lease on its job (see [`crate::lock`]), renewed by a task every third of its length
-/// until released; dropped, the task stops (the lease then expires, or a rerun on this node takes it over
-/// at once).
-struct Lease {
-    claim: LeaseClaim,
-    lost: Arc<LeaseLost>,
-    renewer: tokio::task::JoinHandle<()>,
-}
-
-impl Lease {
-    /// Takes the lease for `claim` in a transaction the cluster certifies (begun by hand, so that the
-    /// future stays `Send`), once the lock session `conn` made sure the lease table is there; then spawns
-    /// the renewing task.
-    async fn take(
-        db: &Database,
-        conn: &PooledConnection,
-        claim: LeaseClaim,
-        table_found: bool,
-    ) -> Result<Lease, JobError> {
-        if !table_found {
-            conn.execute(&lease_table()).await?;
+    let short = match counts_fall_short(&start, &results) {
+        true => {
+            let plan = shortfall_plan(db.dialect(), run, &start.steps)?;
+            db.run_atomically(&job.write_options(), plan).await.ok()
         }
-        let held = retry(&TxOptions::default(), || async {
-            let tx = db.begin(TxOptions::default()).await?;
-            let row = tx.fetch_optional(&lease_read(claim.key)).await?;
-            let held = match claim.write(row) {
-                LeaseWrite::Write(write) => tx.execute(&write).await.map(|_| None)?,
-                LeaseWrite::Held(node, ms_left) => Some((node, ms_left)),
-            };
-            tx.commit().await.map(|()| held)
-        })
-        .await;
-        lease_taken(held, &claim)?;
-        let lost = Arc::new(LeaseLost::leased(claim.length, claim.key, &claim.owner));
-        let length = claim.length;
-        let (db, flag) = (db.clone(), lost.clone());
-        let renew = lease_renew(claim.key, &claim.owner, length);
-        let renewer = tokio::spawn(async move {
-            let mut renewed = Instant::now();
-            loop {
-                tokio::time::sleep(length / 3).await;
-                if flag.stalled() || renewal_lost(db.execute(&renew).await, &mut renewed, length) {
-                    return flag.set();
-                }
-            }
-        });
-        Ok(Lease {
-            claim,
-            lost,
-            renewer,
-        })
+        false => None,
+    };
+    let ending = end_run(
+        db.dialect(),
+        run,
+        &start,
+        started,
+        results,
+        short.as_deref(),
+    )?;
+    let (plan, settle) = ending.split();
+    let recorded = record(db, &job.bookkeeping_options(), plan).await;
+    if recorded.is_ok() {
+        run.lease.given_back();
     }
+    settle.after(run, recorded)
+}
 
-    /// Stops renewing and gives the lease back (through the pool: the lock's node may be the one that died).
-    async fn release(self, db: &Database) {
-        self.renewer.abort();
-        let release = lease_release(self.claim.key, &self.claim.owner);
-        let _ = db.execute(&release).await;
+/// A run's hold on its job: the lock, the lease's state (and the task that keeps it), how the run reads,
+/// and whether the lock statement found the job repository's tables.
+struct Locked {
+    /// A SQLite lock (released when dropped); server locks live with their keeper.
+    _local: Option<LocalLock>,
+    keeper: Option<Keeper>,
+    lease: Arc<LeaseState>,
+    reads: Reads,
+    tables: bool,
+}
+
+impl Locked {
+    /// Gives the lease and the session lock back, waiting at most `bound` for it.
+    async fn finish(self, bound: std::time::Duration) {
+        if let Some(keeper) = self.keeper {
+            keeper.finish(bound).await;
+        }
     }
 }
 
-impl Drop for Lease {
+/// Takes the job's run lock (see [`crate::lock`]): on SQLite its local lock; on a server its session lock
+/// and its lease, kept from then on by a [`Keeper`].
+async fn lock<S, T>(db: &Database, job: &BatchJob<S, T>) -> Result<Locked, JobError> {
+    let statement = match lock_plan(db.options(), db.pool_id(), job)? {
+        LockPlan::Local(local) => {
+            return Ok(Locked {
+                _local: Some(local),
+                keeper: None,
+                lease: Arc::new(LeaseState::default()),
+                reads: Reads::default(),
+                tables: false,
+            });
+        }
+        LockPlan::Server { statement } => statement,
+    };
+    let dialect = db.dialect();
+    // Closed when dropped holding the lock (see `LockSession`).
+    let mut session = LockSession::new(db.checkout().await?);
+    let reads = Reads {
+        causal: dialect == Dialect::MySql && is_galera(&session.fetch_all(&galera_probe()).await?),
+    };
+    let row: LockRow = session.fetch_one(&reads.statement(&statement)).await?;
+    let found = LockFound::from(row);
+    // A session that took nothing goes back to the pool — but on PostgreSQL its idle bound was set with
+    // the attempt: such a session is closed instead.
+    if !found.taken && dialect == Dialect::MySql {
+        session.released();
+    }
+    let taken = match refused(job, &found, &db.options().target()) {
+        Some(refusal) => Err(refusal),
+        None => take_lease(db, &session, job, reads, &found).await,
+    };
+    let lease = match taken {
+        Ok(lease) => lease,
+        Err(e) => {
+            // Given back before the refusal, as at a run's end: a rerun right after must not find the
+            // lock still held by this session while it closes.
+            if found.taken {
+                give_back(&mut session, dialect, job_key(job)).await;
+            }
+            return Err(e);
+        }
+    };
+    let keeper = Keeper::start(db, session, lease.clone(), reads, job_key(job));
+    Ok(Locked {
+        _local: None,
+        keeper: Some(keeper),
+        lease,
+        reads,
+        tables: found.repository_tables,
+    })
+}
+
+/// With the session lock held: bounds the lock session by the server, makes sure the lease table is
+/// there, and takes the lease in a transaction the server (or the cluster) serialises (begun by hand, so
+/// that the future stays `Send`).
+async fn take_lease<S, T>(
+    db: &Database,
+    session: &PooledConnection,
+    job: &BatchJob<S, T>,
+    reads: Reads,
+    found: &LockFound,
+) -> Result<Arc<LeaseState>, JobError> {
+    let dialect = db.dialect();
+    if let Some(bound) = session_bound_statement(dialect, job.lock_lease) {
+        session.execute(&bound).await?;
+    }
+    if !found.lease_table {
+        created_anyway(session.execute(&lease_table()).await)?;
+    }
+    let claim = LeaseClaim::new(dialect, job, found.node.clone());
+    let held = retry(&TxOptions::default(), || async {
+        let tx = db.begin(TxOptions::default()).await?;
+        let row = (tx.fetch_optional(&reads.statement(lease_read(dialect, claim.key)))).await?;
+        let held = match claim.write(row) {
+            LeaseWrite::Write(write) => tx.execute(&reads.statement(write)).await.map(|_| None)?,
+            LeaseWrite::Held(node, ms_left) => Some((node, ms_left)),
+        };
+        tx.commit().await.map(|()| held)
+    })
+    .await;
+    lease_taken(held, &claim)?;
+    Ok(Arc::new(LeaseState::leased(
+        dialect,
+        claim.length,
+        claim.key,
+        &claim.owner,
+    )))
+}
+
+/// Gives the session lock back on `session` and puts its idle limit back; it then goes back to the pool,
+/// or — when that failed — is closed (the server drops the lock with the session).
+async fn give_back(session: &mut LockSession<PooledConnection>, dialect: Dialect, key: u64) {
+    for statement in session_release_statements(dialect, key) {
+        if session.execute(&statement).await.is_err() {
+            return;
+        }
+    }
+    session.released();
+}
+
+/// The task that keeps a run's lease: every third of a lease it renews it on the lock session (which
+/// keeps that session within its idle limit), for one lease after the run's last progress; once the run
+/// made none for a whole lease it gives the session lock back and renews no more. At the run's end it
+/// gives the lease and the session lock back. Aborted when dropped (a run's future dropped midway): its
+/// session is then closed.
+struct Keeper {
+    /// Dropped to tell the keeper the run is over.
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    task: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Keeper {
+    fn start(
+        db: &Database,
+        session: LockSession<PooledConnection>,
+        lease: Arc<LeaseState>,
+        reads: Reads,
+        key: u64,
+    ) -> Keeper {
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let db = db.clone();
+        let task =
+            tokio::spawn(async move { keep(&db, session, &lease, reads, key, stopped).await });
+        Keeper {
+            stop: Some(stop),
+            task: Some(task),
+        }
+    }
+
+    /// Tells the keeper the run is over, and waits at most `bound` for it to give everything back. Past
+    /// it the keeper's task is left to finish on its own (its statement is bounded by `socket_timeout`;
+    /// a session that fails is closed, and the server drops its lock with it).
+    async fn finish(mut self, bound: std::time::Duration) {
+        drop(self.stop.take());
+        if let Some(task) = self.task.take() {
+            // Dropped unfinished at the timeout: the task goes on, detached.
+            let _ = tokio::time::timeout(bound, task).await;
+        }
+    }
+}
+
+impl Drop for Keeper {
     fn drop(&mut self) {
-        self.renewer.abort();
+        // Still here only when the run's future was dropped before `finish`.
+        if let Some(task) = &self.task {
+            task.abort();
+        }
+    }
+}
+
+/// The keeper's loop, until `stopped` says the run is over; then the lease and the session lock go back.
+async fn keep(
+    db: &Database,
+    session: LockSession<PooledConnection>,
+    lease: &LeaseState,
+    reads: Reads,
+    key: u64,
+    mut stopped: tokio::sync::oneshot::Receiver<()>,
+) {
+    let dialect = db.dialect();
+    let turn = lease.turn().unwrap_or(std::time::Duration::from_secs(1));
+    let mut session = Some(session);
+    loop {
+        // The run is over once the sender is dropped (or sends).
+        if tokio::time::timeout(turn, &mut stopped).await.is_ok() {
+            break;
+        }
+        let Some(s) = session.as_mut() else {
+            continue;
+        };
+        match lease.renewal() {
+            Some(Renewal::Renew(renew)) => match s.execute(&reads.statement(renew)).await {
+                Ok(1) => continue,
+                // Another run holds the lease now.
+                Ok(_) => lease.set_lost(),
+                // The session is gone (its node, or the connection): nothing to renew on.
+                Err(e) => {
+                    tracing::warn!(error = %e, "the lease keeper lost its lock session");
+                    session = None;
+                    continue;
+                }
+            },
+            Some(Renewal::Stalled) => tracing::warn!(
+                "the run made no progress for a whole lease: its session lock goes back, and the next \
+                 run may take the job over"
+            ),
+            None => continue,
+        }
+        give_back(s, dialect, key).await;
+        session = None;
+    }
+    let release = lease.still_held().map(|r| reads.statement(r));
+    if let Some(release) = release {
+        let _ = match &session {
+            Some(s) => s.execute(&release).await,
+            None => db.execute(&release).await,
+        };
+    }
+    if let Some(mut s) = session {
+        give_back(&mut s, dialect, key).await;
     }
 }
 
@@ -253,15 +413,29 @@ impl Via {
 }
 
 /// Creates the run: what it reads and decides (one plan), then its execution row and its steps in one
-/// transaction. A run that stops at any point leaves either all of its writes or none of them.
-async fn start<S: Entity, T>(db: &Database, job: &BatchJob<S, T>) -> Result<Start, JobError> {
+/// transaction, which begins with the lease's guard (read as the run reads, so on a Galera cluster the
+/// INSERTs after it run on a node that has applied everything before). A run that stops at any point
+/// leaves either all of its writes or none of them.
+async fn start<S: Entity, T>(db: &Database, run: RunContext<'_, S, T>) -> Result<Start, JobError> {
+    let job = run.job;
     let opts = job.bookkeeping_options();
-    let writes = (db
-        .run_atomically(&opts, start_reads(db.dialect(), job)?)
-        .await?)
+    let reads = db
+        .run_atomically(&opts, start_reads(db.dialect(), run)?)
+        .await;
+    let writes = run
+        .lease
+        .fenced(job, reads.map_err(JobError::from))?
         .decide(job)?;
-    Ok(retry(&opts, || async {
+    let guard = run.lease.guard().map(|g| run.reads.statement(g));
+    let started = retry(&opts, || async {
         let tx = db.begin(opts.clone()).await?;
+        if let Some(guard) = &guard
+            && tx.execute(guard).await? == 0
+        {
+            return Err(tandem_core::Error::Fenced {
+                what: LeaseState::guarded_what(job),
+            });
+        }
         let execution = tx
             .repository::<JobExecution>()
             .insert(&writes.execution)
@@ -276,7 +450,8 @@ async fn start<S: Entity, T>(db: &Database, job: &BatchJob<S, T>) -> Result<Star
         tx.commit().await?;
         Ok::<_, tandem_core::Error>(writes.started(execution, steps, ids, resumed))
     })
-    .await?)
+    .await;
+    run.lease.fenced(job, started.map_err(JobError::from))
 }
 
 async fn run_step<S, T>(
@@ -338,6 +513,9 @@ where
                         ChunkWrite::ByHand => {
                             retry(&opts, || async {
                                 let tx = db.begin(opts.clone()).await?;
+                                if let Some(first) = p.first() {
+                                    tx.execute(&first).await?;
+                                }
                                 let inserted = if chunk.rows.is_empty() {
                                     0
                                 } else {
@@ -346,8 +524,8 @@ where
                                 };
                                 let (checkpoint, counts) = p.checkpoint(&chunk, inserted);
                                 tx.execute(&checkpoint).await?;
-                                if let Some(hold) = p.hold()
-                                    && tx.execute(&hold).await? == 0
+                                if let Some(guard) = p.guard()
+                                    && tx.execute(&guard).await? == 0
                                 {
                                     return Err(p.refused());
                                 }
@@ -359,7 +537,12 @@ where
                 }
                 .instrument(span.clone())
                 .await;
-                let counts = span.in_scope(|| p.written(written.map_err(JobError::from)))?;
+                let counts = match span.in_scope(|| p.written(written.map_err(JobError::from))) {
+                    Err(e) if !matches!(e, JobError::LockLost { .. }) => {
+                        return Err(still_owned(db, run, e).await);
+                    }
+                    counts => counts?,
+                };
                 p.wrote(&chunk, counts);
                 if let Some(d) = p.delay() {
                     tokio::time::sleep(d).await;
@@ -381,7 +564,19 @@ where
     }
     .await;
     let (plan, settle) = p.end(result)?.split();
-    settle.after(record(db, &run.job.bookkeeping_options(), plan).await)
+    settle.after(run, record(db, &run.job.bookkeeping_options(), plan).await)
+}
+
+/// A chunk's write failed with `error`: when the run's lease is another run's now, that is why (see
+/// [`LeaseState::ownership`]).
+async fn still_owned<S, T>(db: &Database, run: RunContext<'_, S, T>, error: JobError) -> JobError {
+    let owned = match run.lease.ownership() {
+        Some(q) => (db.fetch_one::<(i64,)>(&run.reads.statement(q)).await)
+            .ok()
+            .map(|(n,)| n > 0),
+        None => None,
+    };
+    run.lease.failed(run.job, error, owned)
 }
 
 /// Runs the plan that records an ending, if there is one to run.

@@ -1,12 +1,15 @@
-//! The blocking runner: partitions on OS threads, each chunk one transaction with its checkpoint. The
-//! decisions are `job`'s (see `job::flow`); this is their I/O on `tandem-blocking`.
+//! The blocking runner: partitions on OS threads, each chunk one transaction with its checkpoint, the
+//! lease kept by a thread of its own. The decisions are `job`'s (see `job::flow`, `job::partition`) and
+//! `lock`'s; this is their I/O on `tandem-blocking`.
 
+use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 use std::time::Instant;
 use tandem_blocking::Executor as _;
 
 use tandem_blocking::{Database, PooledConnection};
 use tandem_sql::FromRow;
+use tandem_sql::ast::CreateTable;
 use tandem_sql::prelude::*;
 
 use crate::job::spans;
@@ -14,12 +17,25 @@ use crate::runner::*;
 
 /// Creates the job repository tables if they are missing (and touches nothing when they are there).
 pub fn prepare(db: &Database) -> tandem_core::Result<()> {
-    let (present,): (i64,) = db.fetch_one(&repository_tables_statement(db.dialect()))?;
+    let (present,): (i64,) =
+        db.fetch_one(&tables_present_statement(db.dialect(), &REPOSITORY_TABLES))?;
     if present == 2 {
         return Ok(());
     }
     db.create_table(&jx::table.create_table())?;
     db.create_table(&sx::table.create_table())
+}
+
+/// Creates `table` (with its indexes) unless a table of that name is there: a read first, so that a
+/// program that prepares its target table before each run issues no DDL once it exists — on a Galera
+/// cluster every DDL statement waits for the whole cluster, a frozen node included.
+pub fn create_missing(db: &Database, table: &CreateTable) -> tandem_core::Result<()> {
+    let name = table.table.name.as_str();
+    let (present,): (i64,) = db.fetch_one(&tables_present_statement(db.dialect(), &[name]))?;
+    match present {
+        1 => Ok(()),
+        _ => db.create_table(table),
+    }
 }
 
 /// Runs (or resumes) `job` on `db`. Fails with [`JobError::AlreadyRunning`] when another run of the same
@@ -33,30 +49,18 @@ where
     let _in = span.enter();
     // The lock first: it needs no table, and two processes creating the tables at once can collide
     // (PostgreSQL's CREATE TABLE IF NOT EXISTS is not safe against a concurrent twin).
-    let (lock, lease, tables) = lock(db, job)?;
-    let not_lost = LeaseLost::default();
-    let lost = lease.as_ref().map_or(&not_lost, |l| &*l.lost);
-    let result = run_locked(db, job, lost, tables);
-    if let Some(lease) = lease {
-        lease.release(db);
-    }
-    // Released on the server before returning, so a rerun right after does not find it still held by a
-    // session that is closing; the session then goes back to the pool.
-    if let RunLock::Server(mut session) = lock
-        && session
-            .execute(&server_unlock_statement(db.dialect(), job_key(job)))
-            .is_ok()
-    {
-        session.released();
-    }
+    let locked = lock(db, job)?;
+    let result = run_locked(db, job, &locked);
+    // The lease and the session lock given back before returning, so a rerun right after does not find
+    // them held — within a bound: the lock session's node may be the one that froze.
+    locked.finish(release_wait(job.lock_lease));
     result
 }
 
 fn run_locked<S, T>(
     db: &Database,
     job: &BatchJob<S, T>,
-    lost: &LeaseLost,
-    tables: bool,
+    locked: &Locked,
 ) -> Result<JobReport, JobError>
 where
     S: Entity<Key = i64> + FromRow + Send,
@@ -64,16 +68,17 @@ where
 {
     let started = Instant::now();
     // The lock statement said whether the tables are there; SQLite's lock did not.
-    if !tables {
+    if !locked.tables {
         prepare(db)?;
     }
-    let start = start(db, job)?;
     let failed_rows = AtomicU64::new(0);
     let run = RunContext {
         job,
         failed_rows: &failed_rows,
-        lost,
+        lease: &locked.lease,
+        reads: locked.reads,
     };
+    let start = start(db, run)?;
     let results: Vec<Result<PartitionReport, JobError>> = std::thread::scope(|scope| {
         let handles: Vec<_> = (start.steps.iter())
             .map(|step| {
@@ -90,130 +95,271 @@ where
             })
             .collect()
     });
-    let (plan, settle) = end_run(db.dialect(), &start, started, results)?.split();
-    settle.after(record(db, &job.bookkeeping_options(), plan))
-}
-
-/// A held run lock; on MySQL/MariaDB, also the run's lease; and whether the lock statement found the job
-/// repository's tables.
-type Locks = (RunLock<PooledConnection>, Option<Lease>, bool);
-
-/// Takes the job's run lock (see [`crate::lock`]); it is released when the returned guard is dropped.
-fn lock<S, T>(db: &Database, job: &BatchJob<S, T>) -> Result<Locks, JobError> {
-    let (statement, leased) = match lock_plan(db.options(), db.pool_id(), job)? {
-        LockPlan::Local(local) => return Ok((RunLock::Local(local), None, false)),
-        LockPlan::Server { statement, leased } => (statement, leased),
-    };
-    // Closed when dropped holding the lock (see `LockSession`).
-    let session = LockSession::new(db.checkout()?);
-    let conn = &*session;
-    let row: LockRow = conn.fetch_one(&statement)?;
-    let (tables, lease_table) = tables_found(&row);
-    let (taken, node, _, _) = row;
-    if taken != 1 {
-        return Err(already_running(job));
-    }
-    let lease = leased
-        .then(|| Lease::take(db, conn, LeaseClaim::new(job, node), lease_table))
-        .transpose();
-    if lease.is_err() {
-        // Released before the refusal, as at a run's end: a rerun right after must not find the lock
-        // still held by this session while it closes.
-        let _ = conn.execute(&server_unlock_statement(db.dialect(), job_key(job)));
-    }
-    Ok((RunLock::Server(Box::new(session)), lease?, tables))
-}
-
-/// A MySQL/MariaDB run's lease on its job (see [`crate::lock`]), renewed by a thread of its own every third
-/// of its length until released or dropped.
-struct Lease {
-    claim: LeaseClaim,
-    lost: std::sync::Arc<LeaseLost>,
-    /// Dropped to stop the renewing thread.
-    stop: Option<std::sync::mpsc::Sender<()>>,
-    renewer: Option<std::thread::JoinHandle<()>>,
-}
-
-impl Lease {
-    /// Takes the lease for `claim` — in a transaction the cluster certifies, the lock session `conn`
-    /// having made sure the lease table is there — and starts the thread that renews it.
-    fn take(
-        db: &Database,
-        conn: &PooledConnection,
-        claim: LeaseClaim,
-        table_found: bool,
-    ) -> Result<Lease, JobError> {
-        if !table_found {
-            conn.execute(&lease_table())?;
+    let short = match counts_fall_short(&start, &results) {
+        true => {
+            let plan = shortfall_plan(db.dialect(), run, &start.steps)?;
+            db.run_atomically(&job.write_options(), plan).ok()
         }
-        let held =
-            db.transaction(
-                |tx| match claim.write(tx.fetch_optional(&lease_read(claim.key))?) {
-                    LeaseWrite::Write(write) => tx.execute(&write).map(|_| None),
-                    LeaseWrite::Held(node, ms_left) => Ok(Some((node, ms_left))),
-                },
-            );
-        lease_taken(held, &claim)?;
-        let lost = std::sync::Arc::new(LeaseLost::leased(claim.length, claim.key, &claim.owner));
+        false => None,
+    };
+    let ending = end_run(
+        db.dialect(),
+        run,
+        &start,
+        started,
+        results,
+        short.as_deref(),
+    )?;
+    let (plan, settle) = ending.split();
+    let recorded = record(db, &job.bookkeeping_options(), plan);
+    if recorded.is_ok() {
+        run.lease.given_back();
+    }
+    settle.after(run, recorded)
+}
+
+/// A run's hold on its job: the lock, the lease's state (and the thread that keeps it), how the run
+/// reads, and whether the lock statement found the job repository's tables.
+struct Locked {
+    /// A SQLite lock (released when dropped); server locks live with their keeper.
+    _local: Option<LocalLock>,
+    keeper: Option<Keeper>,
+    lease: Arc<LeaseState>,
+    reads: Reads,
+    tables: bool,
+}
+
+impl Locked {
+    /// Gives the lease and the session lock back, waiting at most `bound` for it.
+    fn finish(self, bound: std::time::Duration) {
+        if let Some(keeper) = self.keeper {
+            keeper.finish(bound);
+        }
+    }
+}
+
+/// Takes the job's run lock (see [`crate::lock`]): on SQLite its local lock; on a server its session lock
+/// and its lease, kept from then on by a [`Keeper`].
+fn lock<S, T>(db: &Database, job: &BatchJob<S, T>) -> Result<Locked, JobError> {
+    let statement = match lock_plan(db.options(), db.pool_id(), job)? {
+        LockPlan::Local(local) => {
+            return Ok(Locked {
+                _local: Some(local),
+                keeper: None,
+                lease: Arc::new(LeaseState::default()),
+                reads: Reads::default(),
+                tables: false,
+            });
+        }
+        LockPlan::Server { statement } => statement,
+    };
+    let dialect = db.dialect();
+    // Closed when dropped holding the lock (see `LockSession`).
+    let mut session = LockSession::new(db.checkout()?);
+    let reads = Reads {
+        causal: dialect == Dialect::MySql && is_galera(&session.fetch_all(&galera_probe())?),
+    };
+    let found = LockFound::from(session.fetch_one::<LockRow>(&reads.statement(&statement))?);
+    // A session that took nothing goes back to the pool — but on PostgreSQL its idle bound was set with
+    // the attempt: such a session is closed instead.
+    if !found.taken && dialect == Dialect::MySql {
+        session.released();
+    }
+    let taken = match refused(job, &found, &db.options().target()) {
+        Some(refusal) => Err(refusal),
+        None => take_lease(db, &session, job, reads, &found),
+    };
+    let lease = match taken {
+        Ok(lease) => lease,
+        Err(e) => {
+            // Given back before the refusal, as at a run's end: a rerun right after must not find the
+            // lock still held by this session while it closes.
+            if found.taken {
+                give_back(&mut session, dialect, job_key(job));
+            }
+            return Err(e);
+        }
+    };
+    let keeper = Keeper::start(db, session, lease.clone(), reads, job_key(job))?;
+    Ok(Locked {
+        _local: None,
+        keeper: Some(keeper),
+        lease,
+        reads,
+        tables: found.repository_tables,
+    })
+}
+
+/// With the session lock held: bounds the lock session by the server, makes sure the lease table is
+/// there, and takes the lease in a transaction the server (or the cluster) serialises.
+fn take_lease<S, T>(
+    db: &Database,
+    session: &PooledConnection,
+    job: &BatchJob<S, T>,
+    reads: Reads,
+    found: &LockFound,
+) -> Result<Arc<LeaseState>, JobError> {
+    let dialect = db.dialect();
+    if let Some(bound) = session_bound_statement(dialect, job.lock_lease) {
+        session.execute(&bound)?;
+    }
+    if !found.lease_table {
+        created_anyway(session.execute(&lease_table()))?;
+    }
+    let claim = LeaseClaim::new(dialect, job, found.node.clone());
+    let held = db.transaction(|tx| {
+        let row = tx.fetch_optional(&reads.statement(lease_read(dialect, claim.key)))?;
+        match claim.write(row) {
+            LeaseWrite::Write(write) => tx.execute(&reads.statement(write)).map(|_| None),
+            LeaseWrite::Held(node, ms_left) => Ok(Some((node, ms_left))),
+        }
+    });
+    lease_taken(held, &claim)?;
+    Ok(Arc::new(LeaseState::leased(
+        dialect,
+        claim.length,
+        claim.key,
+        &claim.owner,
+    )))
+}
+
+/// Gives the session lock back on `session` and puts its idle limit back; it then goes back to the pool,
+/// or — when that failed — is closed (the server drops the lock with the session).
+fn give_back(session: &mut LockSession<PooledConnection>, dialect: Dialect, key: u64) {
+    if (session_release_statements(dialect, key).iter()).all(|s| session.execute(s).is_ok()) {
+        session.released();
+    }
+}
+
+/// The thread that keeps a run's lease: every third of a lease it renews it on the lock session (which
+/// keeps that session within its idle limit), for one lease after the run's last progress; once the run
+/// made none for a whole lease it gives the session lock back and renews no more. At the run's end it
+/// gives the lease and the session lock back.
+struct Keeper {
+    /// Dropped to tell the keeper the run is over.
+    stop: Option<std::sync::mpsc::Sender<()>>,
+    /// Signalled once the keeper gave everything back.
+    done: std::sync::mpsc::Receiver<()>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Keeper {
+    fn start(
+        db: &Database,
+        session: LockSession<PooledConnection>,
+        lease: Arc<LeaseState>,
+        reads: Reads,
+        key: u64,
+    ) -> Result<Keeper, JobError> {
         let (stop, stopped) = std::sync::mpsc::channel::<()>();
-        let length = claim.length;
-        let (db, flag, renew) = (
-            db.clone(),
-            lost.clone(),
-            lease_renew(claim.key, &claim.owner, length),
-        );
-        let renewer = std::thread::Builder::new()
+        let (finished, done) = std::sync::mpsc::channel::<()>();
+        let db = db.clone();
+        let thread = std::thread::Builder::new()
             .name("tandem-lease".into())
             .spawn(move || {
-                let mut renewed = Instant::now();
-                while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
-                    stopped.recv_timeout(length / 3)
-                {
-                    if flag.stalled() || renewal_lost(db.execute(&renew), &mut renewed, length) {
-                        return flag.set();
-                    }
-                }
+                keep(&db, session, &lease, reads, key, stopped);
+                let _ = finished.send(());
             })
             .map_err(|source| tandem_core::Error::Thread {
                 what: "the job's lease keeper thread",
                 source,
             })?;
-        Ok(Lease {
-            claim,
-            lost,
+        Ok(Keeper {
             stop: Some(stop),
-            renewer: Some(renewer),
+            done,
+            thread: Some(thread),
         })
     }
 
-    /// Stops renewing and gives the lease back (through the pool: the lock's node may be the one that died).
-    fn release(mut self, db: &Database) {
-        self.stop_renewing();
-        let _ = db.execute(&lease_release(self.claim.key, &self.claim.owner));
-    }
-
-    fn stop_renewing(&mut self) {
+    /// Tells the keeper the run is over, and waits at most `bound` for it to give everything back. Past
+    /// it the keeper is left to finish on its own (its statement is bounded by `socket_timeout`; a session
+    /// that fails is closed, and the server drops its lock with it).
+    fn finish(mut self, bound: std::time::Duration) {
         drop(self.stop.take());
-        if let Some(r) = self.renewer.take() {
-            let _ = r.join();
+        if self.done.recv_timeout(bound).is_ok()
+            && let Some(thread) = self.thread.take()
+        {
+            let _ = thread.join();
         }
     }
 }
 
-impl Drop for Lease {
+impl Drop for Keeper {
     fn drop(&mut self) {
-        self.stop_renewing();
+        drop(self.stop.take());
+    }
+}
+
+/// The keeper's loop, until `stopped` says the run is over; then the lease and the session lock go back.
+fn keep(
+    db: &Database,
+    session: LockSession<PooledConnection>,
+    lease: &LeaseState,
+    reads: Reads,
+    key: u64,
+    stopped: std::sync::mpsc::Receiver<()>,
+) {
+    let dialect = db.dialect();
+    let turn = lease.turn().unwrap_or(std::time::Duration::from_secs(1));
+    let mut session = Some(session);
+    while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(turn) {
+        let Some(s) = session.as_mut() else {
+            continue;
+        };
+        match lease.renewal() {
+            Some(Renewal::Renew(renew)) => match s.execute(&reads.statement(renew)) {
+                Ok(1) => continue,
+                // Another run holds the lease now.
+                Ok(_) => lease.set_lost(),
+                // The session is gone (its node, or the connection): nothing to renew on.
+                Err(e) => {
+                    tracing::warn!(error = %e, "the lease keeper lost its lock session");
+                    session = None;
+                    continue;
+                }
+            },
+            Some(Renewal::Stalled) => tracing::warn!(
+                "the run made no progress for a whole lease: its session lock goes back, and the next \
+                 run may take the job over"
+            ),
+            None => continue,
+        }
+        give_back(s, dialect, key);
+        session = None;
+    }
+    let release = lease.still_held().map(|r| reads.statement(r));
+    if let Some(release) = release {
+        let _ = match &session {
+            Some(s) => s.execute(&release),
+            None => db.execute(&release),
+        };
+    }
+    if let Some(mut s) = session {
+        give_back(&mut s, dialect, key);
     }
 }
 
 /// Creates the run: what it reads and decides (one plan), then its execution row and its steps in one
-/// transaction. A run that stops at any point leaves either all of its writes or none of them.
-fn start<S: Entity, T>(db: &Database, job: &BatchJob<S, T>) -> Result<Start, JobError> {
+/// transaction, which begins with the lease's guard (read as the run reads, so on a Galera cluster the
+/// INSERTs after it run on a node that has applied everything before). A run that stops at any point
+/// leaves either all of its writes or none of them.
+fn start<S: Entity, T>(db: &Database, run: RunContext<'_, S, T>) -> Result<Start, JobError> {
+    let job = run.job;
     let opts = job.bookkeeping_options();
-    let writes = db
-        .run_atomically(&opts, start_reads(db.dialect(), job)?)?
+    let reads = db.run_atomically(&opts, start_reads(db.dialect(), run)?);
+    let writes = run
+        .lease
+        .fenced(job, reads.map_err(JobError::from))?
         .decide(job)?;
-    Ok(db.transaction_with(opts, |tx| {
+    let guard = run.lease.guard().map(|g| run.reads.statement(g));
+    let started = db.transaction_with(opts, |tx| {
+        if let Some(guard) = &guard
+            && tx.execute(guard)? == 0
+        {
+            return Err(tandem_core::Error::Fenced {
+                what: LeaseState::guarded_what(job),
+            });
+        }
         let execution = tx.repository::<JobExecution>().insert(&writes.execution)?;
         let (steps, resumed) = writes.steps(execution);
         // An empty source has no partitions: its run completes at once.
@@ -223,7 +369,8 @@ fn start<S: Entity, T>(db: &Database, job: &BatchJob<S, T>) -> Result<Start, Job
             tx.repository::<StepExecution>().insert_all(&steps)?
         };
         Ok(writes.started(execution, steps, ids, resumed))
-    })?)
+    });
+    run.lease.fenced(job, started.map_err(JobError::from))
 }
 
 fn run_step<S, T>(
@@ -279,6 +426,9 @@ where
                     let written = match p.write(&chunk)? {
                         ChunkWrite::Plan(plan) => db.run_atomically(&opts, plan).map(|n| (n, 0)),
                         ChunkWrite::ByHand => db.transaction_with(opts.clone(), |tx| {
+                            if let Some(first) = p.first() {
+                                tx.execute(&first)?;
+                            }
                             let inserted = if chunk.rows.is_empty() {
                                 0
                             } else {
@@ -288,15 +438,20 @@ where
                             };
                             let (checkpoint, counts) = p.checkpoint(&chunk, inserted);
                             tx.execute(&checkpoint)?;
-                            if let Some(hold) = p.hold()
-                                && tx.execute(&hold)? == 0
+                            if let Some(guard) = p.guard()
+                                && tx.execute(&guard)? == 0
                             {
                                 return Err(p.refused());
                             }
                             Ok(counts)
                         }),
                     };
-                    let counts = p.written(written.map_err(JobError::from))?;
+                    let counts = match p.written(written.map_err(JobError::from)) {
+                        Err(e) if !matches!(e, JobError::LockLost { .. }) => {
+                            return Err(still_owned(db, run, e));
+                        }
+                        counts => counts?,
+                    };
                     p.wrote(&chunk, counts);
                     if let Some(d) = p.delay() {
                         std::thread::sleep(d);
@@ -319,7 +474,16 @@ where
         }
     });
     let (plan, settle) = p.end(result)?.split();
-    settle.after(record(db, &run.job.bookkeeping_options(), plan))
+    settle.after(run, record(db, &run.job.bookkeeping_options(), plan))
+}
+
+/// A chunk's write failed with `error`: when the run's lease is another run's now, that is why (see
+/// [`LeaseState::ownership`]).
+fn still_owned<S, T>(db: &Database, run: RunContext<'_, S, T>, error: JobError) -> JobError {
+    let owned = (run.lease.ownership())
+        .and_then(|q| db.fetch_one::<(i64,)>(&run.reads.statement(q)).ok())
+        .map(|(n,)| n > 0);
+    run.lease.failed(run.job, error, owned)
 }
 
 /// Runs the plan that records an ending, if there is one to run.

@@ -3,13 +3,13 @@
 
 pub(crate) use crate::job::{
     BatchJob, ChunkWrite, JobError, JobReport, LeaseClaim, LeaseWrite, Partition, PartitionReport,
-    RunContext, Start, end_run, lease_taken, panicked, renewal_lost, repository_tables_statement,
-    start_reads,
+    REPOSITORY_TABLES, Reads, RunContext, Start, counts_fall_short, end_run, lease_taken, panicked,
+    shortfall_plan, start_reads, tables_present_statement,
 };
 pub(crate) use crate::lock::{
-    CloseOnDrop, LeaseLost, LockPlan, LockRow, LockSession, RunLock, already_running, job_key,
-    lease_read, lease_release, lease_renew, lease_table, lock_plan, server_unlock_statement,
-    tables_found,
+    CloseOnDrop, LeaseState, LocalLock, LockFound, LockPlan, LockRow, LockSession, Renewal,
+    already_running, galera_probe, is_galera, job_key, lease_read, lease_table, lock_plan,
+    release_wait, session_bound_statement, session_release_statements,
 };
 pub(crate) use crate::model::{
     JobExecution, StepExecution, batch_job_execution as jx, batch_step_execution as sx,
@@ -20,4 +20,33 @@ pub(crate) use crate::model::{
 pub(crate) enum Next<Reading, Unread> {
     Reading(Reading),
     Unread(Unread),
+}
+
+/// Why a run does not start on the server its lock session reached, from the lock statement's row: its
+/// session lock is held by another run, or the server takes no writes.
+pub(crate) fn refused<S, T>(
+    job: &BatchJob<S, T>,
+    found: &LockFound,
+    target: &str,
+) -> Option<JobError> {
+    if !found.taken {
+        return Some(already_running(job));
+    }
+    found.read_only.then(|| JobError::ReadOnlyServer {
+        name: job.name.clone(),
+        server: match found.node.is_empty() {
+            true => target.to_owned(),
+            false => found.node.clone(),
+        },
+    })
+}
+
+/// A lease table created by a concurrent run of another job between the look and the CREATE (PostgreSQL's
+/// `CREATE TABLE IF NOT EXISTS` is not safe against a concurrent twin: a unique violation on its catalog)
+/// is there all the same.
+pub(crate) fn created_anyway(result: tandem_core::Result<u64>) -> tandem_core::Result<()> {
+    match result {
+        Err(e) if e.kind() == Some(tandem_core::DbErrorKind::UniqueViolation) => Ok(()),
+        other => other.map(drop),
+    }
 }

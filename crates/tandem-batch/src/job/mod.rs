@@ -12,11 +12,15 @@ use tandem_sql::typed::{Entity, Table};
 use crate::model::{RunStatus, StepExecution};
 
 mod flow;
+mod partition;
 mod read;
+mod reads;
 mod record;
 
 pub(crate) use flow::*;
+pub(crate) use partition::*;
 pub(crate) use read::*;
+pub(crate) use reads::*;
 pub(crate) use record::*;
 
 /// What the processor decided for one source row.
@@ -62,12 +66,12 @@ pub struct BatchJob<S, T> {
     pub skip_policy: SkipPolicy,
     /// Pause after each committed chunk (tests use it to stop a job midway). Default none.
     pub chunk_delay: Option<Duration>,
-    /// MySQL/MariaDB: how long the run's lease on the job lasts unless renewed (it is renewed every third
-    /// of this, while the run makes progress): how long a run on another node waits for the lease of a run
-    /// that died without a word, or stalled — a run none of whose partitions read a page or wrote a chunk
-    /// for a whole lease stops renewing, and stops before its next chunk. So it must exceed the time one
-    /// page takes to process and one chunk to write. Default 30 s; on PostgreSQL it bounds the lock waits
-    /// of the run's bookkeeping. (See [`crate::lock`].)
+    /// How long the run's lease on the job lasts after the run last made progress (read a page, wrote a
+    /// chunk), on PostgreSQL and MySQL/MariaDB: how long the next run — on any node — waits for a run that
+    /// died without a word, was stopped, or stalled. It is renewed every third of this on the run's lock
+    /// session, and by every write. So it must exceed the time one page takes to process and one chunk to
+    /// write, or another run may take the job over between two of them. Default 30 s; it also bounds the
+    /// lock waits of the run's bookkeeping on PostgreSQL. (See [`crate::lock`].)
     pub lock_lease: Duration,
     /// How many times a chunk's transaction, and each write that records a step's or a run's end, runs at
     /// most when it fails retriably: a deadlock, a serialization failure, or — on a Galera cluster — a
@@ -130,7 +134,7 @@ impl<S: Entity<Key = i64>, T: Entity> BatchJob<S, T> {
         self
     }
 
-    /// Sets the run lock's lease (MySQL/MariaDB; at least one second).
+    /// Sets the run lock's lease (server engines; at least one second).
     pub fn lock_lease(mut self, lease: Duration) -> Self {
         self.lock_lease = lease.max(Duration::from_secs(1));
         self
@@ -164,8 +168,8 @@ impl<S: Entity<Key = i64>, T: Entity> BatchJob<S, T> {
 
 impl<S, T> BatchJob<S, T> {
     /// The key of this job's run lock: 16 hex digits from its name and parameters, the same in every
-    /// process. On MySQL/MariaDB it is the `job_key` of its lease row in `batch_job_lock` (an operator
-    /// looking for who runs the job finds the owner and node there).
+    /// process. On the server engines it is the `job_key` of its lease row in `batch_job_lock` (an
+    /// operator looking for who runs the job finds the owner and node there).
     pub fn lock_key(&self) -> String {
         format!("{:016x}", crate::lock::job_key(self))
     }
@@ -241,17 +245,30 @@ pub enum JobError {
         /// Job parameters.
         params: String,
     },
-    /// The run could not renew its lease on the job (MySQL/MariaDB, see [`crate::lock`]) before it
-    /// expired, or another run took it over: it stopped before its next chunk. Committed chunks stay, with
-    /// their checkpoints.
+    /// Another run took the job's lease over (see [`crate::lock`]): this run's next write was refused by
+    /// its guard, and it wrote nothing more — its chunks, its steps' ends and its own end included. What
+    /// it committed before stays, with its checkpoints, for the run that took over.
     #[error(
-        "job {name:?} with parameters {params:?} lost its run lock (lease not renewed in time)"
+        "job {name:?} with parameters {params:?} lost its run lock (another run took its lease over)"
     )]
     LockLost {
         /// Job name.
         name: String,
         /// Job parameters.
         params: String,
+    },
+    /// The server takes no writes (a PostgreSQL standby in recovery, a MySQL/MariaDB server in
+    /// `read_only`): a run starts only on a server whose reads see everything committed and that takes its
+    /// writes. Point the URL at the primary (PostgreSQL: `target_session_attrs=read-write`).
+    #[error(
+        "job {name:?} cannot run on {server}: the server takes no writes (a standby, or read_only); \
+         point the URL at the primary (PostgreSQL: target_session_attrs=read-write)"
+    )]
+    ReadOnlyServer {
+        /// Job name.
+        name: String,
+        /// The server, `host:port` as it names itself (or the URL).
+        server: String,
     },
     /// The lock file of a SQLite job could not be opened or locked.
     #[error("cannot lock {path}: {source}")]

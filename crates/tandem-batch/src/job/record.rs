@@ -52,11 +52,13 @@ impl<T> ProcessedChunk<T> {
 /// (the async executor's SQLite worker: one call instead of four).
 ///
 /// A run that holds a lease ends the transaction with its guard: `fence` is the checkpoint and the guard in
-/// one statement (see [`crate::lock::LeaseLost::fenced_checkpoint`]), with what it guards for the error.
+/// one statement (see [`crate::lock::LeaseState::guarded_checkpoint`]), with what it guards for the error.
+/// `counts` is what the checkpoint records (the partition's last chunk records its range's top).
 pub(crate) fn chunk_plan<T: Entity>(
     dialect: tandem_sql::Dialect,
     step_id: i64,
     chunk: &ProcessedChunk<T>,
+    counts: ChunkCounts,
     opts: &tandem_core::BatchOptions,
     fence: Option<(tandem_sql::RawSql, String)>,
 ) -> Result<Option<tandem_core::Plan<u64>>, JobError> {
@@ -70,7 +72,7 @@ pub(crate) fn chunk_plan<T: Entity>(
             what,
         },
         None => tandem_core::Step::Sql(
-            checkpoint_statement(step_id, chunk.counts(), rows, 0)
+            checkpoint_statement(step_id, counts, rows, 0)
                 .render(dialect)
                 .map_err(tandem_core::Error::from)?,
         ),
@@ -95,20 +97,25 @@ pub(crate) fn chunk_plan<T: Entity>(
     Ok(Some(insert.followed_by(checkpoint, together)))
 }
 
-/// The UPDATE that ends a step.
+/// The UPDATE that ends a step. A completed step's checkpoint is the top of its range: the partition read
+/// everything up to there (see `partition`).
 pub(crate) fn end_step_statement(
-    step_id: i64,
+    step: &StepExecution,
     st: RunStatus,
     error: Option<String>,
-) -> impl Render {
+) -> impl Render + use<> {
     use crate::model::batch_step_execution as s;
     use tandem_sql::prelude::*;
-    s::table
+    let update = s::table
         .update()
         .set(s::status, st)
         .set(s::ended_at, Some(crate::model::now_ms()))
-        .set(s::error_text, error)
-        .filter(s::id.eq(step_id))
+        .set(s::error_text, error);
+    let update = match st {
+        RunStatus::Completed => update.set(s::checkpoint, Some(step.partition_hi)),
+        _ => update,
+    };
+    update.filter(s::id.eq(step.id))
 }
 
 /// The UPDATE that ends a run, with its totals.
@@ -152,7 +159,8 @@ pub(crate) fn new_steps(
             .map(|s| StepExecution {
                 id: 0,
                 job_execution_id: execution,
-                status: if s.status == RunStatus::Completed {
+                // Complete only when its checkpoint reached its range's top (see `partition`).
+                status: if step_complete(&s) {
                     RunStatus::Completed
                 } else {
                     RunStatus::Started
@@ -386,26 +394,45 @@ pub(crate) fn new_execution<S, T>(job: &BatchJob<S, T>) -> crate::model::JobExec
     }
 }
 
-/// One row, one BIGINT: how many of the job repository's two tables exist where the connection looks
-/// (PostgreSQL: its `search_path`; MySQL/MariaDB: its database; SQLite: its file). Asked before creating
-/// them, and nothing is created when both are there: `CREATE INDEX IF NOT EXISTS` on a table that exists
-/// still waits for its lock (PostgreSQL), and a run must not wait without end on a session that holds one.
-/// (It also spares every run four DDL round trips.)
-pub(crate) fn repository_tables_statement(dialect: tandem_sql::Dialect) -> tandem_sql::RawSql {
-    use tandem_sql::Dialect;
-    let sql = match dialect {
-        Dialect::Postgres => {
-            "SELECT CAST((to_regclass('batch_job_execution') IS NOT NULL)::int \
-             + (to_regclass('batch_step_execution') IS NOT NULL)::int AS BIGINT)"
-        }
-        Dialect::MySql => {
-            "SELECT CAST(COUNT(*) AS SIGNED) FROM information_schema.tables WHERE table_schema = DATABASE() \
-             AND table_name IN ('batch_job_execution', 'batch_step_execution')"
-        }
-        Dialect::Sqlite => {
-            "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' \
-             AND name IN ('batch_job_execution', 'batch_step_execution')"
-        }
+/// One row, one BIGINT: how many of the tables `names` exist where the connection looks (PostgreSQL: its
+/// `search_path`; MySQL/MariaDB: its database; SQLite: its file). Asked before creating tables, and nothing
+/// is created when all are there: `CREATE INDEX IF NOT EXISTS` on a table that exists still waits for its
+/// lock (PostgreSQL), a run must not wait without end on a session that holds one, and on a Galera
+/// cluster every DDL statement waits for the whole cluster — a frozen node included — where a read
+/// answers at once. (It also spares every run four DDL round trips.)
+pub(crate) fn tables_present_statement(
+    dialect: tandem_sql::Dialect,
+    names: &[&str],
+) -> tandem_sql::RawSql {
+    use tandem_sql::{Dialect, Value};
+    let values: Vec<Value> = names.iter().map(|n| Value::Text((*n).to_owned())).collect();
+    let list = |first: usize| {
+        (0..names.len())
+            .map(|i| match dialect {
+                Dialect::Postgres => format!("${}", first + i),
+                _ => "?".to_owned(),
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
     };
-    tandem_sql::raw(sql, vec![])
+    let sql = match dialect {
+        Dialect::Postgres => format!(
+            "SELECT CAST(COUNT(*) AS BIGINT) FROM unnest(ARRAY[{}]::text[]) AS t(name) \
+             WHERE to_regclass(quote_ident(t.name)) IS NOT NULL",
+            list(1)
+        ),
+        Dialect::MySql => format!(
+            "SELECT CAST(COUNT(*) AS SIGNED) FROM information_schema.tables \
+             WHERE table_schema = DATABASE() AND table_name IN ({})",
+            list(1)
+        ),
+        Dialect::Sqlite => format!(
+            "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name IN ({})",
+            list(1)
+        ),
+    };
+    tandem_sql::raw(sql, values)
 }
+
+/// The job repository's two tables, for [`tables_present_statement`].
+pub(crate) const REPOSITORY_TABLES: [&str; 2] = ["batch_job_execution", "batch_step_execution"];
