@@ -662,3 +662,36 @@ impl Drop for Conn {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A wait whose bound ran out while this process was not running — here its thread blocked for 1.5 s
+    /// inside the step's first poll, as a stopped process would be — is not the server's silence: the step
+    /// gets its bound again, and its answer, 50 ms later, is taken. A server that stays silent is still
+    /// reported after the bound.
+    #[test]
+    fn a_late_timer_is_not_a_silent_server() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap();
+        let bound = Some(Duration::from_millis(100));
+        let answered = rt.block_on(answer(bound, Dialect::MySql, async {
+            std::thread::sleep(Duration::from_millis(1_500));
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            Ok::<_, sqlx::Error>(7)
+        }));
+        assert_eq!(answered.unwrap(), 7);
+        let silent = rt.block_on(answer(
+            bound,
+            Dialect::MySql,
+            std::future::pending::<std::result::Result<(), sqlx::Error>>(),
+        ));
+        assert_eq!(
+            silent.unwrap_err().kind(),
+            Some(tandem_core::DbErrorKind::NoAnswer)
+        );
+    }
+}
