@@ -86,6 +86,10 @@ fn main() {
                 harness::block_on(bridge_from_async())
             })],
             vec![harness::Case::new("unreachable_server", unreachable_server)],
+            harness::engines(
+                "blocking_calls_inside_async_code",
+                blocking_calls_inside_async_code,
+            ),
             vec![harness::Case::new("schema_helpers", schema_helpers)],
             vec![
                 harness::Case::new("copy_path_postgres", copy_path_postgres)

@@ -189,6 +189,39 @@ pub(crate) async fn bridge_from_async() {
     assert!(matches!(err, Error::Panicked { ref message } if message == "inside"));
 }
 
+/// Blocking calls made straight from async code — the anti-pattern `run_blocking` exists to avoid, which
+/// a service may still do — work the same on every engine: they block their caller's thread and answer
+/// (the PostgreSQL executor, which drives tokio-postgres on a runtime of its own, used to panic there),
+/// on a current-thread runtime and on a multi-thread one; a pool opened and dropped in async code too.
+pub(crate) fn blocking_calls_inside_async_code(dialect: Dialect) {
+    let t = db::open(dialect, "inasync", PoolConfig::default());
+    setup(&t.db);
+    let current = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let multi = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    for (name, rt) in [("current-thread", &current), ("multi-thread", &multi)] {
+        let db = t.db.clone();
+        let options = t.target.options.clone();
+        let found = rt.block_on(async move {
+            let id = db.repository::<User>().insert(&user(name, 7))?;
+            let found = db.transaction(|tx| tx.repository::<User>().get(id))?;
+            // A pool of its own, opened, used and dropped on the runtime's thread.
+            let own = Database::open(options, PoolConfig::default())?;
+            assert_eq!(own.repository::<User>().get(id)?.name, name);
+            drop(own);
+            Ok::<_, Error>(found)
+        });
+        let found = found.unwrap_or_else(|e| panic!("{dialect:?} {name}: {e}"));
+        assert_eq!((found.name.as_str(), found.age), (name, 7));
+    }
+}
+
 /// An unreachable server is a typed connection error at connect time, naming the URL without its password.
 pub(crate) fn unreachable_server() {
     let err = Database::connect_with(
@@ -201,6 +234,13 @@ pub(crate) fn unreachable_server() {
     .unwrap_err();
     assert_eq!(err.kind(), Some(DbErrorKind::ConnectionLost), "{err}");
     assert!(!err.to_string().contains("secret"));
+    // It says which server, and why: the URL and the operating system's refusal, as the async side does.
+    let text = err.to_string();
+    assert!(
+        text.contains("cannot connect to postgres://u:***@127.0.0.1:1/none")
+            && text.contains("refused"),
+        "{text}"
+    );
     assert!(matches!(
         Database::connect("oracle://x"),
         Err(Error::InvalidUrl { .. })
