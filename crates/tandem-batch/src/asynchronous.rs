@@ -192,8 +192,9 @@ async fn lock<S, T>(db: &Database, job: &BatchJob<S, T>) -> Result<Locked, JobEr
     let dialect = db.dialect();
     // Closed when dropped holding the lock (see `LockSession`).
     let mut session = LockSession::new(db.checkout().await?);
-    let reads = Reads {
-        causal: dialect == Dialect::MySql && is_galera(&session.fetch_all(&galera_probe()).await?),
+    let reads = match dialect {
+        Dialect::MySql => Reads::of_mysql(&session.fetch_all(&server_probe()).await?),
+        _ => Reads::default(),
     };
     let row: LockRow = session.fetch_one(&reads.statement(&statement)).await?;
     let found = LockFound::from(row);
@@ -245,11 +246,17 @@ async fn take_lease<S, T>(
         created_anyway(session.execute(&lease_table()).await)?;
     }
     let claim = LeaseClaim::new(dialect, job, found.node.clone());
-    let held = retry(&TxOptions::default(), || async {
-        let tx = db.begin(TxOptions::default()).await?;
-        let row = (tx.fetch_optional(&reads.statement(lease_read(dialect, claim.key)))).await?;
+    let opts = job.bookkeeping_options();
+    let held = retry(&opts, || async {
+        let tx = db.begin(opts.clone()).await?;
+        let row = (tx
+            .fetch_optional(&reads.bookkeeping(lease_read(dialect, claim.key), claim.length)))
+        .await?;
         let held = match claim.write(row) {
-            LeaseWrite::Write(write) => tx.execute(&reads.statement(write)).await.map(|_| None)?,
+            LeaseWrite::Write(write) => tx
+                .execute(&reads.bookkeeping(write, claim.length))
+                .await
+                .map(|_| None)?,
             LeaseWrite::Held(node, ms_left) => Some((node, ms_left)),
         };
         tx.commit().await.map(|()| held)
@@ -346,17 +353,19 @@ async fn keep(
             continue;
         };
         match lease.renewal() {
-            Some(Renewal::Renew(renew)) => match s.execute(&reads.statement(renew)).await {
-                Ok(1) => continue,
-                // Another run holds the lease now.
-                Ok(_) => lease.set_lost(),
-                // The session is gone (its node, or the connection): nothing to renew on.
-                Err(e) => {
-                    tracing::warn!(error = %e, "the lease keeper lost its lock session");
-                    session = None;
-                    continue;
+            Some(Renewal::Renew(renew)) => {
+                match s.execute(&reads.bookkeeping(renew, turn * 3)).await {
+                    Ok(1) => continue,
+                    // Another run holds the lease now.
+                    Ok(_) => lease.set_lost(),
+                    // The session is gone (its node, or the connection): nothing to renew on.
+                    Err(e) => {
+                        tracing::warn!(error = %e, "the lease keeper lost its lock session");
+                        session = None;
+                        continue;
+                    }
                 }
-            },
+            }
             Some(Renewal::Stalled) => tracing::warn!(
                 "the run made no progress for a whole lease: its session lock goes back, and the next \
                  run may take the job over"
@@ -366,7 +375,7 @@ async fn keep(
         give_back(s, dialect, key).await;
         session = None;
     }
-    let release = lease.still_held().map(|r| reads.statement(r));
+    let release = lease.still_held().map(|r| reads.bookkeeping(r, turn * 3));
     if let Some(release) = release {
         let _ = match &session {
             Some(s) => s.execute(&release).await,
@@ -426,7 +435,7 @@ async fn start<S: Entity, T>(db: &Database, run: RunContext<'_, S, T>) -> Result
         .lease
         .fenced(job, reads.map_err(JobError::from))?
         .decide(job)?;
-    let guard = run.lease.guard().map(|g| run.reads.statement(g));
+    let guard = (run.lease.guard()).map(|g| run.reads.bookkeeping(g, job.lock_lease));
     let started = retry(&opts, || async {
         let tx = db.begin(opts.clone()).await?;
         if let Some(guard) = &guard

@@ -156,8 +156,9 @@ fn lock<S, T>(db: &Database, job: &BatchJob<S, T>) -> Result<Locked, JobError> {
     let dialect = db.dialect();
     // Closed when dropped holding the lock (see `LockSession`).
     let mut session = LockSession::new(db.checkout()?);
-    let reads = Reads {
-        causal: dialect == Dialect::MySql && is_galera(&session.fetch_all(&galera_probe())?),
+    let reads = match dialect {
+        Dialect::MySql => Reads::of_mysql(&session.fetch_all(&server_probe())?),
+        _ => Reads::default(),
     };
     let found = LockFound::from(session.fetch_one::<LockRow>(&reads.statement(&statement))?);
     // A session that took nothing goes back to the pool — but on PostgreSQL its idle bound was set with
@@ -207,10 +208,13 @@ fn take_lease<S, T>(
         created_anyway(session.execute(&lease_table()))?;
     }
     let claim = LeaseClaim::new(dialect, job, found.node.clone());
-    let held = db.transaction(|tx| {
-        let row = tx.fetch_optional(&reads.statement(lease_read(dialect, claim.key)))?;
+    let held = db.transaction_with(job.bookkeeping_options(), |tx| {
+        let row =
+            tx.fetch_optional(&reads.bookkeeping(lease_read(dialect, claim.key), claim.length))?;
         match claim.write(row) {
-            LeaseWrite::Write(write) => tx.execute(&reads.statement(write)).map(|_| None),
+            LeaseWrite::Write(write) => tx
+                .execute(&reads.bookkeeping(write, claim.length))
+                .map(|_| None),
             LeaseWrite::Held(node, ms_left) => Ok(Some((node, ms_left))),
         }
     });
@@ -307,7 +311,7 @@ fn keep(
             continue;
         };
         match lease.renewal() {
-            Some(Renewal::Renew(renew)) => match s.execute(&reads.statement(renew)) {
+            Some(Renewal::Renew(renew)) => match s.execute(&reads.bookkeeping(renew, turn * 3)) {
                 Ok(1) => continue,
                 // Another run holds the lease now.
                 Ok(_) => lease.set_lost(),
@@ -327,7 +331,7 @@ fn keep(
         give_back(s, dialect, key);
         session = None;
     }
-    let release = lease.still_held().map(|r| reads.statement(r));
+    let release = lease.still_held().map(|r| reads.bookkeeping(r, turn * 3));
     if let Some(release) = release {
         let _ = match &session {
             Some(s) => s.execute(&release),
@@ -351,7 +355,7 @@ fn start<S: Entity, T>(db: &Database, run: RunContext<'_, S, T>) -> Result<Start
         .lease
         .fenced(job, reads.map_err(JobError::from))?
         .decide(job)?;
-    let guard = run.lease.guard().map(|g| run.reads.statement(g));
+    let guard = (run.lease.guard()).map(|g| run.reads.bookkeeping(g, job.lock_lease));
     let started = db.transaction_with(opts, |tx| {
         if let Some(guard) = &guard
             && tx.execute(guard)? == 0

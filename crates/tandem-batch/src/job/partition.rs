@@ -348,8 +348,9 @@ pub(crate) fn guarded<S, T>(
     guarded_by(run, dialect, statements, run.lease.guard())
 }
 
-/// A bookkeeping plan of `statements` run together, read as the run reads, ending with `guard` (a
-/// statement that must affect a row: the lease's renewal, or at the run's end its release).
+/// A bookkeeping plan of `statements` run together, read as the run reads (its lock waits bounded by the
+/// lease), ending with `guard` (a statement that must affect a row: the lease's renewal, or at the run's
+/// end its release).
 pub(crate) fn guarded_by<S, T>(
     run: RunContext<'_, S, T>,
     dialect: Dialect,
@@ -360,7 +361,7 @@ pub(crate) fn guarded_by<S, T>(
     if let Some(guard) = guard {
         plan = plan.followed_by(guard_step(dialect, run.job, &guard)?, Atomicity::Together);
     }
-    Ok(run.reads.plan(plan))
+    Ok(run.reads.bookkeeping_plan(plan, run.job.lock_lease))
 }
 
 /// The lease's guard as a plan step.

@@ -7,45 +7,92 @@
 //! lease), so on a Galera node every statement it sends waits first until its node has applied every
 //! write the cluster certified before it: MariaDB's `SET STATEMENT wsrep_sync_wait = 7 FOR …` (reads,
 //! UPDATE and DELETE, INSERT and REPLACE), which also holds while the statement is prepared. The run
-//! finds out from the server ([`crate::lock::galera_probe`]), never from the URL, and changes nothing on
+//! finds out from the server ([`crate::lock::server_probe`]), never from the URL, and changes nothing on
 //! the pool's sessions: only its own statements wait.
+
+use std::time::Duration;
 
 use tandem_core::Plan;
 use tandem_sql::{Dialect, Render, Rendered};
 
-/// The prefix that makes a statement a causal read on a Galera node.
-const CAUSAL: &str = "SET STATEMENT wsrep_sync_wait = 7 FOR ";
-
-/// How a run's statements read (see the module docs).
+/// How a run's statements read (see the module docs), and how long its bookkeeping waits for a row lock.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Reads {
     /// Every statement waits for its node to apply what the cluster certified before it.
     pub causal: bool,
+    /// MySQL servers that take `SET STATEMENT … FOR` (MariaDB, and the Galera builds of MySQL): the run's
+    /// bookkeeping bounds its row-lock waits by the lease there (`innodb_lock_wait_timeout`, whole
+    /// seconds), as `SET LOCAL lock_timeout` does on PostgreSQL — a run must not wait 50 s for a row a
+    /// stopped run holds locked. Elsewhere the server's own bound applies.
+    pub per_statement: bool,
 }
 
 impl Reads {
+    /// What a MySQL server's probe rows (`Variable_name`, `Value`) of `wsrep_on` and `version` say.
+    pub(crate) fn of_mysql(rows: &[(String, String)]) -> Reads {
+        let value = |name: &str| {
+            (rows.iter())
+                .find(|(n, _)| n.eq_ignore_ascii_case(name))
+                .map(|(_, v)| v.as_str())
+        };
+        let causal = value("wsrep_on").is_some_and(|v| v.eq_ignore_ascii_case("ON"));
+        Reads {
+            causal,
+            per_statement: causal || value("version").is_some_and(|v| v.contains("MariaDB")),
+        }
+    }
+
+    /// The prefix of a statement: causal on a Galera node, and with a lock wait bounded to `lock_wait`
+    /// where the server takes per-statement settings.
+    fn prefix(self, lock_wait: Option<Duration>) -> Option<String> {
+        let mut settings = Vec::new();
+        if self.causal {
+            settings.push("wsrep_sync_wait = 7".to_owned());
+        }
+        if let (true, Some(wait)) = (self.per_statement, lock_wait) {
+            let secs = wait.as_millis().div_ceil(1000).max(1);
+            settings.push(format!("innodb_lock_wait_timeout = {secs}"));
+        }
+        (!settings.is_empty()).then(|| format!("SET STATEMENT {} FOR ", settings.join(", ")))
+    }
+
     /// `statement`, read as this run reads.
-    pub(crate) fn statement<R: Render>(self, statement: R) -> Causal<R> {
-        Causal(statement, self.causal)
+    pub(crate) fn statement<R: Render>(self, statement: R) -> Prefixed<R> {
+        Prefixed(statement, self.prefix(None))
+    }
+
+    /// `statement` of the run's bookkeeping: read as this run reads, its row-lock waits bounded by
+    /// `lease`.
+    pub(crate) fn bookkeeping<R: Render>(self, statement: R, lease: Duration) -> Prefixed<R> {
+        Prefixed(statement, self.prefix(Some(lease)))
     }
 
     /// `plan` with each of its statements read as this run reads.
     pub(crate) fn plan<T>(self, plan: Plan<T>) -> Plan<T> {
-        match self.causal {
-            true => plan.map_statements(|r| r.sql.insert_str(0, CAUSAL)),
-            false => plan,
-        }
+        prefixed(plan, self.prefix(None))
+    }
+
+    /// A bookkeeping `plan`: each statement read as this run reads, its row-lock waits bounded by `lease`.
+    pub(crate) fn bookkeeping_plan<T>(self, plan: Plan<T>, lease: Duration) -> Plan<T> {
+        prefixed(plan, self.prefix(Some(lease)))
     }
 }
 
-/// A statement that renders with the causal prefix when the run reads causally.
-pub(crate) struct Causal<R>(R, bool);
+fn prefixed<T>(plan: Plan<T>, prefix: Option<String>) -> Plan<T> {
+    match prefix {
+        Some(p) => plan.map_statements(|r| r.sql.insert_str(0, &p)),
+        None => plan,
+    }
+}
 
-impl<R: Render> Render for Causal<R> {
+/// A statement that renders with the run's prefix, if it has one.
+pub(crate) struct Prefixed<R>(R, Option<String>);
+
+impl<R: Render> Render for Prefixed<R> {
     fn render(&self, dialect: Dialect) -> tandem_sql::Result<Rendered> {
         let mut r = self.0.render(dialect)?;
-        if self.1 {
-            r.sql.insert_str(0, CAUSAL);
+        if let Some(p) = &self.1 {
+            r.sql.insert_str(0, p);
         }
         Ok(r)
     }
@@ -56,21 +103,36 @@ mod tests {
     use super::*;
     use tandem_core::{Atomicity, Step};
 
-    /// Causal reads prefix every statement, plans included; otherwise nothing changes.
+    /// Causal reads prefix every statement, plans included; bookkeeping bounds its lock waits where the
+    /// server takes per-statement settings; otherwise nothing changes.
     #[test]
-    fn causal_prefix() {
+    fn prefixes() {
         let select = tandem_sql::raw("SELECT 1", vec![]);
-        let on = Reads { causal: true };
+        let galera = Reads::of_mysql(&[
+            ("wsrep_on".into(), "ON".into()),
+            ("version".into(), "10.11.19-MariaDB".into()),
+        ]);
+        let sql = |r: Prefixed<&tandem_sql::RawSql>| r.render(Dialect::MySql).unwrap().sql;
         assert_eq!(
-            on.statement(&select).render(Dialect::MySql).unwrap().sql,
+            sql(galera.statement(&select)),
             "SET STATEMENT wsrep_sync_wait = 7 FOR SELECT 1"
         );
         assert_eq!(
-            Reads::default()
-                .statement(&select)
-                .render(Dialect::MySql)
-                .unwrap()
-                .sql,
+            sql(galera.bookkeeping(&select, Duration::from_millis(1_500))),
+            "SET STATEMENT wsrep_sync_wait = 7, innodb_lock_wait_timeout = 2 FOR SELECT 1"
+        );
+        let mariadb = Reads::of_mysql(&[
+            ("wsrep_on".into(), "OFF".into()),
+            ("version".into(), "10.11.19-MariaDB".into()),
+        ]);
+        assert_eq!(sql(mariadb.statement(&select)), "SELECT 1");
+        assert_eq!(
+            sql(mariadb.bookkeeping(&select, Duration::from_secs(30))),
+            "SET STATEMENT innodb_lock_wait_timeout = 30 FOR SELECT 1"
+        );
+        let mysql = Reads::of_mysql(&[("version".into(), "8.0.36".into())]);
+        assert_eq!(
+            sql(mysql.bookkeeping(&select, Duration::from_secs(30))),
             "SELECT 1"
         );
         let plan = Plan::new(
@@ -78,9 +140,9 @@ mod tests {
             Atomicity::Together,
             |_| Ok(()),
         );
-        let Step::Sql(r) = &on.plan(plan).steps[0] else {
+        let Step::Sql(r) = &galera.plan(plan).steps[0] else {
             panic!("a statement step")
         };
-        assert!(r.sql.starts_with(CAUSAL));
+        assert!(r.sql.starts_with("SET STATEMENT wsrep_sync_wait = 7 FOR "));
     }
 }

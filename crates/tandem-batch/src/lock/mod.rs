@@ -63,17 +63,15 @@ fn fnv1a(bytes: &[u8]) -> u64 {
     })
 }
 
-/// MySQL/MariaDB: whether the server is a Galera node (`wsrep_on`). A plain `SHOW VARIABLES`, which every
-/// MySQL and MariaDB server answers (with no row where there is no such variable), so that the run can
-/// decide how it reads before its first statement that must read causally.
-pub(crate) fn galera_probe() -> RawSql {
-    raw("SHOW VARIABLES LIKE 'wsrep\\_on'", vec![])
-}
-
-/// Whether the rows of [`galera_probe`] say the server is a Galera node.
-pub(crate) fn is_galera(rows: &[(String, String)]) -> bool {
-    rows.iter()
-        .any(|(_, value)| value.eq_ignore_ascii_case("ON"))
+/// MySQL/MariaDB: what the run needs to know of the server before its first statement that must read
+/// causally — whether it is a Galera node (`wsrep_on`) and which server it is (`version`: MariaDB takes
+/// per-statement settings) — in a plain `SHOW VARIABLES`, which every MySQL and MariaDB server answers
+/// (with no row for a variable it does not have). Read by [`crate::job::Reads::of_mysql`].
+pub(crate) fn server_probe() -> RawSql {
+    raw(
+        "SHOW VARIABLES WHERE Variable_name IN ('wsrep_on', 'version')",
+        vec![],
+    )
 }
 
 /// The statement that tries to take a server engine's session lock without waiting. Its row
@@ -307,17 +305,6 @@ pub(crate) mod tests {
         assert_eq!(fnv1a(b""), 0xcbf2_9ce4_8422_2325);
         assert_eq!(fnv1a(b"a"), 0xaf63_dc4c_8601_ec8c);
         assert_eq!(fnv1a(b"foobar"), 0x8594_4171_f739_67e8);
-    }
-
-    /// Galera is told by `wsrep_on`, whatever its case; a server without the variable (no row) or with it
-    /// off is not Galera.
-    #[test]
-    fn galera_is_told_by_wsrep_on() {
-        let row = |v: &str| vec![("wsrep_on".to_owned(), v.to_owned())];
-        assert!(is_galera(&row("ON")));
-        assert!(is_galera(&row("on")));
-        assert!(!is_galera(&row("OFF")));
-        assert!(!is_galera(&[]));
     }
 
     /// The lock session's idle limit is the lease, in each engine's unit: MySQL whole seconds rounded up
