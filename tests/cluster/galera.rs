@@ -346,7 +346,7 @@ pub(crate) fn galera_node_freezes() {
 /// Waits until a thawed node is a synced member of the three again: on thawing it still believes it is,
 /// then finds itself evicted and rejoins (by IST). Seen from another node the cluster must have three
 /// members and the thawed node say Synced and ready, for a second on end.
-fn wait_rejoined(node: usize) -> Duration {
+pub(crate) fn wait_rejoined(node: usize) -> Duration {
     let thawed = Instant::now();
     let other =
         tandem_blocking::Database::connect_with(&node_url(1 - node.min(1), "test"), quick())

@@ -333,10 +333,14 @@ fn cluster_up() {
 }
 
 mod galera;
+mod lag;
 mod postgres;
+mod stops;
 
 use galera::*;
+use lag::*;
 use postgres::*;
+use stops::*;
 
 fn main() {
     let galera = |name: &str, run: fn()| {
@@ -351,7 +355,16 @@ fn main() {
         galera("galera_conflicts_are_retried", galera_conflicts_are_retried),
         galera("galera_node_deaths", galera_node_deaths),
         galera("galera_node_freezes", galera_node_freezes),
+        galera("galera_lagging_nodes", galera_lagging_nodes),
+        galera("galera_causal_read_cost", galera_causal_read_cost),
+        galera("galera_stopped_runner", galera_stopped_runner),
+        galera("galera_frozen_node_bounded", galera_frozen_node_bounded),
+        galera(
+            "galera_twin_start_with_a_frozen_node",
+            galera_twin_start_with_a_frozen_node,
+        ),
         pg("pg_standby_reads", pg_standby_reads),
+        pg("pg_standby_refuses_a_run", pg_standby_refuses_a_run),
         pg("pg_failover", pg_failover),
     ]);
 }

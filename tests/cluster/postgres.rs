@@ -101,6 +101,29 @@ pub(crate) fn pg_standby_reads() {
     .unwrap();
 }
 
+/// A batch run refuses to start on the standby — its reads there would lag the primary's commits, and it
+/// could write nothing — with `ReadOnlyServer` naming the server, before it writes anything: both runners.
+pub(crate) fn pg_standby_refuses_a_run() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let db = tandem_blocking::Database::connect_with(PG_STANDBY, quick()).unwrap();
+    let job = essay::job(2);
+    let refused = tandem_batch::blocking::run(&db, &job);
+    eprintln!("standby, blocking runner: {refused:?}");
+    assert!(
+        matches!(&refused, Err(JobError::ReadOnlyServer { server, .. }) if server.ends_with(":5434")),
+        "{refused:?}"
+    );
+    let rt = harness::runtime();
+    let adb = rt
+        .block_on(tandem_async::Database::connect_with(PG_STANDBY, quick()))
+        .unwrap();
+    let refused = rt.block_on(tandem_batch::asynchronous::run(&adb, &job));
+    assert!(
+        matches!(&refused, Err(JobError::ReadOnlyServer { server, .. }) if server.ends_with(":5434")),
+        "{refused:?}"
+    );
+}
+
 /// Every process of the PostgreSQL node on `port` (its pg_auto_failover keeper, which runs the server,
 /// and their children), from the keeper's pid file under the cluster directory.
 fn pg_node_processes(port: u16) -> Vec<String> {

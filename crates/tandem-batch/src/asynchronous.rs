@@ -134,7 +134,7 @@ where
     let short = match counts_fall_short(&start, &results) {
         true => {
             let plan = shortfall_plan(db.dialect(), run, &start.steps)?;
-            db.run_atomically(&job.write_options(), plan).await.ok()
+            db.run_atomically(&run.write_options(), plan).await.ok()
         }
         false => None,
     };
@@ -147,7 +147,7 @@ where
         short.as_deref(),
     )?;
     let (plan, settle) = ending.split();
-    let recorded = record(db, &job.bookkeeping_options(), plan).await;
+    let recorded = record(db, &run.bookkeeping_options(), plan).await;
     if recorded.is_ok() {
         run.lease.given_back();
     }
@@ -196,8 +196,13 @@ async fn lock<S, T>(db: &Database, job: &BatchJob<S, T>) -> Result<Locked, JobEr
         Dialect::MySql => Reads::of_mysql(&session.fetch_all(&server_probe()).await?),
         _ => Reads::default(),
     };
-    let row: LockRow = session.fetch_one(&reads.statement(&statement)).await?;
-    let found = LockFound::from(row);
+    // Sent as it is: see `tables_statement`.
+    let row: LockRow = session.fetch_one(&statement).await?;
+    let mut found = LockFound::from(row);
+    if reads.causal && found.taken {
+        let tables = (session.fetch_one(&reads.statement(tables_statement()))).await?;
+        found.tables_seen(tables);
+    }
     // A session that took nothing goes back to the pool — but on PostgreSQL its idle bound was set with
     // the attempt: such a session is closed instead.
     if !found.taken && dialect == Dialect::MySql {
@@ -246,7 +251,7 @@ async fn take_lease<S, T>(
         created_anyway(session.execute(&lease_table()).await)?;
     }
     let claim = LeaseClaim::new(dialect, job, found.node.clone());
-    let opts = job.bookkeeping_options();
+    let opts = reads.tx(job.bookkeeping_options());
     let held = retry(&opts, || async {
         let tx = db.begin(opts.clone()).await?;
         let row = (tx
@@ -427,7 +432,7 @@ impl Via {
 /// leaves either all of its writes or none of them.
 async fn start<S: Entity, T>(db: &Database, run: RunContext<'_, S, T>) -> Result<Start, JobError> {
     let job = run.job;
-    let opts = job.bookkeeping_options();
+    let opts = run.bookkeeping_options();
     let reads = db
         .run_atomically(&opts, start_reads(db.dialect(), run)?)
         .await;
@@ -472,7 +477,7 @@ where
     S: Entity<Key = i64> + FromRow + Send + 'static,
     T: Entity + Sync + 'static,
 {
-    let opts = run.job.write_options();
+    let opts = run.write_options();
     let mut p = match Partition::open(run, step, db.dialect()) {
         Ok(p) => p,
         Err(completed) => return Ok(completed),
@@ -573,7 +578,7 @@ where
     }
     .await;
     let (plan, settle) = p.end(result)?.split();
-    settle.after(run, record(db, &run.job.bookkeeping_options(), plan).await)
+    settle.after(run, record(db, &run.bookkeeping_options(), plan).await)
 }
 
 /// A chunk's write failed with `error`: when the run's lease is another run's now, that is why (see

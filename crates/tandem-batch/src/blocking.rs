@@ -98,7 +98,7 @@ where
     let short = match counts_fall_short(&start, &results) {
         true => {
             let plan = shortfall_plan(db.dialect(), run, &start.steps)?;
-            db.run_atomically(&job.write_options(), plan).ok()
+            db.run_atomically(&run.write_options(), plan).ok()
         }
         false => None,
     };
@@ -111,7 +111,7 @@ where
         short.as_deref(),
     )?;
     let (plan, settle) = ending.split();
-    let recorded = record(db, &job.bookkeeping_options(), plan);
+    let recorded = record(db, &run.bookkeeping_options(), plan);
     if recorded.is_ok() {
         run.lease.given_back();
     }
@@ -160,7 +160,11 @@ fn lock<S, T>(db: &Database, job: &BatchJob<S, T>) -> Result<Locked, JobError> {
         Dialect::MySql => Reads::of_mysql(&session.fetch_all(&server_probe())?),
         _ => Reads::default(),
     };
-    let found = LockFound::from(session.fetch_one::<LockRow>(&reads.statement(&statement))?);
+    // Sent as it is: see `tables_statement`.
+    let mut found = LockFound::from(session.fetch_one::<LockRow>(&statement)?);
+    if reads.causal && found.taken {
+        found.tables_seen(session.fetch_one(&reads.statement(tables_statement()))?);
+    }
     // A session that took nothing goes back to the pool — but on PostgreSQL its idle bound was set with
     // the attempt: such a session is closed instead.
     if !found.taken && dialect == Dialect::MySql {
@@ -208,7 +212,7 @@ fn take_lease<S, T>(
         created_anyway(session.execute(&lease_table()))?;
     }
     let claim = LeaseClaim::new(dialect, job, found.node.clone());
-    let held = db.transaction_with(job.bookkeeping_options(), |tx| {
+    let held = db.transaction_with(reads.tx(job.bookkeeping_options()), |tx| {
         let row =
             tx.fetch_optional(&reads.bookkeeping(lease_read(dialect, claim.key), claim.length))?;
         match claim.write(row) {
@@ -349,7 +353,7 @@ fn keep(
 /// leaves either all of its writes or none of them.
 fn start<S: Entity, T>(db: &Database, run: RunContext<'_, S, T>) -> Result<Start, JobError> {
     let job = run.job;
-    let opts = job.bookkeeping_options();
+    let opts = run.bookkeeping_options();
     let reads = db.run_atomically(&opts, start_reads(db.dialect(), run)?);
     let writes = run
         .lease
@@ -386,7 +390,7 @@ where
     S: Entity<Key = i64> + FromRow + Send,
     T: Entity + Sync,
 {
-    let opts = run.job.write_options();
+    let opts = run.write_options();
     let mut p = match Partition::open(run, step, db.dialect()) {
         Ok(p) => p,
         Err(completed) => return Ok(completed),
@@ -478,7 +482,7 @@ where
         }
     });
     let (plan, settle) = p.end(result)?.split();
-    settle.after(run, record(db, &run.job.bookkeeping_options(), plan))
+    settle.after(run, record(db, &run.bookkeeping_options(), plan))
 }
 
 /// A chunk's write failed with `error`: when the run's lease is another run's now, that is why (see

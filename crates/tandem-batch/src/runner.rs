@@ -9,7 +9,7 @@ pub(crate) use crate::job::{
 pub(crate) use crate::lock::{
     CloseOnDrop, LeaseState, LocalLock, LockFound, LockPlan, LockRow, LockSession, Renewal,
     already_running, job_key, lease_read, lease_table, lock_plan, release_wait, server_probe,
-    session_bound_statement, session_release_statements,
+    session_bound_statement, session_release_statements, tables_statement,
 };
 pub(crate) use crate::model::{
     JobExecution, StepExecution, batch_job_execution as jx, batch_step_execution as sx,

@@ -45,6 +45,12 @@ pub struct TxOptions {
     /// connection's (the URL's `lock_timeout`, else none). MySQL/MariaDB have no per-transaction setting:
     /// the URL's `lock_timeout` or the server's default (50 s) applies; SQLite waits its busy timeout.
     pub lock_timeout: Option<std::time::Duration>,
+    /// MySQL/MariaDB on a Galera cluster: the transaction begins with a causality wait
+    /// (`SET STATEMENT wsrep_sync_wait = 1 FOR START TRANSACTION`), so it sees everything the cluster
+    /// committed before it began — rows and tables — on whichever node it runs. (A per-statement
+    /// `wsrep_sync_wait` does not wait inside a transaction: the transaction's own start must.) Only for a
+    /// server that takes `SET STATEMENT` (MariaDB, Percona); ignored on the other engines.
+    pub causal: bool,
 }
 
 impl Default for TxOptions {
@@ -54,6 +60,7 @@ impl Default for TxOptions {
             read_only: false,
             max_attempts: 3,
             lock_timeout: None,
+            causal: false,
         }
     }
 }
@@ -75,6 +82,12 @@ impl TxOptions {
     /// one millisecond).
     pub fn lock_timeout(mut self, limit: std::time::Duration) -> Self {
         self.lock_timeout = Some(limit.max(std::time::Duration::from_millis(1)));
+        self
+    }
+
+    /// Begins the transaction with a causality wait on a Galera cluster (see [`TxOptions::causal`]).
+    pub fn causal(mut self) -> Self {
+        self.causal = true;
         self
     }
 
@@ -176,14 +189,15 @@ pub fn begin(dialect: Dialect, opts: &TxOptions) -> Vec<String> {
             if let Some(level) = opts.isolation {
                 out.push(format!("SET TRANSACTION ISOLATION LEVEL {}", level.sql()));
             }
-            out.push(
-                if opts.read_only {
-                    "START TRANSACTION READ ONLY"
-                } else {
-                    "START TRANSACTION"
-                }
-                .into(),
-            );
+            let start = if opts.read_only {
+                "START TRANSACTION READ ONLY"
+            } else {
+                "START TRANSACTION"
+            };
+            out.push(match opts.causal {
+                true => format!("SET STATEMENT wsrep_sync_wait = 1 FOR {start}"),
+                false => start.into(),
+            });
             out
         }
         Dialect::Sqlite => {
@@ -648,5 +662,12 @@ mod tests {
         );
         assert_eq!(begin(Dialect::MySql, &bounded), ["START TRANSACTION"]);
         assert_eq!(begin(Dialect::Sqlite, &bounded), ["BEGIN IMMEDIATE"]);
+        // A causal start: MySQL/MariaDB (Galera) only.
+        let causal = TxOptions::default().causal();
+        assert_eq!(
+            begin(Dialect::MySql, &causal),
+            ["SET STATEMENT wsrep_sync_wait = 1 FOR START TRANSACTION"]
+        );
+        assert_eq!(begin(Dialect::Postgres, &causal), ["BEGIN"]);
     }
 }

@@ -50,6 +50,20 @@ impl<S, T> Clone for RunContext<'_, S, T> {
 
 impl<S, T> Copy for RunContext<'_, S, T> {}
 
+impl<S, T> RunContext<'_, S, T> {
+    /// The options of the run's chunk transactions (see [`BatchJob::write_options`]), begun as the run
+    /// reads.
+    pub(crate) fn write_options(&self) -> tandem_core::TxOptions {
+        self.reads.tx(self.job.write_options())
+    }
+
+    /// The options of the run's bookkeeping transactions (see [`BatchJob::bookkeeping_options`]), begun
+    /// as the run reads.
+    pub(crate) fn bookkeeping_options(&self) -> tandem_core::TxOptions {
+        self.reads.tx(self.job.bookkeeping_options())
+    }
+}
+
 /// Whether a step is done: its checkpoint reached the top of its range.
 pub(crate) fn step_complete(step: &StepExecution) -> bool {
     step.checkpoint.is_some_and(|c| c >= step.partition_hi)

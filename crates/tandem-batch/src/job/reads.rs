@@ -4,9 +4,14 @@
 //! statement sent to another node right after may not see it — a keyset page that comes back short, a
 //! source count that is too small, a table "that doesn't exist" right after it was created elsewhere. A
 //! run decides on what it reads (partition bounds, source counts, pages, whether its tables exist, the
-//! lease), so on a Galera node every statement it sends waits first until its node has applied every
-//! write the cluster certified before it: MariaDB's `SET STATEMENT wsrep_sync_wait = 7 FOR …` (reads,
-//! UPDATE and DELETE, INSERT and REPLACE), which also holds while the statement is prepared. The run
+//! lease), so on a Galera node every statement it sends outside a transaction waits first until its node
+//! has applied every write the cluster certified before it — MariaDB's `SET STATEMENT wsrep_sync_wait = 7
+//! FOR …` (reads, UPDATE and DELETE, INSERT and REPLACE), which also holds while the statement is
+//! prepared — and every transaction it opens begins with that wait (`SET STATEMENT wsrep_sync_wait = 1
+//! FOR START TRANSACTION`): inside a transaction a statement's own wait is skipped, the server taking
+//! the transaction's start as the point it reads from. Measured on a node held back on purpose: a
+//! prefixed statement inside a plain transaction failed with "table doesn't exist"; after a causal start
+//! it waited and found the table. The run
 //! finds out from the server ([`crate::lock::server_probe`]), never from the URL, and changes nothing on
 //! the pool's sessions: only its own statements wait.
 
@@ -54,6 +59,16 @@ impl Reads {
             settings.push(format!("innodb_lock_wait_timeout = {secs}"));
         }
         (!settings.is_empty()).then(|| format!("SET STATEMENT {} FOR ", settings.join(", ")))
+    }
+
+    /// The options of a transaction of this run: on a Galera node its start waits until its node has
+    /// applied what the cluster committed before it (a statement's own causal wait does not apply inside a
+    /// transaction; see [`tandem_core::TxOptions::causal`]).
+    pub(crate) fn tx(self, opts: tandem_core::TxOptions) -> tandem_core::TxOptions {
+        match self.causal {
+            true => opts.causal(),
+            false => opts,
+        }
     }
 
     /// `statement`, read as this run reads.

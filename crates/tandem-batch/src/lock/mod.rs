@@ -120,6 +120,28 @@ pub(crate) fn server_lock_statement(dialect: Dialect, key: u64, lease: Duration)
     }
 }
 
+/// On a Galera node, where the lock statement is sent as it is — its session lock is the node's own, and
+/// a twin start on a node whose lock is taken is refused at once, without waiting on a cluster that may
+/// have a node frozen — the tables it found are asked again causally, once the lock is taken: how many
+/// of the job repository's two tables are there, and whether the lease table is.
+pub(crate) fn tables_statement() -> RawSql {
+    raw(
+        "SELECT (SELECT CAST(COUNT(*) AS SIGNED) FROM information_schema.tables \
+         WHERE table_schema = DATABASE() AND table_name IN ('batch_job_execution', 'batch_step_execution')), \
+         (SELECT CAST(COUNT(*) AS SIGNED) FROM information_schema.tables WHERE table_schema = DATABASE() \
+         AND table_name = 'batch_job_lock')",
+        vec![],
+    )
+}
+
+impl LockFound {
+    /// The counts of [`tables_statement`], read causally, in place of the lock statement's.
+    pub(crate) fn tables_seen(&mut self, (repository, lease): (i64, i64)) {
+        self.repository_tables = repository == 2;
+        self.lease_table = lease == 1;
+    }
+}
+
 /// The row of [`server_lock_statement`]: taken, node, repository tables, lease table, read-only (and on
 /// PostgreSQL the idle bound set, not read: [`LockRow`] takes the first five columns).
 pub(crate) type LockRow = (i64, String, i64, i64, i64);
