@@ -7,8 +7,12 @@
 //! timeout and its rerun, through the same URL, completes on a surviving node with nothing lost or written
 //! twice; a job whose node freezes (SIGSTOP) stops within `socket_timeout` and its rerun completes on
 //! another node while the frozen one is still frozen; cross-node write conflicts (1213 at COMMIT) are
-//! retried by the transaction rule; the standby serves read-only transactions; a frozen PostgreSQL
-//! primary is replaced by the standby pg_auto_failover promotes, the job resuming there by itself.
+//! retried by the transaction rule; the standby serves read-only transactions and refuses a batch run; a
+//! frozen PostgreSQL primary is replaced by the standby pg_auto_failover promotes, the job resuming there
+//! by itself. And what a batch run promises on a cluster (`lag`, `stops`): started right after its source
+//! was loaded through another node, with a node held back, it decides on what the cluster committed; a
+//! runner stopped with SIGSTOP loses the job within one lease on any node; a frozen node under a spread
+//! pool ends the run within its bounds; a twin start is refused at once with a node frozen.
 //!
 //! The figures (rows per node, reruns, time to detect a dead node, retries, replay lag) are printed.
 //! Without the cluster each test is skipped saying how to start it; under `CI=true` it fails. The tests
