@@ -108,6 +108,33 @@ fn executions(db: &Database) -> Vec<RunStatus> {
     .collect()
 }
 
+/// The job's runs as a run that replaced another leaves them: the replaced run FAILED with the words of the
+/// run that took over ("abandoned: …"), never overwritten by the replaced run's own error; then the new run
+/// COMPLETED.
+fn assert_replaced(db: &Database, what: &str) {
+    let runs: Vec<JobExecution> = db
+        .fetch_all(
+            &batch_job_execution::table
+                .select_all()
+                .order_by(batch_job_execution::id.asc()),
+        )
+        .unwrap();
+    let seen: Vec<_> = (runs.iter())
+        .map(|r| (r.status, r.error_text.clone()))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            (
+                RunStatus::Failed,
+                Some("abandoned: the run stopped without finishing".into())
+            ),
+            (RunStatus::Completed, None)
+        ],
+        "{what}"
+    );
+}
+
 /// Every step row's status and error text, oldest first.
 fn step_statuses(db: &Database) -> Vec<(RunStatus, Option<String>)> {
     db.fetch_all::<StepExecution>(

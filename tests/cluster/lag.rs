@@ -4,24 +4,6 @@
 
 use super::*;
 
-/// Fresh source and target tables on `db`, no job tables (the run creates them, so its DDL is tested
-/// too), and no source rows yet.
-fn empty_tables(db: &tandem_blocking::Database) {
-    for sql in [
-        "DROP TABLE IF EXISTS benchmark_target",
-        "DROP TABLE IF EXISTS benchmark_source",
-        "DROP TABLE IF EXISTS batch_step_execution",
-        "DROP TABLE IF EXISTS batch_job_execution",
-        "DROP TABLE IF EXISTS batch_job_lock",
-    ] {
-        db.execute(&raw(sql, vec![])).unwrap();
-    }
-    db.create_table(&benchmark_source::table.create_table())
-        .unwrap();
-    db.create_table(&benchmark_target::table.create_table())
-        .unwrap();
-}
-
 /// A node made to lag: `FLUSH TABLES WITH READ LOCK` on it desyncs it and pauses what it applies, while
 /// it still answers reads — the other nodes commit on, and it falls behind until the lock goes.
 struct Lag {
@@ -61,39 +43,61 @@ impl Drop for Lag {
 }
 
 /// 20 starts of the essay job (4 partitions, 4,000 rows), each right after its source was loaded through
-/// node 1, its connections spread over the three nodes at random (`load_balance_hosts=random`), the two
-/// runners taking turns; in half of the starts node 2 or node 3 lags (see [`Lag`]) from before the load
-/// until a second and a half into the run, and the run creates its job tables while it does. Every start
+/// another node, its connections spread over the three nodes at random (`load_balance_hosts=random`), the two
+/// runners taking turns; in half of the starts a node lags (see [`Lag`]) from before the load until a
+/// second and a half into the run — node 2 or 3 for the blocking runner, the async pool's node for the
+/// async one — and the run creates its job tables while it does. Every start
 /// completes with the exact target on every node: a run's reads — bounds, counts, pages, the tables it
 /// looks for, the lease — wait until their node has applied what the cluster committed, so a lagging
 /// node never ends a partition early or finds a table missing.
 pub(crate) fn galera_lagging_nodes() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let cdb = ClusterDb::new("lagging");
-    let on1 = tandem_blocking::Database::connect_with(&node_url(0, &cdb.name), quick()).unwrap();
+    let on: Vec<_> = (0..galera_nodes().len())
+        .map(|n| tandem_blocking::Database::connect_with(&node_url(n, &cdb.name), quick()).unwrap())
+        .collect();
     let url = cluster_url(&cdb.name, "?load_balance_hosts=random");
     let db = tandem_blocking::Database::connect_with(&url, quick()).unwrap();
     let rt = harness::runtime();
     let adb = rt
         .block_on(tandem_async::Database::connect_with(&url, quick()))
         .unwrap();
+    // sqlx's pool is on one node (tandem points it at one server when it opens): the async starts hold
+    // that node back, so that the async runner meets the lag too.
+    let (async_port,): (i64,) = rt
+        .block_on(tandem_async::Executor::fetch_one(
+            &adb,
+            &raw("SELECT CAST(@@port AS SIGNED)", vec![]),
+        ))
+        .unwrap();
+    let async_node = (galera_nodes().iter())
+        .position(|(_, p)| i64::from(*p) == async_port)
+        .unwrap();
     let rows = 4_000;
     let mut times = Vec::new();
     for start in 0..20 {
         let use_async = start % 2 == 1;
-        let lagging = (start % 4 >= 2).then_some(1 + (start / 4) % 2);
+        let lagging = (start % 4 >= 2).then_some(match use_async {
+            true => async_node,
+            false => 1 + (start / 4) % 2,
+        });
+        // The source goes in through a node that is not held back.
+        let loader = if lagging == Some(0) { 1 } else { 0 };
         let what = format!(
-            "start {}: {} runner, {}",
+            "start {}: {} runner, {}, source loaded through node {}",
             start + 1,
             if use_async { "async" } else { "blocking" },
             lagging.map_or("no node held back".into(), |n| format!(
                 "node {} lagging",
                 n + 1
-            ))
+            )),
+            loader + 1
         );
-        empty_tables(&on1);
+        // No job tables: the run creates them, so its DDL is tested too.
+        reset(&on[loader], 0);
         let lag = lagging.map(|n| Lag::start(n, Duration::from_millis(1_500)));
-        on1.repository::<Source>()
+        on[loader]
+            .repository::<Source>()
             .batch_insert(
                 &essay::seed_rows(rows),
                 &tandem_blocking::BatchOptions::default(),

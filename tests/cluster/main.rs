@@ -224,7 +224,7 @@ impl Drop for ClusterDb {
     }
 }
 
-/// Fresh source (`n` rows) and target tables, and no job tables.
+/// Fresh source (`n` rows, none for 0) and target tables, and no job tables.
 fn reset(db: &tandem_blocking::Database, n: usize) {
     for sql in [
         "DROP TABLE IF EXISTS benchmark_target",
@@ -239,12 +239,14 @@ fn reset(db: &tandem_blocking::Database, n: usize) {
         .unwrap();
     db.create_table(&benchmark_target::table.create_table())
         .unwrap();
-    db.repository::<Source>()
-        .batch_insert(
-            &essay::seed_rows(n),
-            &tandem_blocking::BatchOptions::default(),
-        )
-        .unwrap();
+    if n > 0 {
+        db.repository::<Source>()
+            .batch_insert(
+                &essay::seed_rows(n),
+                &tandem_blocking::BatchOptions::default(),
+            )
+            .unwrap();
+    }
 }
 
 /// Runs `f` on `node` after the node has applied every write the cluster certified before now: Galera
