@@ -444,7 +444,7 @@ pub(crate) fn lost_lease_commits_nothing_mysql() {
     };
     let waiting = raw(
         "SELECT COUNT(*) FROM information_schema.PROCESSLIST \
-         WHERE (info LIKE 'UPDATE `batch_step_execution`%' OR info LIKE 'UPDATE batch_step_execution%') \
+         WHERE (info LIKE '%UPDATE `batch_step_execution`%' OR info LIKE '%UPDATE batch_step_execution%') \
          AND time_ms > 50",
         vec![],
     );
