@@ -15,27 +15,43 @@ fn main() {
         eprintln!("usage: essay-job <url> [parallelism] [chunk-delay-ms] [--async] [--lease=<ms>]");
         std::process::exit(2);
     };
-    let parallelism = args.get(1).and_then(|p| p.parse().ok()).unwrap_or(1);
-    let delay = args
-        .get(2)
-        .and_then(|d| d.parse().ok())
-        .map(Duration::from_millis);
+    let usage = |what: String| -> ! {
+        eprintln!("essay-job: {what}");
+        std::process::exit(2);
+    };
+    let parallelism = match args.get(1).map(|p| p.parse::<usize>()) {
+        None => 1,
+        Some(Ok(p @ 1..=1_000)) => p,
+        Some(_) => usage(format!(
+            "parallelism {:?} is not a number of partitions from 1 to 1000",
+            args[1]
+        )),
+    };
+    let delay = match args.get(2).map(|d| d.parse::<u64>()) {
+        None => None,
+        Some(Ok(ms)) => Some(Duration::from_millis(ms)),
+        Some(Err(_)) => usage(format!(
+            "chunk delay {:?} is not a number of milliseconds",
+            args[2]
+        )),
+    };
     let mut job = tandem_batch::essay::job(parallelism).sizes(500, 500);
     job.chunk_delay = delay;
     for flag in &flags {
         match flag.split_once('=') {
-            Some(("--lease", ms)) => match ms.parse() {
-                Ok(ms) => job = job.lock_lease(Duration::from_millis(ms)),
-                Err(_) => {
-                    eprintln!("essay-job: --lease={ms} is not a number of milliseconds");
-                    std::process::exit(2);
+            Some(("--lease", ms)) => match ms.parse::<u64>().map(Duration::from_millis) {
+                Ok(lease)
+                    if (Duration::from_secs(1)..=tandem_batch::MAX_LEASE).contains(&lease) =>
+                {
+                    job = job.lock_lease(lease)
                 }
+                _ => usage(format!(
+                    "--lease={ms} is not a lease from 1000 ms to {} ms",
+                    tandem_batch::MAX_LEASE.as_millis()
+                )),
             },
             None if flag == "--async" => {}
-            _ => {
-                eprintln!("essay-job: unknown flag {flag}");
-                std::process::exit(2);
-            }
+            _ => usage(format!("unknown flag {flag}")),
         }
     }
     let result = if flags.iter().any(|a| a == "--async") {

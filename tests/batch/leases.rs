@@ -413,6 +413,11 @@ pub(crate) fn stalled_run_is_replaced(dialect: Dialect) {
 }
 
 /// Waits (at most 30 s) until `n` chunks are committed.
+pub(crate) fn until_chunks_committed(db: &Database, n: i64) {
+    until_chunks(db, n, "the run");
+}
+
+/// Waits (at most 30 s) until `n` chunks are committed.
 fn until_chunks(db: &Database, n: i64, what: &str) {
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
     while committed_chunks(db) < n {

@@ -184,6 +184,17 @@ fn main() {
                 "shortfall_is_explained",
                 shortfall_is_explained,
             )],
+            vec![harness::Case::new(
+                "parallelism_is_not_the_job",
+                parallelism_is_not_the_job,
+            )],
+            vec![
+                harness::Case::new(
+                    "stopped_inside_a_transaction_postgres",
+                    stopped_inside_a_transaction_postgres,
+                )
+                .needs(&[Dialect::Postgres]),
+            ],
             vec![
                 harness::Case::new(
                     "start_transaction_is_retried_postgres",

@@ -269,3 +269,94 @@ pub(crate) fn shortfall_is_explained() {
         other => panic!("{other:?}"),
     }
 }
+
+/// The essay job is the same job whatever its parallelism: a run with another parallelism is refused while
+/// one runs, told the job is completed after, and resumes a stopped run keeping its partitions — never a
+/// second job writing the same target (which failed on its unique key, and then every rerun of either).
+pub(crate) fn parallelism_is_not_the_job() {
+    let t = db::open(Dialect::Sqlite, "samejob", PoolConfig::default());
+    let db = &t.db;
+    reset(db, 2_000);
+    assert_eq!(essay::job(1).lock_key(), essay::job(8).lock_key());
+    let mut slow = essay::job(4).sizes(100, 100);
+    slow.chunk_delay = Some(Duration::from_millis(30));
+    std::thread::scope(|s| {
+        let first = s.spawn(|| tandem_batch::blocking::run(db, &slow));
+        super::leases::until_chunks_committed(db, 1);
+        let other = tandem_batch::blocking::run(db, &essay::job(2));
+        assert!(
+            matches!(other, Err(JobError::AlreadyRunning { .. })),
+            "{other:?}"
+        );
+        first.join().unwrap().unwrap();
+    });
+    assert!(matches!(
+        tandem_batch::blocking::run(db, &essay::job(8)),
+        Err(JobError::AlreadyCompleted { .. })
+    ));
+    assert_target(db, &expected(1..=2_000));
+}
+
+/// PostgreSQL: a runner process stopped (SIGSTOP) *inside* a chunk's transaction holds that chunk's row
+/// locks — but only for a lease: the run's transactions are begun with `idle_in_transaction_session_timeout`
+/// set to the lease, so the server ends the stopped session and its locks go. The next run takes the job
+/// over and completes it without waiting on them (it used to wait as long as the process stayed stopped,
+/// and then report a lock wait past its `socket_timeout` as a silent server).
+pub(crate) fn stopped_inside_a_transaction_postgres() {
+    let t = db::open(Dialect::Postgres, "stoppedtx", PoolConfig::default());
+    let db = &t.db;
+    let lease = Duration::from_secs(2);
+    reset(db, 20_000);
+    let mut child = essay_job(&t.target.url(), false, lease.as_millis() as u64);
+    until_chunks_of(db, &mut child, 1);
+    // Stopped the moment one of its sessions sits in an open transaction.
+    let in_transaction = raw(
+        "SELECT COUNT(*) FROM pg_stat_activity WHERE datname = current_database() \
+         AND state = 'idle in transaction' AND pid <> pg_backend_pid()",
+        vec![],
+    );
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let (open,): (i64,) = db.fetch_one(&in_transaction).unwrap();
+        if open > 0 {
+            signal(&child, "-STOP");
+            let (still,): (i64,) = db.fetch_one(&in_transaction).unwrap();
+            if still > 0 {
+                break;
+            }
+            signal(&child, "-CONT");
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never caught inside a transaction"
+        );
+    }
+    let stopped_at = std::time::Instant::now();
+    let job = essay::job(2).sizes(500, 500).lock_lease(lease);
+    let report = loop {
+        match tandem_batch::blocking::run(db, &job) {
+            Err(JobError::AlreadyRunning { .. }) => std::thread::sleep(Duration::from_millis(50)),
+            other => break other,
+        }
+        if stopped_at.elapsed() > 4 * lease + Duration::from_secs(2) {
+            signal(&child, "-CONT");
+            panic!("still refused {:?} after the stop", stopped_at.elapsed());
+        }
+    };
+    let took = stopped_at.elapsed();
+    signal(&child, "-CONT");
+    let out = child.wait_with_output().unwrap();
+    let report = report.unwrap_or_else(|e| panic!("the new run, {took:?} after the stop: {e}"));
+    eprintln!(
+        "stopped inside a transaction: the new run completed {took:?} after the stop; the stopped one, \
+         continued: {}",
+        String::from_utf8_lossy(&out.stderr).trim()
+    );
+    assert_eq!(report.written + report.skipped, 20_000);
+    assert!(
+        took < 3 * lease + Duration::from_secs(2),
+        "completed {took:?} after the stop"
+    );
+    assert!(!out.status.success());
+    assert_target(db, &expected(1..=20_000));
+}

@@ -254,12 +254,11 @@ async fn take_lease<S, T>(
     let opts = reads.tx(job.bookkeeping_options());
     let held = retry(&opts, || async {
         let tx = db.begin(opts.clone()).await?;
-        let row = (tx
-            .fetch_optional(&reads.bookkeeping(lease_read(dialect, claim.key), claim.length)))
-        .await?;
+        let row = (tx.fetch_optional(&reads.bounded(lease_read(dialect, claim.key), claim.length)))
+            .await?;
         let held = match claim.write(row) {
             LeaseWrite::Write(write) => tx
-                .execute(&reads.bookkeeping(write, claim.length))
+                .execute(&reads.bounded(write, claim.length))
                 .await
                 .map(|_| None)?,
             LeaseWrite::Held(node, ms_left) => Some((node, ms_left)),
@@ -359,7 +358,7 @@ async fn keep(
         };
         match lease.renewal() {
             Some(Renewal::Renew(renew)) => {
-                match s.execute(&reads.bookkeeping(renew, turn * 3)).await {
+                match s.execute(&reads.bounded(renew, turn * 3)).await {
                     Ok(1) => continue,
                     // Another run holds the lease now.
                     Ok(_) => lease.set_lost(),
@@ -380,7 +379,7 @@ async fn keep(
         give_back(s, dialect, key).await;
         session = None;
     }
-    let release = lease.still_held().map(|r| reads.bookkeeping(r, turn * 3));
+    let release = lease.still_held().map(|r| reads.bounded(r, turn * 3));
     if let Some(release) = release {
         let _ = match &session {
             Some(s) => s.execute(&release).await,
@@ -440,7 +439,7 @@ async fn start<S: Entity, T>(db: &Database, run: RunContext<'_, S, T>) -> Result
         .lease
         .fenced(job, reads.map_err(JobError::from))?
         .decide(job)?;
-    let guard = (run.lease.guard()).map(|g| run.reads.bookkeeping(g, job.lock_lease));
+    let guard = (run.lease.guard()).map(|g| run.reads.bounded(g, job.lock_lease));
     let started = retry(&opts, || async {
         let tx = db.begin(opts.clone()).await?;
         if let Some(guard) = &guard

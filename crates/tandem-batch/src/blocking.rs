@@ -214,10 +214,10 @@ fn take_lease<S, T>(
     let claim = LeaseClaim::new(dialect, job, found.node.clone());
     let held = db.transaction_with(reads.tx(job.bookkeeping_options()), |tx| {
         let row =
-            tx.fetch_optional(&reads.bookkeeping(lease_read(dialect, claim.key), claim.length))?;
+            tx.fetch_optional(&reads.bounded(lease_read(dialect, claim.key), claim.length))?;
         match claim.write(row) {
             LeaseWrite::Write(write) => tx
-                .execute(&reads.bookkeeping(write, claim.length))
+                .execute(&reads.bounded(write, claim.length))
                 .map(|_| None),
             LeaseWrite::Held(node, ms_left) => Ok(Some((node, ms_left))),
         }
@@ -315,7 +315,7 @@ fn keep(
             continue;
         };
         match lease.renewal() {
-            Some(Renewal::Renew(renew)) => match s.execute(&reads.bookkeeping(renew, turn * 3)) {
+            Some(Renewal::Renew(renew)) => match s.execute(&reads.bounded(renew, turn * 3)) {
                 Ok(1) => continue,
                 // Another run holds the lease now.
                 Ok(_) => lease.set_lost(),
@@ -335,7 +335,7 @@ fn keep(
         give_back(s, dialect, key);
         session = None;
     }
-    let release = lease.still_held().map(|r| reads.bookkeeping(r, turn * 3));
+    let release = lease.still_held().map(|r| reads.bounded(r, turn * 3));
     if let Some(release) = release {
         let _ = match &session {
             Some(s) => s.execute(&release),
@@ -359,7 +359,7 @@ fn start<S: Entity, T>(db: &Database, run: RunContext<'_, S, T>) -> Result<Start
         .lease
         .fenced(job, reads.map_err(JobError::from))?
         .decide(job)?;
-    let guard = (run.lease.guard()).map(|g| run.reads.bookkeeping(g, job.lock_lease));
+    let guard = (run.lease.guard()).map(|g| run.reads.bounded(g, job.lock_lease));
     let started = db.transaction_with(opts, |tx| {
         if let Some(guard) = &guard
             && tx.execute(guard)? == 0

@@ -59,11 +59,12 @@ pub fn transform(s: Source) -> Result<Processed<Target>, ProcessError> {
 }
 // ANCHOR_END: transform
 
-/// The essay's job with `parallelism` partitions.
+/// The essay's job with `parallelism` partitions. The parallelism is how a run goes, not which job it is:
+/// runs with another parallelism are runs of the same job — refused while one runs, told it is completed
+/// after, and, resuming a stopped run, keeping its partitions — rather than a second job writing the
+/// same target.
 pub fn job(parallelism: usize) -> BatchJob<Source, Target> {
-    BatchJob::new("essay-e2e", transform)
-        .param("parallelism", parallelism)
-        .parallelism(parallelism)
+    BatchJob::new("essay-e2e", transform).parallelism(parallelism)
 }
 
 /// The server doing the same work alone — the ceiling the job is measured against.

@@ -26,5 +26,6 @@ pub mod model;
 mod runner;
 
 pub use job::{
-    BatchJob, JobError, JobReport, PartitionReport, ProcessError, Processed, SkipPolicy, partitions,
+    BatchJob, JobError, JobReport, MAX_LEASE, PartitionReport, ProcessError, Processed, SkipPolicy,
+    partitions,
 };

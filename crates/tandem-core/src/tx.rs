@@ -51,6 +51,12 @@ pub struct TxOptions {
     /// `wsrep_sync_wait` does not wait inside a transaction: the transaction's own start must.) Only for a
     /// server that takes `SET STATEMENT` (MariaDB, Percona); ignored on the other engines.
     pub causal: bool,
+    /// PostgreSQL: how long the transaction may sit idle between its statements before the server ends
+    /// its session, and with it the transaction and its locks (`SET LOCAL
+    /// idle_in_transaction_session_timeout`): a client that stops inside a transaction (stopped, paused,
+    /// cut off) then holds its row locks at most this long. `None`: the server's setting. MySQL/MariaDB
+    /// have no per-transaction setting; SQLite holds no server session.
+    pub idle_timeout: Option<std::time::Duration>,
 }
 
 impl Default for TxOptions {
@@ -61,6 +67,7 @@ impl Default for TxOptions {
             max_attempts: 3,
             lock_timeout: None,
             causal: false,
+            idle_timeout: None,
         }
     }
 }
@@ -82,6 +89,13 @@ impl TxOptions {
     /// one millisecond).
     pub fn lock_timeout(mut self, limit: std::time::Duration) -> Self {
         self.lock_timeout = Some(limit.max(std::time::Duration::from_millis(1)));
+        self
+    }
+
+    /// Bounds how long the transaction may sit idle on PostgreSQL (see [`TxOptions::idle_timeout`]; at
+    /// least one millisecond).
+    pub fn idle_timeout(mut self, limit: std::time::Duration) -> Self {
+        self.idle_timeout = Some(limit.max(std::time::Duration::from_millis(1)));
         self
     }
 
@@ -180,6 +194,12 @@ pub fn begin(dialect: Dialect, opts: &TxOptions) -> Vec<String> {
             // and the transaction BEGIN opens is the one SET LOCAL scopes.
             if let Some(limit) = opts.lock_timeout {
                 sql.push_str(&format!("; SET LOCAL lock_timeout = {}", limit.as_millis()));
+            }
+            if let Some(limit) = opts.idle_timeout {
+                sql.push_str(&format!(
+                    "; SET LOCAL idle_in_transaction_session_timeout = {}",
+                    limit.as_millis()
+                ));
             }
             vec![sql]
         }
@@ -669,5 +689,14 @@ mod tests {
             ["SET STATEMENT wsrep_sync_wait = 1 FOR START TRANSACTION"]
         );
         assert_eq!(begin(Dialect::Postgres, &causal), ["BEGIN"]);
+        // An idle bound: PostgreSQL only, in the same round trip.
+        let idle = bounded.idle_timeout(std::time::Duration::from_secs(5));
+        assert_eq!(
+            begin(Dialect::Postgres, &idle),
+            [
+                "BEGIN; SET LOCAL lock_timeout = 30000; SET LOCAL idle_in_transaction_session_timeout = 5000"
+            ]
+        );
+        assert_eq!(begin(Dialect::MySql, &idle), ["START TRANSACTION"]);
     }
 }

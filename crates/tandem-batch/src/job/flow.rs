@@ -87,7 +87,7 @@ pub(crate) fn start_reads<S: Entity, T>(
     if let Some(guard) = run.lease.guard() {
         plan = plan.followed_by(guard_step(dialect, job, &guard)?, Atomicity::Together);
     }
-    Ok(run.reads.bookkeeping_plan(plan, job.lock_lease))
+    Ok(run.reads.bounded_plan(plan, job.lock_lease))
 }
 
 /// What a new run writes, decided from [`StartReads`]: its execution row, and its steps — carried over

@@ -23,6 +23,10 @@ pub(crate) use read::*;
 pub(crate) use reads::*;
 pub(crate) use record::*;
 
+/// The longest lease a job takes ([`BatchJob::lock_lease`]): a day. A run that dies without a word keeps
+/// the job from every other node for one lease.
+pub const MAX_LEASE: Duration = Duration::from_secs(24 * 60 * 60);
+
 /// What the processor decided for one source row.
 #[derive(Debug)]
 pub enum Processed<T> {
@@ -134,9 +138,9 @@ impl<S: Entity<Key = i64>, T: Entity> BatchJob<S, T> {
         self
     }
 
-    /// Sets the run lock's lease (server engines; at least one second).
+    /// Sets the run lock's lease (server engines): at least one second, at most [`MAX_LEASE`].
     pub fn lock_lease(mut self, lease: Duration) -> Self {
-        self.lock_lease = lease.max(Duration::from_secs(1));
+        self.lock_lease = lease.clamp(Duration::from_secs(1), MAX_LEASE);
         self
     }
 
@@ -174,18 +178,24 @@ impl<S, T> BatchJob<S, T> {
         format!("{:016x}", crate::lock::job_key(self))
     }
 
-    /// The options of the runner's writes: [`BatchJob::write_attempts`] attempts each.
+    /// The options of the runner's writes: [`BatchJob::write_attempts`] attempts each; on PostgreSQL no
+    /// lock wait longer than the lease, and no session left idle inside one of the run's transactions
+    /// longer than the lease (both set with the BEGIN, in its round trip) — a run stopped inside a chunk
+    /// holds that chunk's row locks at most a lease, and the run that took over waits for them at most a
+    /// lease. (On MariaDB a run's statements bound their lock waits by the lease themselves, where the
+    /// server takes `SET STATEMENT`: see `job::reads`.)
     pub(crate) fn write_options(&self) -> tandem_core::TxOptions {
-        tandem_core::TxOptions::default().max_attempts(self.write_attempts)
+        tandem_core::TxOptions::default()
+            .max_attempts(self.write_attempts)
+            .lock_timeout(self.lock_lease)
+            .idle_timeout(self.lock_lease)
     }
 
-    /// The options of the run's bookkeeping (its start, a partition's end, its end): those of its writes,
-    /// and on PostgreSQL no lock wait longer than the lease — a start waiting on a lock a stuck session
-    /// holds fails (and is retried) instead of waiting without end. (MariaDB's bound is its
-    /// `innodb_lock_wait_timeout`, 50 s unless the URL's `lock_timeout` says less; chunks keep the
-    /// connection's bound, so that a chunk pays no extra round trip.)
+    /// The options of the run's bookkeeping (its start, a partition's end, its end): those of its writes
+    /// — a start waiting on a lock a stuck session holds fails (and is retried) instead of waiting without
+    /// end.
     pub(crate) fn bookkeeping_options(&self) -> tandem_core::TxOptions {
-        self.write_options().lock_timeout(self.lock_lease)
+        self.write_options()
     }
 
     /// The parameters as stored: sorted `key=value` pairs joined by `&`.
@@ -228,7 +238,10 @@ pub enum JobError {
     #[error("counts do not add up: {0}")]
     Inconsistent(String),
     /// The last run with this name and parameters already completed.
-    #[error("job {name:?} with parameters {params:?} already completed (execution {execution})")]
+    #[error(
+        "job {name:?}{} already completed (execution {execution})",
+        with_params(params)
+    )]
     AlreadyCompleted {
         /// Job name.
         name: String,
@@ -238,7 +251,7 @@ pub enum JobError {
         execution: i64,
     },
     /// Another run of this job (same name and parameters) holds its run lock, in this process or another.
-    #[error("job {name:?} with parameters {params:?} is already running")]
+    #[error("job {name:?}{} is already running", with_params(params))]
     AlreadyRunning {
         /// Job name.
         name: String,
@@ -249,7 +262,8 @@ pub enum JobError {
     /// its guard, and it wrote nothing more — its chunks, its steps' ends and its own end included. What
     /// it committed before stays, with its checkpoints, for the run that took over.
     #[error(
-        "job {name:?} with parameters {params:?} lost its run lock (another run took its lease over)"
+        "job {name:?}{} lost its run lock (another run took its lease over)",
+        with_params(params)
     )]
     LockLost {
         /// Job name.
@@ -278,6 +292,14 @@ pub enum JobError {
         /// Why.
         source: std::io::Error,
     },
+}
+
+/// " with parameters …" for a job that has some, nothing for one that has none.
+fn with_params(params: &str) -> String {
+    match params.is_empty() {
+        true => String::new(),
+        false => format!(" with parameters {params:?}"),
+    }
 }
 
 /// One partition's figures.

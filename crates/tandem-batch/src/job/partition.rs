@@ -251,7 +251,9 @@ impl<'j, S: Entity<Key = i64>, T: Entity> Partition<'j, S, T> {
             }
             false => plan,
         };
-        Ok(ChunkWrite::Plan(self.run.reads.plan(plan)))
+        Ok(ChunkWrite::Plan(
+            self.run.reads.bounded_plan(plan, self.job.lock_lease),
+        ))
     }
 
     /// For a chunk written by hand on a Galera cluster: the statement its transaction begins with, a causal
@@ -375,7 +377,7 @@ pub(crate) fn guarded_by<S, T>(
     if let Some(guard) = guard {
         plan = plan.followed_by(guard_step(dialect, run.job, &guard)?, Atomicity::Together);
     }
-    Ok(run.reads.bookkeeping_plan(plan, run.job.lock_lease))
+    Ok(run.reads.bounded_plan(plan, run.job.lock_lease))
 }
 
 /// The lease's guard as a plan step.

@@ -26,9 +26,9 @@ pub(crate) struct Reads {
     /// Every statement waits for its node to apply what the cluster certified before it.
     pub causal: bool,
     /// MySQL servers that take `SET STATEMENT … FOR` (MariaDB, and the Galera builds of MySQL): the run's
-    /// bookkeeping bounds its row-lock waits by the lease there (`innodb_lock_wait_timeout`, whole
-    /// seconds), as `SET LOCAL lock_timeout` does on PostgreSQL — a run must not wait 50 s for a row a
-    /// stopped run holds locked. Elsewhere the server's own bound applies.
+    /// statements bound their row-lock waits by the lease there (`innodb_lock_wait_timeout`, whole
+    /// seconds), as `SET LOCAL lock_timeout` does on PostgreSQL — a run must not wait 50 s, and again at
+    /// each retry, for a row a stopped run holds locked. Elsewhere the server's own bound applies.
     pub per_statement: bool,
 }
 
@@ -76,9 +76,9 @@ impl Reads {
         Prefixed(statement, self.prefix(None))
     }
 
-    /// `statement` of the run's bookkeeping: read as this run reads, its row-lock waits bounded by
-    /// `lease`.
-    pub(crate) fn bookkeeping<R: Render>(self, statement: R, lease: Duration) -> Prefixed<R> {
+    /// `statement` read as this run reads, its row-lock waits bounded by `lease` where the server takes
+    /// per-statement settings.
+    pub(crate) fn bounded<R: Render>(self, statement: R, lease: Duration) -> Prefixed<R> {
         Prefixed(statement, self.prefix(Some(lease)))
     }
 
@@ -87,8 +87,9 @@ impl Reads {
         prefixed(plan, self.prefix(None))
     }
 
-    /// A bookkeeping `plan`: each statement read as this run reads, its row-lock waits bounded by `lease`.
-    pub(crate) fn bookkeeping_plan<T>(self, plan: Plan<T>, lease: Duration) -> Plan<T> {
+    /// `plan` with each statement read as this run reads, its row-lock waits bounded by `lease` where the
+    /// server takes per-statement settings.
+    pub(crate) fn bounded_plan<T>(self, plan: Plan<T>, lease: Duration) -> Plan<T> {
         prefixed(plan, self.prefix(Some(lease)))
     }
 }
@@ -133,7 +134,7 @@ mod tests {
             "SET STATEMENT wsrep_sync_wait = 7 FOR SELECT 1"
         );
         assert_eq!(
-            sql(galera.bookkeeping(&select, Duration::from_millis(1_500))),
+            sql(galera.bounded(&select, Duration::from_millis(1_500))),
             "SET STATEMENT wsrep_sync_wait = 7, innodb_lock_wait_timeout = 2 FOR SELECT 1"
         );
         let mariadb = Reads::of_mysql(&[
@@ -142,12 +143,12 @@ mod tests {
         ]);
         assert_eq!(sql(mariadb.statement(&select)), "SELECT 1");
         assert_eq!(
-            sql(mariadb.bookkeeping(&select, Duration::from_secs(30))),
+            sql(mariadb.bounded(&select, Duration::from_secs(30))),
             "SET STATEMENT innodb_lock_wait_timeout = 30 FOR SELECT 1"
         );
         let mysql = Reads::of_mysql(&[("version".into(), "8.0.36".into())]);
         assert_eq!(
-            sql(mysql.bookkeeping(&select, Duration::from_secs(30))),
+            sql(mysql.bounded(&select, Duration::from_secs(30))),
             "SELECT 1"
         );
         let plan = Plan::new(
