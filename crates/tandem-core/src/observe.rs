@@ -161,12 +161,27 @@ fn operation_index(sql: &str) -> usize {
     };
     let (word, _) = head.split_first_chunk::<16>().expect("17 bytes");
     let word = u128::from_le_bytes(*word);
-    PREFIXES
+    let index = PREFIXES
         .iter()
         .position(|(key, mask, len)| {
             word & mask == *key && !(head[*len].is_ascii_alphanumeric() || head[*len] == b'_')
         })
-        .unwrap_or(OPERATIONS.len() - 1)
+        .unwrap_or(OPERATIONS.len() - 1);
+    match OPERATIONS[index] {
+        "SET" => statement_settings(&sql[start..]).map_or(index, operation_index),
+        _ => index,
+    }
+}
+
+/// The statement after MariaDB's per-statement settings (`SET STATEMENT a = 1, b = 2 FOR SELECT …`: a
+/// batch run's causal reads and lock bounds), whose operation is the statement's.
+fn statement_settings(sql: &str) -> Option<&str> {
+    let head = sql.get(..13)?;
+    if !head.eq_ignore_ascii_case("SET STATEMENT") {
+        return None;
+    }
+    let upper = sql.to_ascii_uppercase();
+    upper.find(" FOR ").map(|at| &sql[at + 5..])
 }
 
 /// Whether spans are made at all: only once a `tracing` subscriber has been installed. Before that, every
@@ -766,6 +781,17 @@ mod tests {
             ("COMMIT", "COMMIT"),
             ("DROP TABLE IF EXISTS t", "DROP"),
             ("ROLLBACK TO SAVEPOINT tandem_sp_1", "ROLLBACK"),
+            // MariaDB's per-statement settings name the statement they wrap.
+            (
+                "SET STATEMENT wsrep_sync_wait = 7, innodb_lock_wait_timeout = 30 FOR INSERT INTO t VALUES (?)",
+                "INSERT",
+            ),
+            (
+                "set statement wsrep_sync_wait = 1 for start transaction",
+                "START",
+            ),
+            ("SET STATEMENT x = 1", "SET"),
+            ("SET SESSION wait_timeout = 30", "SET"),
         ] {
             assert_eq!(operation(sql), expected, "{sql:?}");
         }
