@@ -1,11 +1,10 @@
 //! The three drivers behind one connection type. Each submodule binds [`Value`]s, runs one statement
 //! streaming its rows into a sink, decodes cells into [`Value`]s and classifies errors with `tandem-core`.
 
+#[cfg(feature = "mysql")]
+use std::sync::Arc;
 #[cfg(any(feature = "postgres", feature = "mysql"))]
-use std::sync::{
-    Arc,
-    atomic::{AtomicUsize, Ordering},
-};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use tandem_core::observe::Observer;
@@ -17,8 +16,6 @@ use tandem_sql::{Dialect, Rendered};
 pub(crate) mod mysql;
 #[cfg(feature = "postgres")]
 pub(crate) mod postgres;
-#[cfg(feature = "postgres")]
-mod tls;
 
 pub(crate) use tandem_core::plan::{Done, Sink};
 
@@ -328,13 +325,13 @@ impl tandem_core::Runner for Conn {
 }
 
 /// Column names shared by every row of a result.
-#[cfg(any(feature = "postgres", feature = "mysql"))]
+#[cfg(feature = "mysql")]
 pub(crate) fn names(iter: impl IntoIterator<Item = String>) -> Arc<[String]> {
     iter.into_iter().collect::<Vec<_>>().into()
 }
 
 /// A value kind this executor does not bind or decode yet.
-#[cfg(any(feature = "postgres", feature = "mysql"))]
+#[cfg(feature = "mysql")]
 pub(crate) fn unsupported_value(dialect: Dialect, v: &tandem_sql::Value) -> Error {
     Error::Unsupported {
         dialect,

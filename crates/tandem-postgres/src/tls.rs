@@ -1,5 +1,5 @@
-//! TLS for the `postgres` driver: a rustls client configuration per [`TlsMode`]. (The `mysql` crate and sqlx
-//! build their own from the same mode; see `driver::mysql` and `tandem-async`.)
+//! TLS for PostgreSQL: a rustls client configuration per [`TlsMode`]. (The MySQL drivers and sqlx build their
+//! own from the same mode.)
 //!
 //! - `prefer` / `require`: encrypted, the certificate not checked (what libpq and sqlx do too); the
 //!   handshake's signature is still verified against the certificate's key.
@@ -20,7 +20,7 @@ use rustls::{
 use tandem_core::{ConnectOptions, Error, Result, TlsErrorKind, TlsMode};
 
 /// The rustls configuration `opts` asks for, or `None` for plain TCP.
-pub(crate) fn client_config(opts: &ConnectOptions) -> Result<Option<ClientConfig>> {
+pub fn client_config(opts: &ConnectOptions) -> Result<Option<ClientConfig>> {
     if opts.tls == TlsMode::Disable {
         return Ok(None);
     }

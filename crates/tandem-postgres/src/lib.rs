@@ -1,0 +1,304 @@
+//! `tandem-postgres`: the PostgreSQL driver both tandem executors use — one wire implementation, two
+//! execution models.
+//!
+//! tokio-postgres splits a connection into a `Client`, which sends requests, and a `Connection` future,
+//! which does the socket's I/O: whoever polls the `Connection` decides the execution model. Here nobody
+//! spawns it: each call of a [`PgConn`] is a future that polls the call's own future and the connection
+//! side by side ([`Io::wait`]), bounded by the URL's `socket_timeout`. The blocking executor runs that
+//! future on the connection's own current-thread runtime (what the `postgres` crate does inside); the
+//! async executor awaits it on the caller's runtime. No task to wake, no channel hop between them: the
+//! same code, driven two ways.
+//!
+//! # Layout
+//! - this file: [`connect`] (configuration, TLS, startup parameters, socket options) and [`PgConn`] —
+//!   statements prepared and cached, run, COPY, each wait bounded.
+//! - `values`: [`Bind`] (a value bound as the type the server inferred) and [`decode`].
+//! - `errors`: [`error`] and [`connect_error`], tokio-postgres' errors as tandem's.
+//! - `tls`: the rustls configuration of each `sslmode`.
+#![forbid(unsafe_code)]
+
+mod errors;
+mod tls;
+mod values;
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::Poll;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_util::{SinkExt, StreamExt};
+use tandem_core::plan::Done;
+use tandem_core::{ConnectOptions, CopyIn, DbError, Error, Result};
+use tandem_sql::{Dialect, Rendered, Row, Value};
+use tokio_postgres::types::ToSql;
+use tokio_postgres::{Client, NoTls, RowStream, Statement};
+
+pub use errors::{connect_error, error};
+pub use tls::client_config;
+pub use values::{Bind, decode};
+
+/// Prepared statements kept per connection; the batch path reuses one shape per chunk size.
+const STATEMENT_CACHE: usize = 64;
+
+/// tokio-postgres' connection future, whatever its stream type (plain TCP or TLS).
+type Driving = Pin<Box<dyn Future<Output = std::result::Result<(), tokio_postgres::Error>> + Send>>;
+
+/// One open PostgreSQL connection: the client, its prepared statements, and the I/O the calls drive.
+pub struct PgConn {
+    client: Client,
+    statements: HashMap<String, Statement>,
+    io: Io,
+}
+
+/// What a call waits on: the connection's I/O and the bound on each wait (apart from the client, which the
+/// calls borrow).
+pub struct Io {
+    /// tokio-postgres' connection: the socket's I/O, polled beside each call's own future; dropping it
+    /// closes the socket.
+    connection: Option<Driving>,
+    /// `socket_timeout`: the longest one wait for the server may take.
+    bound: Option<Duration>,
+    /// Set when a wait outlived `bound`: the connection is out of step and is never used again.
+    silent: bool,
+}
+
+/// Opens a connection to the one server `opts` names (a host list is walked by the executors, which call
+/// this for each server they try), with its TLS mode, startup parameters (`search_path`, time limits),
+/// `application_name`, and the socket's bounds: `TCP_USER_TIMEOUT` and keepalive probes after
+/// `socket_timeout` of silence, so that a partition is noticed by the kernel too. The TCP connect waits at
+/// most `connect_timeout`; the handshake after it is bounded by the caller.
+pub async fn connect(opts: &ConnectOptions, connect_timeout: Duration) -> Result<PgConn> {
+    let mut config = tokio_postgres::Config::new();
+    config
+        .host(&opts.host)
+        .port(opts.port)
+        .user(&opts.user)
+        .dbname(&opts.database)
+        .connect_timeout(connect_timeout);
+    if let Some(p) = &opts.password {
+        config.password(p);
+    }
+    if let Some(name) = &opts.application_name {
+        config.application_name(name);
+    }
+    let settings = opts.pg_startup_settings();
+    if !settings.is_empty() {
+        let each: Vec<String> = settings
+            .iter()
+            .map(|(k, v)| format!("-c {k}={v}"))
+            .collect();
+        config.options(each.join(" "));
+    }
+    if let Some(bound) = opts.socket_timeout {
+        // Sent data unacknowledged this long (a partition, a host gone) closes the socket in the kernel;
+        // an idle connection is probed after as long.
+        config
+            .tcp_user_timeout(bound)
+            .keepalives(true)
+            .keepalives_idle(bound);
+    }
+    let tls = client_config(opts)?;
+    if tls.is_some() {
+        config.ssl_mode(if opts.tls.requires_tls() {
+            tokio_postgres::config::SslMode::Require
+        } else {
+            tokio_postgres::config::SslMode::Prefer
+        });
+    }
+    let connected = match tls {
+        None => config
+            .connect(NoTls)
+            .await
+            .map(|(client, connection)| (client, Box::pin(connection) as Driving)),
+        Some(tls) => {
+            let make = tokio_postgres_rustls::MakeRustlsConnect::new(tls);
+            config
+                .connect(make)
+                .await
+                .map(|(client, connection)| (client, Box::pin(connection) as Driving))
+        }
+    };
+    let (client, connection) = connected.map_err(|e| connect_error(opts, e))?;
+    Ok(PgConn {
+        client,
+        statements: HashMap::new(),
+        io: Io {
+            connection: Some(connection),
+            bound: opts.socket_timeout,
+            silent: false,
+        },
+    })
+}
+
+impl Io {
+    /// Runs one step of a call, polling the connection's I/O beside it, waiting at most `socket_timeout`
+    /// for it: past it the connection is marked silent (never used again) and the error is
+    /// [`tandem_core::DbErrorKind::NoAnswer`] (the executors name the server). A bound that ran out while
+    /// this process was not running is given again (see [`DbError::waited_late`]).
+    pub async fn wait<T>(
+        &mut self,
+        step: impl Future<Output = std::result::Result<T, tokio_postgres::Error>>,
+    ) -> Result<T> {
+        let connection = &mut self.connection;
+        let mut step = std::pin::pin!(step);
+        // The call's future first (it queues its request), then the connection's I/O (it sends the
+        // request and hands the answer over, which wakes the call). A connection that ended (the server
+        // closed it, or it failed) is not polled again: the call then fails as closed.
+        let mut driven = std::pin::pin!(std::future::poll_fn(|cx| {
+            if let Poll::Ready(done) = step.as_mut().poll(cx) {
+                return Poll::Ready(done);
+            }
+            if let Some(c) = connection
+                && c.as_mut().poll(cx).is_ready()
+            {
+                *connection = None;
+                return step.as_mut().poll(cx);
+            }
+            Poll::Pending
+        }));
+        let Some(bound) = self.bound else {
+            return driven.await.map_err(error);
+        };
+        loop {
+            let started = std::time::Instant::now();
+            match tokio::time::timeout(bound, driven.as_mut()).await {
+                Ok(result) => return result.map_err(error),
+                Err(_) if DbError::waited_late(started.elapsed(), bound) => continue,
+                Err(_) => {
+                    self.silent = true;
+                    return Err(Error::Database(DbError::no_answer(
+                        Dialect::Postgres,
+                        "the server",
+                        bound,
+                    )));
+                }
+            }
+        }
+    }
+}
+
+impl PgConn {
+    /// Whether the connection can take no other call.
+    pub fn is_closed(&self) -> bool {
+        self.io.silent || self.io.connection.is_none() || self.client.is_closed()
+    }
+
+    /// Statements without parameters, in one round trip (BEGIN, COMMIT, SET …).
+    pub async fn batch_execute(&mut self, sql: &str) -> Result<()> {
+        self.io.wait(self.client.batch_execute(sql)).await
+    }
+
+    /// The prepared statement of `sql`, from the cache or prepared now.
+    pub async fn statement(&mut self, sql: &str) -> Result<Statement> {
+        if let Some(s) = self.statements.get(sql) {
+            return Ok(s.clone());
+        }
+        let s = self.io.wait(self.client.prepare(sql)).await?;
+        if self.statements.len() >= STATEMENT_CACHE {
+            self.statements.clear();
+        }
+        self.statements.insert(sql.to_owned(), s.clone());
+        Ok(s)
+    }
+
+    /// Runs a statement that returns no rows; the rows it affected.
+    pub async fn execute(&mut self, statement: &Statement, params: &[Value]) -> Result<u64> {
+        let client = &self.client;
+        self.io
+            .wait(async {
+                let binds: Vec<Bind<'_>> = params.iter().map(Bind).collect();
+                let refs: Vec<&(dyn ToSql + Sync)> =
+                    binds.iter().map(|b| b as &(dyn ToSql + Sync)).collect();
+                client.execute(statement, &refs).await
+            })
+            .await
+    }
+
+    /// Starts a query; its rows are read with [`PgConn::next_row`] (each a wait of its own: a consumer may
+    /// take its time between rows, the server may not).
+    pub async fn query(&mut self, statement: &Statement, params: &[Value]) -> Result<RowStream> {
+        let client = &self.client;
+        self.io
+            .wait(client.query_raw(statement, params.iter().map(Bind)))
+            .await
+    }
+
+    /// The next row of a query started with [`PgConn::query`], or `None` after the last.
+    pub async fn next_row(
+        &mut self,
+        rows: Pin<&mut RowStream>,
+    ) -> Result<Option<tokio_postgres::Row>> {
+        let mut rows = rows;
+        self.io.wait(async { rows.next().await.transpose() }).await
+    }
+
+    /// `COPY … FROM STDIN (FORMAT binary)` of a payload encoded by `tandem-core`; the rows copied.
+    pub async fn copy_in(&mut self, copy: &CopyIn) -> Result<u64> {
+        let payload = Bytes::from(copy.payload()?);
+        let sql = copy.statement();
+        let client = &self.client;
+        let sink = self
+            .io
+            .wait(client.copy_in::<_, Bytes>(sql.as_str()))
+            .await?;
+        let mut sink = Box::pin(sink);
+        self.io.wait(sink.send(payload)).await?;
+        self.io.wait(sink.as_mut().finish()).await
+    }
+
+    /// Runs one statement, handing each row to `sink` (which returns `false` to stop reading): the row
+    /// loop of a caller that awaits (the async executor; the blocking one runs its own, stepping
+    /// [`PgConn::next_row`] where a row is not in yet).
+    pub async fn run<S: RowSink>(&mut self, r: &Rendered, sink: &mut S) -> Result<Done> {
+        let stmt = self.statement(&r.sql).await?;
+        if stmt.columns().is_empty() {
+            let affected = self.execute(&stmt, &r.params).await?;
+            return Ok(Done {
+                affected,
+                last_insert_id: None,
+                key_step: None,
+            });
+        }
+        let columns = names(&stmt);
+        let rows = self.query(&stmt, &r.params).await?;
+        let mut rows = std::pin::pin!(rows);
+        while let Some(row) = self.next_row(rows.as_mut()).await? {
+            if !sink.push(row_of(&columns, &row)?).await? {
+                return Ok(Done::default());
+            }
+        }
+        Ok(Done {
+            affected: rows.rows_affected().unwrap_or_default(),
+            last_insert_id: None,
+            key_step: None,
+        })
+    }
+}
+
+/// Receives a statement's rows, for [`PgConn::run`]: `push` returns `false` to stop reading, and may wait
+/// (a stream's consumer: the backpressure).
+pub trait RowSink: Send {
+    /// Takes one row.
+    fn push(&mut self, row: Row) -> impl Future<Output = Result<bool>> + Send;
+}
+
+/// The column names of a statement's rows, shared by every row.
+pub fn names(statement: &Statement) -> Arc<[String]> {
+    (statement.columns().iter())
+        .map(|c| c.name().to_owned())
+        .collect::<Vec<_>>()
+        .into()
+}
+
+/// A received row as tandem's.
+pub fn row_of(columns: &Arc<[String]>, row: &tokio_postgres::Row) -> Result<Row> {
+    let width = columns.len();
+    let mut values = Vec::with_capacity(width);
+    for i in 0..width {
+        values.push(decode(row, i)?);
+    }
+    Ok(Row::new(columns.clone(), values))
+}
