@@ -266,12 +266,12 @@ async fn run_async(db: &tandem_async::Database, op: &Op) -> String {
 }
 
 fn equivalence(dialect: Dialect) {
-    equivalence_with(dialect, tandem_core::SqliteDriver::default());
+    equivalence_with(dialect, tandem_core::AsyncDriver::default_for(dialect));
 }
 
-fn equivalence_with(dialect: Dialect, driver: tandem_core::SqliteDriver) {
+fn equivalence_with(dialect: Dialect, driver: tandem_core::AsyncDriver) {
     let (b_target, mut a_target) = (db::target(dialect, "eqb"), db::target(dialect, "eqa"));
-    a_target.options.sqlite_driver = driver;
+    a_target.options.async_driver = driver;
     let blocking = tandem_blocking::Database::open(
         b_target.options.clone(),
         tandem_pool::PoolConfig::default(),
@@ -320,12 +320,17 @@ fn equivalent_on_sqlite() {
 
 /// SQLite with the async executor on sqlx's driver: still the same results as rusqlite.
 fn equivalent_on_sqlite_with_sqlx() {
-    equivalence_with(Dialect::Sqlite, tandem_core::SqliteDriver::Sqlx);
+    equivalence_with(Dialect::Sqlite, tandem_core::AsyncDriver::Sqlx);
 }
 
 /// PostgreSQL: both executors agree step by step.
 fn equivalent_on_postgres() {
     equivalence(Dialect::Postgres);
+}
+
+/// PostgreSQL with the async executor on sqlx's driver: still the same results as the blocking one.
+fn equivalent_on_postgres_with_sqlx() {
+    equivalence_with(Dialect::Postgres, tandem_core::AsyncDriver::Sqlx);
 }
 
 /// MariaDB: both executors agree step by step.
@@ -347,6 +352,13 @@ fn main() {
             vec![
                 harness::Case::new("equivalent_on_postgres", equivalent_on_postgres)
                     .needs(&[Dialect::Postgres]),
+            ],
+            vec![
+                harness::Case::new(
+                    "equivalent_on_postgres_with_sqlx",
+                    equivalent_on_postgres_with_sqlx,
+                )
+                .needs(&[Dialect::Postgres]),
             ],
             vec![
                 harness::Case::new("equivalent_on_mysql", equivalent_on_mysql)

@@ -53,7 +53,8 @@ macro_rules! async_engine_test {
                 super::$name(&t).await;
             }
             /// The engine's cases: SQLite through rusqlite (the default), with its workers parking
-            /// instead of polling, and through sqlx's driver; PostgreSQL, MariaDB.
+            /// instead of polling, and through sqlx's driver; PostgreSQL through tokio-postgres (the
+            /// default) and through sqlx's driver; MariaDB.
             pub(crate) fn cases() -> Vec<crate::harness::Case> {
                 let name = stringify!($name);
                 let case = |engine: &str, dialect: Dialect, tweak: crate::Tweak| {
@@ -68,9 +69,12 @@ macro_rules! async_engine_test {
                         o.sqlite_worker_wait = tandem_core::WorkerWait::Park
                     }),
                     case("sqlite_sqlx", Dialect::Sqlite, |o| {
-                        o.sqlite_driver = tandem_core::SqliteDriver::Sqlx
+                        o.async_driver = tandem_core::AsyncDriver::Sqlx
                     }),
                     case("postgres", Dialect::Postgres, |_| {}),
+                    case("postgres_sqlx", Dialect::Postgres, |o| {
+                        o.async_driver = tandem_core::AsyncDriver::Sqlx
+                    }),
                     case("mysql", Dialect::MySql, |_| {}),
                 ]
             }

@@ -14,6 +14,8 @@ use tandem_pool::{InUse, Permit};
 use tandem_sql::{Dialect, Rendered, Row};
 
 use crate::driver::{Backend, error};
+#[cfg(feature = "postgres")]
+use crate::postgres::PooledPg;
 #[cfg(feature = "sqlite")]
 use crate::sqlite::PooledWorker;
 
@@ -82,6 +84,9 @@ pub(crate) struct Conn {
     mid_statement: bool,
     /// Whether a statement failed retriably, or the connection was found lost (then it is closed).
     pub(crate) health: tandem_pool::ConnHealth,
+    /// A native server connection to close when dropped, not to pool (see [`Conn::close_on_drop`]).
+    #[cfg(feature = "postgres")]
+    closing: bool,
     /// `socket_timeout` (servers): the longest one wait for the server may take.
     bound: Option<Duration>,
     /// The server the pool connects to (servers): a call it left unanswered names it and marks it silent.
@@ -98,6 +103,10 @@ pub(crate) type Server = Arc<std::sync::Mutex<Option<tandem_core::hosts::Remote>
 
 /// The driver connection itself.
 pub(crate) enum Link {
+    /// A tokio-postgres connection of tandem's own pool (the default driver).
+    #[cfg(feature = "postgres")]
+    Pg(PooledPg),
+    /// sqlx's PostgreSQL connection (`?driver=sqlx`).
     #[cfg(feature = "postgres")]
     Postgres(PoolConnection<sqlx::Postgres>),
     #[cfg(feature = "mysql")]
@@ -107,12 +116,12 @@ pub(crate) enum Link {
     #[cfg(feature = "sqlite")]
     /// A rusqlite connection on its worker thread.
     Rusqlite(PooledWorker),
-    /// Left behind by a connection handed to a cleanup task.
-    #[cfg(feature = "sqlite")]
+    /// Left behind by a connection handed to a cleanup task, or closed.
+    #[cfg(any(feature = "sqlite", feature = "postgres"))]
     Abandoned,
 }
 
-#[cfg(feature = "sqlite")]
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 fn abandoned() -> Error {
     Error::Internal("a connection handed to its cleanup task was used".into())
 }
@@ -260,6 +269,17 @@ where
     answer(bound, B::DIALECT, step).await.map(|_| ())
 }
 
+/// A statement's sink as `tandem-postgres` takes it.
+#[cfg(feature = "postgres")]
+struct SinkOf<'a, S>(&'a mut S);
+
+#[cfg(feature = "postgres")]
+impl<S: Sink> tandem_postgres::RowSink for SinkOf<'_, S> {
+    async fn push(&mut self, row: Row) -> Result<bool> {
+        self.0.push(row).await
+    }
+}
+
 impl Conn {
     /// A checked-out connection; `bound` is the URL's `socket_timeout` and `server` the pool's server
     /// (servers; `None` for SQLite).
@@ -277,6 +297,8 @@ impl Conn {
             in_transaction: false,
             mid_statement: false,
             health: tandem_pool::ConnHealth::new(losses),
+            #[cfg(feature = "postgres")]
+            closing: false,
             bound,
             server,
             observer,
@@ -307,13 +329,15 @@ impl Conn {
     pub(crate) fn dialect(&self) -> Dialect {
         match &self.link {
             #[cfg(feature = "postgres")]
-            Link::Postgres(_) => Dialect::Postgres,
+            Link::Postgres(_) | Link::Pg(_) => Dialect::Postgres,
             #[cfg(feature = "mysql")]
             Link::MySql(_) => Dialect::MySql,
             #[cfg(feature = "sqlite")]
             Link::Sqlite(_) | Link::Rusqlite(_) => Dialect::Sqlite,
             #[cfg(feature = "sqlite")]
             Link::Abandoned => Dialect::Sqlite,
+            #[cfg(all(feature = "postgres", not(feature = "sqlite")))]
+            Link::Abandoned => Dialect::Postgres,
         }
     }
 
@@ -333,6 +357,10 @@ impl Conn {
     async fn run_unobserved<S: Sink>(&mut self, r: &Rendered, sink: &mut S) -> Result<Done> {
         self.mid_statement = true;
         let result = match &mut self.link {
+            #[cfg(feature = "postgres")]
+            // Boxed: the driver's steps nest deep enough that the executor's futures, and those of every
+            // crate above, would need a higher recursion limit for their layout; a box stops the nesting.
+            Link::Pg(c) => Box::pin(c.pg.run(r, &mut SinkOf(sink))).await,
             #[cfg(feature = "postgres")]
             Link::Postgres(c) => run_on(c, r, sink, self.bound).await,
             #[cfg(feature = "mysql")]
@@ -355,7 +383,7 @@ impl Conn {
                     Err(e) => Err(e),
                 }
             }
-            #[cfg(feature = "sqlite")]
+            #[cfg(any(feature = "sqlite", feature = "postgres"))]
             Link::Abandoned => Err(abandoned()),
         };
         self.note(result)
@@ -405,6 +433,8 @@ impl Conn {
         self.mid_statement = true;
         let result = match &mut self.link {
             #[cfg(feature = "postgres")]
+            Link::Pg(c) => Box::pin(c.pg.batch_execute(sql)).await,
+            #[cfg(feature = "postgres")]
             Link::Postgres(c) => simple_on(c, sql, self.bound).await,
             #[cfg(feature = "mysql")]
             Link::MySql(c) => simple_on(c, sql, self.bound).await,
@@ -415,7 +445,7 @@ impl Conn {
                 let sql = sql.to_owned();
                 worker.call(move |c| c.simple(&sql)).await
             }
-            #[cfg(feature = "sqlite")]
+            #[cfg(any(feature = "sqlite", feature = "postgres"))]
             Link::Abandoned => Err(abandoned()),
         };
         self.note(result)
@@ -432,8 +462,15 @@ impl Conn {
     /// PostgreSQL binary COPY of a payload encoded by `tandem-core`.
     #[cfg(feature = "postgres")]
     pub(crate) async fn copy_in(&mut self, copy: &tandem_core::CopyIn) -> Result<u64> {
-        // (Irrefutable in a PostgreSQL-only build.)
-        #[allow(irrefutable_let_patterns)]
+        if let Link::Pg(c) = &mut self.link {
+            // Cut short anywhere from here (a failure too), the connection is not reused.
+            self.mid_statement = true;
+            let sql = copy.statement();
+            let s = self.observer.statement(&sql);
+            let result = in_span!(s.span(), Box::pin(c.pg.copy_in(copy)));
+            s.finish(&self.observer, &result, *result.as_ref().unwrap_or(&0));
+            return self.note(result);
+        }
         let Link::Postgres(c) = &mut self.link else {
             return Err(Error::Internal(
                 "COPY is planned for PostgreSQL only".into(),
@@ -561,6 +598,15 @@ impl Conn {
     /// others (and, for a URL naming several servers, choose the server again).
     fn note<T>(&mut self, result: Result<T>) -> Result<T> {
         self.mid_statement = false;
+        // A native connection knows its own server.
+        #[cfg(feature = "postgres")]
+        let result = match &self.link {
+            Link::Pg(c) => match &c.remote {
+                Some(remote) => remote.name_silence(result),
+                None => result,
+            },
+            _ => result,
+        };
         let result = match (&self.server, &result) {
             (Some(server), Err(e)) if e.kind() == Some(tandem_core::DbErrorKind::NoAnswer) => {
                 let remote = server.lock().unwrap_or_else(|p| p.into_inner()).clone();
@@ -582,6 +628,11 @@ impl Conn {
     fn close_server_on_drop(&mut self) -> bool {
         match &mut self.link {
             #[cfg(feature = "postgres")]
+            Link::Pg(_) => {
+                self.closing = true;
+                true
+            }
+            #[cfg(feature = "postgres")]
             Link::Postgres(c) => {
                 c.close_on_drop();
                 true
@@ -599,6 +650,8 @@ impl Conn {
     pub(crate) fn close_on_drop(&mut self) {
         match &mut self.link {
             #[cfg(feature = "postgres")]
+            Link::Pg(_) => self.closing = true,
+            #[cfg(feature = "postgres")]
             Link::Postgres(c) => c.close_on_drop(),
             #[cfg(feature = "mysql")]
             Link::MySql(c) => c.close_on_drop(),
@@ -606,7 +659,7 @@ impl Conn {
             Link::Sqlite(c) => c.close_on_drop(),
             #[cfg(feature = "sqlite")]
             Link::Rusqlite(w) => w.close_on_drop(),
-            #[cfg(feature = "sqlite")]
+            #[cfg(any(feature = "sqlite", feature = "postgres"))]
             Link::Abandoned => {}
         }
     }
@@ -620,6 +673,18 @@ impl Drop for Conn {
     /// are rolled back on a task that holds them, and their permit, until it is done. rusqlite connections
     /// get the rollback queued on their worker thread, where it runs before any later caller's call.
     fn drop(&mut self) {
+        // A native server connection dropped inside a transaction or mid-statement, or told to close, is
+        // taken out of its pool and closed now: the server ends what it was left in (rolls back, drops its
+        // session locks) at once, not at the pool's next checkout.
+        #[cfg(feature = "postgres")]
+        if let Link::Pg(_) = &self.link {
+            if (self.closing || self.in_transaction || self.mid_statement)
+                && let Link::Pg(c) = std::mem::replace(&mut self.link, Link::Abandoned)
+            {
+                drop(deadpool::managed::Object::take(c));
+            }
+            return;
+        }
         if !self.in_transaction {
             // A cancelled statement outside a transaction: the servers' connections are out of step.
             // (SQLite's drivers finish or stop the statement on their own thread and stay usable.)

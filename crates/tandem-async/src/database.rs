@@ -25,6 +25,10 @@ use crate::transaction::Transaction;
 use crate::connect::*;
 
 enum Pools {
+    /// PostgreSQL through tokio-postgres in tandem's own pool (the default; see
+    /// [`tandem_core::AsyncDriver`]).
+    #[cfg(feature = "postgres")]
+    Pg(Arc<crate::postgres::PgPool>),
     #[cfg(feature = "postgres")]
     Postgres(sqlx::PgPool),
     #[cfg(feature = "mysql")]
@@ -32,7 +36,7 @@ enum Pools {
     #[cfg(feature = "sqlite")]
     Sqlite(sqlx::SqlitePool),
     #[cfg(feature = "sqlite")]
-    /// SQLite through rusqlite on worker threads (the default; see [`tandem_core::SqliteDriver`]).
+    /// SQLite through rusqlite on worker threads (the default; see [`tandem_core::AsyncDriver`]).
     Rusqlite(Arc<crate::sqlite::SqlitePool>),
 }
 
@@ -113,6 +117,17 @@ impl Database {
         let server: crate::conn::Server = Default::default();
         let pools = match dialect {
             #[cfg(feature = "postgres")]
+            Dialect::Postgres if options.async_driver == tandem_core::AsyncDriver::Native => {
+                let opener = crate::postgres::PgOpener {
+                    options: options.clone(),
+                    connect_timeout: config.connect_timeout,
+                };
+                Pools::Pg(
+                    crate::postgres::PgPool::open(opener, &options, config.clone(), &admission)
+                        .await?,
+                )
+            }
+            #[cfg(feature = "postgres")]
             Dialect::Postgres => {
                 let chosen =
                     choose_server(&options, &config, pg_connect_options, Some(pg_role)).await?;
@@ -138,10 +153,17 @@ impl Database {
                 )
             }
             #[cfg(feature = "sqlite")]
-            Dialect::Sqlite if options.sqlite_driver == tandem_core::SqliteDriver::Rusqlite => {
+            Dialect::Sqlite if options.async_driver == tandem_core::AsyncDriver::Native => {
                 Pools::Rusqlite(
-                    crate::sqlite::SqlitePool::open(options.clone(), config.clone(), &admission)
-                        .await?,
+                    crate::sqlite::SqlitePool::open(
+                        crate::sqlite::SqliteOpener {
+                            options: options.clone(),
+                        },
+                        &options,
+                        config.clone(),
+                        &admission,
+                    )
+                    .await?,
                 )
             }
             #[cfg(feature = "sqlite")]
@@ -214,6 +236,8 @@ impl Database {
     pub fn pool_state(&self) -> (u32, u32) {
         match &self.inner.pools {
             #[cfg(feature = "postgres")]
+            Pools::Pg(p) => p.state(),
+            #[cfg(feature = "postgres")]
             Pools::Postgres(p) => (p.size(), p.num_idle() as u32),
             #[cfg(feature = "mysql")]
             Pools::MySql(p) => (p.size(), p.num_idle() as u32),
@@ -248,6 +272,8 @@ impl Database {
     /// each checkout; the SQLite workers count themselves).
     async fn acquire_unobserved(&self) -> Result<(Conn, Duration, Option<u32>)> {
         match &self.inner.pools {
+            #[cfg(feature = "postgres")]
+            Pools::Pg(p) => self.acquire_pg(p).await,
             #[cfg(feature = "postgres")]
             Pools::Postgres(p) => self
                 .admitted(|| link(p, Link::Postgres))
@@ -285,6 +311,53 @@ impl Database {
                     None => Err(admission.timed_out(started).into()),
                 }
             }
+        }
+    }
+
+    /// A connection from tandem's own PostgreSQL pool, through the admission gate. One idle since before
+    /// the pool last lost a connection — every one, with `validate_on_checkout` — is checked first, at most
+    /// [`crate::postgres::CHECK_BOUND`] (it may be on a server that went away), and replaced when it does
+    /// not answer; a new one walks the URL's servers itself.
+    #[cfg(feature = "postgres")]
+    async fn acquire_pg(
+        &self,
+        p: &crate::postgres::PgPool,
+    ) -> Result<(Conn, Duration, Option<u32>)> {
+        let admission = &self.inner.admission;
+        let (permit, waited) = admission.acquire_waited().await?;
+        let losses = admission.losses();
+        let now = Instant::now();
+        let started = now.checked_sub(waited).unwrap_or(now);
+        loop {
+            let idle = match waited.is_zero() {
+                true => p.checkout_idle().await?,
+                false => None,
+            };
+            let mut c = match idle {
+                Some(c) => c,
+                None => match p.checkout(Some(admission.remaining(started))).await? {
+                    Some(c) => c,
+                    None => return Err(admission.timed_out(started).into()),
+                },
+            };
+            let idle_for = deadpool::managed::Object::metrics(&c).last_used();
+            let check = self.inner.config.validate_on_checkout || losses.suspect_idle(idle_for);
+            if check && !c.answers().await {
+                drop(deadpool::managed::Object::take(c));
+                continue;
+            }
+            let observer = self.inner.observer.clone();
+            let link = Link::Pg(c);
+            let conn = Conn::new(
+                link,
+                permit,
+                Some(losses.clone()),
+                None,
+                None,
+                observer,
+                None,
+            );
+            return Ok((conn, started.elapsed(), None));
         }
     }
 

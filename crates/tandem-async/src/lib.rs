@@ -1,15 +1,16 @@
-//! `tandem-async`: the async executor. sqlx on tokio for PostgreSQL and MySQL, SQLite through rusqlite on
-//! worker threads (or sqlx's driver, `?driver=sqlx`), with the same DSL, the same repository methods and
-//! options, and the same errors as the blocking executor — the Rust side of bluetape4k-exposed's R2DBC +
-//! coroutines. Everything that is not I/O (statements, transaction SQL, retry rule, repository plans, error
+//! `tandem-async`: the async executor, on tokio. PostgreSQL through tokio-postgres (`tandem-postgres`, the
+//! same wire code the blocking executor drives), SQLite through rusqlite on worker threads, both in
+//! tandem's own pool; MySQL through sqlx; and sqlx's driver for any engine with `?driver=sqlx`. The same
+//! DSL, the same repository methods and options, and the same errors as the blocking executor — the Rust
+//! side of bluetape4k-exposed's R2DBC + coroutines. Everything that is not I/O (statements, transaction SQL, retry rule, repository plans, error
 //! kinds) comes from `tandem-core`, shared with `tandem-blocking`.
 //!
 //! # Layout
 //! The same files in the same roles as `tandem-blocking`'s, so that a `diff` of the two `src/` trees shows
 //! what changes between the blocking and the async executor; each file imports only from the ones below it.
-//! - [`Database`] (`database`): the pools — sqlx's for the servers (and SQLite with `?driver=sqlx`), a
-//!   deadpool of worker threads for SQLite — behind the admission gate; transactions with async closures,
-//!   plans, checkouts.
+//! - [`Database`] (`database`): the pools — tandem's own for PostgreSQL connections and SQLite worker
+//!   threads, sqlx's for MySQL and for `?driver=sqlx` — behind the admission gate; transactions with async
+//!   closures, plans, checkouts.
 //! - [`Transaction`] (`transaction`): BEGIN … COMMIT on one connection; rolled back on `Err`, on panic and
 //!   when its future is dropped; savepoints when nested. [`retry`]: the retry rule for transactions begun
 //!   by hand, `Send` for spawned tasks.
@@ -58,6 +59,10 @@ mod connect;
 mod database;
 mod driver;
 mod executor;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+mod native;
+#[cfg(feature = "postgres")]
+mod postgres;
 mod repository;
 mod slot;
 #[cfg(feature = "sqlite")]

@@ -12,24 +12,19 @@
 //! for the worker, and only if SQLite can answer it without waiting for another connection's lock
 //! (otherwise it goes to the worker like any call). The two wake-ups cost more than the lookup itself.
 //!
-//! The pool in front of the workers is deadpool's, behind the executor's [`Admission`] gate: `max_size`
-//! slots, idle workers most recently used first; [`Workers`] opens them and, before one is reused, closes
-//! it instead when it is unfit, older than `max_lifetime`, or idle past `idle_timeout` above `min_idle`.
+//! The pool in front of the workers is the executor's [`NativePool`] (deadpool behind the admission gate,
+//! idle workers most recently used first); [`SqliteOpener`] opens them.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError};
-use std::time::{Duration, Instant};
 
-use deadpool::managed::{Metrics, PoolError, RecycleError, RecycleResult};
-
-use tandem_core::observe::PoolGauges;
 use tandem_core::plan::{Done, Sink};
 use tandem_core::{ConnectOptions, Error, Result, WorkerWait};
-use tandem_pool::Admission;
-use tandem_pool::PoolConfig;
 use tandem_sql::Rendered;
 use tandem_sqlite::{Connection, InterruptHandle};
+
+use crate::native::{NativePool, Opener, Pooled};
 
 type Job = Box<dyn FnOnce(&mut Connection) + Send>;
 
@@ -243,159 +238,36 @@ impl Worker {
     }
 }
 
-/// Opens and checks the worker threads for deadpool, which keeps the idle ones (most recently used
-/// first), the slots and the waits.
-pub(crate) struct Workers {
-    options: ConnectOptions,
-    config: PoolConfig,
-    created: Arc<AtomicU64>,
-    /// The pool's metrics: each worker counts itself opened here, and closed when deadpool drops it (the
-    /// count `idle_timeout`'s "above `min_idle`" reads too).
-    gauges: Arc<PoolGauges>,
+/// Opens the worker threads of one database, for its [`NativePool`].
+pub(crate) struct SqliteOpener {
+    pub(crate) options: ConnectOptions,
 }
 
-/// A pooled worker, counted in its pool's gauges from its start to its end (as the blocking pool's
-/// connections count themselves), so that a checkout need not ask deadpool for its size.
-pub(crate) struct Counted {
-    worker: Worker,
-    gauges: Arc<PoolGauges>,
-}
+impl Opener for SqliteOpener {
+    type Conn = Worker;
+    const WHAT: &'static str = "the SQLite pool";
 
-impl std::ops::Deref for Counted {
-    type Target = Worker;
-    fn deref(&self) -> &Worker {
-        &self.worker
+    async fn open(&self) -> Result<Worker> {
+        Worker::spawn(&self.options).await
+    }
+
+    /// A worker whose thread ended, or whose abandoned transaction could not be ended, is closed.
+    fn fit(w: &Worker) -> bool {
+        w.is_fit()
     }
 }
 
-impl Drop for Counted {
-    fn drop(&mut self) {
-        self.gauges.closed();
-    }
-}
-
-impl deadpool::managed::Manager for Workers {
-    type Type = Counted;
-    type Error = Error;
-
-    async fn create(&self) -> Result<Counted> {
-        let worker = Worker::spawn(&self.options).await?;
-        self.created.fetch_add(1, Ordering::Relaxed);
-        self.gauges.opened();
-        Ok(Counted {
-            worker,
-            gauges: self.gauges.clone(),
-        })
-    }
-
-    /// Before an idle worker is handed out again: one whose thread ended or whose transaction could not be
-    /// ended, one older than `max_lifetime`, or one idle past `idle_timeout` while the pool is above
-    /// `min_idle`, is closed instead (and the next idle one, or a new one, is tried).
-    async fn recycle(&self, w: &mut Counted, m: &Metrics) -> RecycleResult<Error> {
-        let old = self.config.max_lifetime.is_some_and(|l| m.age() >= l);
-        let idle_too_long = self.config.idle_timeout.is_some_and(|t| m.last_used() >= t)
-            && self.gauges.open_count() > i64::from(self.config.effective_min_idle());
-        if !w.is_fit() || old || idle_too_long {
-            return Err(RecycleError::message(
-                "closed: unfit, too old or idle too long",
-            ));
-        }
-        Ok(())
-    }
-}
-
-/// The workers of one database: a deadpool pool of `max_size`.
-pub(crate) struct SqlitePool(deadpool::managed::Pool<Workers>);
+/// The workers of one database.
+pub(crate) type SqlitePool = NativePool<SqliteOpener>;
 
 /// A worker checked out of its pool; it goes back when dropped (an unfit one is closed at its next
 /// checkout).
-pub(crate) type PooledWorker = deadpool::managed::Object<Workers>;
-
-impl SqlitePool {
-    /// Opens one connection (so that a bad path is an error here), then warms up to `min_idle` within
-    /// `connect_timeout`.
-    pub(crate) async fn open(
-        options: ConnectOptions,
-        config: PoolConfig,
-        admission: &Admission,
-    ) -> Result<Arc<SqlitePool>> {
-        let workers = Workers {
-            created: admission.created_counter(),
-            gauges: admission.gauges().clone(),
-            options,
-            config,
-        };
-        let (max, wanted) = (
-            workers.config.effective_max_size() as usize,
-            workers.config.effective_min_idle(),
-        );
-        let connect_timeout = workers.config.connect_timeout;
-        let options = workers.options.clone();
-        let pool = deadpool::managed::Pool::builder(workers)
-            .max_size(max)
-            // Most recently used first: a worker that just answered is still polling for its next call
-            // (see `Spin`), and the ones left idle park. First in, first out would keep every worker
-            // spinning, and `tandem-bench pool` (hold 0, more workers than tasks) measured it at about half
-            // the throughput.
-            .queue_mode(deadpool::managed::QueueMode::Lifo)
-            .runtime(deadpool::Runtime::Tokio1)
-            .build()
-            .map_err(|e| Error::Internal(format!("building the SQLite pool: {e}")))?;
-        let pool = SqlitePool(pool);
-        drop(pool.checkout(None).await?.expect("no wait bound"));
-        let started = Instant::now();
-        let more = (0..wanted).map(|_| pool.checkout(None));
-        let failed = |opened: usize, cause: Error| Error::PoolWarmUp {
-            opened: opened as u32,
-            wanted,
-            waited: started.elapsed(),
-            last_error: Some(Box::new(cause)),
-        };
-        let warm = tokio::time::timeout(connect_timeout, futures_util::future::join_all(more))
-            .await
-            .map_err(|_| failed(1, Error::connect_timeout(&options, connect_timeout)))?;
-        let opened = warm.iter().filter(|w| matches!(w, Ok(Some(_)))).count();
-        for w in warm {
-            w.map_err(|e| failed(opened, e))?;
-        }
-        Ok(Arc::new(pool))
-    }
-
-    /// A worker within `wait` (`None`: as long as it takes), or `None` when none became free in time: an
-    /// idle one, or a new one when none is idle.
-    pub(crate) async fn checkout(&self, wait: Option<Duration>) -> Result<Option<PooledWorker>> {
-        let timeouts = deadpool::managed::Timeouts {
-            wait,
-            ..deadpool::managed::Timeouts::default()
-        };
-        match self.0.timeout_get(&timeouts).await {
-            Ok(w) => Ok(Some(w)),
-            Err(PoolError::Timeout(_)) => Ok(None),
-            Err(PoolError::Backend(e)) => Err(e),
-            Err(e) => Err(Error::Internal(format!("the SQLite pool: {e}"))),
-        }
-    }
-
-    /// An idle worker at once, with no clock read and no timer, or `None` when none is idle (then
-    /// [`SqlitePool::checkout`] waits, or opens one). Asks deadpool only when the pool's own counts say a
-    /// worker is idle: a non-waiting `timeout_get` would open a worker rather than report none.
-    pub(crate) async fn checkout_idle(&self) -> Result<Option<PooledWorker>> {
-        if !self.0.manager().gauges.any_idle() {
-            return Ok(None);
-        }
-        self.checkout(Some(Duration::ZERO)).await
-    }
-
-    /// Connections open and idle.
-    pub(crate) fn state(&self) -> (u32, u32) {
-        let s = self.0.status();
-        (s.size as u32, s.available as u32)
-    }
-}
+pub(crate) type PooledWorker = Pooled<SqliteOpener>;
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
     use tandem_sql::{Dialect, Render as _};
 
     /// The value of `v` as a lookup run here reads it, or `None` when the lookup has to go to the worker.

@@ -31,7 +31,7 @@ pub mod tx;
 
 pub use error::{DbError, DbErrorKind, Error, Holder, Result, TlsErrorKind};
 pub use hosts::{HostWalk, ServerRole, SessionAttrs, Verdict};
-pub use options::{ConnectOptions, SqliteDriver, TlsMode, WorkerWait};
+pub use options::{AsyncDriver, ConnectOptions, TlsMode, WorkerWait};
 pub use plan::{Atomicity, CopyIn, Done, Outcome, Outcomes, Plan, Runner, Step, StepId, Steps};
 pub use repo::{BatchOptions, BatchResult, BatchTransaction, CursorPage, Find, Page};
 pub use tx::{Attempts, Closing, Isolation, TxOptions};

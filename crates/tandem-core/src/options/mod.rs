@@ -78,9 +78,9 @@ pub struct ConnectOptions {
     /// values) and counted in `tandem_statement_slow_total` (`slow_statement=`, same spelling as
     /// `statement_timeout`; like sqlx's slow-statement log). None, the default: no such log.
     pub slow_statement: Option<Duration>,
-    /// SQLite: which driver the async executor uses (`?driver=rusqlite|sqlx`); the blocking executor always
-    /// uses rusqlite.
-    pub sqlite_driver: SqliteDriver,
+    /// Which driver the async executor uses (`?driver=`, see [`AsyncDriver`]); the blocking executor has
+    /// one per engine.
+    pub async_driver: AsyncDriver,
     /// SQLite: how the async executor's worker threads wait for their next call (`?worker_wait=poll|park`).
     pub sqlite_worker_wait: WorkerWait,
     /// How server connections use TLS (`sslmode=` / `ssl-mode=`); SQLite: [`TlsMode::Disable`].
@@ -104,18 +104,51 @@ pub const MAX_SOCKET_TIMEOUT: Duration = Duration::from_millis(i32::MAX as u64);
 /// The default [`ConnectOptions::host_recheck`] (pgjdbc's `hostRecheckSeconds` default).
 pub const DEFAULT_HOST_RECHECK: Duration = Duration::from_secs(10);
 
-/// How the async executor reaches SQLite.
+/// Which driver the async executor speaks to the engine with (`?driver=` on the URL; the blocking executor
+/// has one driver per engine).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum SqliteDriver {
-    /// rusqlite connections, each on a worker thread of its own (`tandem-sqlite`): the default, about twice
-    /// as fast as sqlx's SQLite driver on batch work here (see `tandem-bench seed`).
+pub enum AsyncDriver {
+    /// The engine's own client, the same one the blocking executor drives: rusqlite connections on worker
+    /// threads of their own (`tandem-sqlite`), tokio-postgres (`tandem-postgres`). The default (MySQL stays
+    /// on sqlx until its native driver lands: see [`AsyncDriver::default_for`]). Spelled `native`, or
+    /// the driver's name: `rusqlite`, `tokio-postgres`.
     #[default]
-    Rusqlite,
-    /// sqlx's own SQLite driver (its worker thread per connection).
+    Native,
+    /// sqlx's driver for the engine (`?driver=sqlx`): the design's async driver, kept selectable so that the
+    /// benchmark can show what the driver weighs.
     Sqlx,
 }
 
-/// How an async SQLite worker thread (one per connection, see [`SqliteDriver::Rusqlite`]) waits for its
+impl AsyncDriver {
+    /// The driver a URL for `dialect` gets when it names none.
+    pub fn default_for(dialect: Dialect) -> AsyncDriver {
+        match dialect {
+            Dialect::MySql => AsyncDriver::Sqlx,
+            _ => AsyncDriver::Native,
+        }
+    }
+
+    /// The driver `?driver=word` names on a URL for `dialect`, if any.
+    pub fn parse(dialect: Dialect, word: &str) -> Option<AsyncDriver> {
+        match (dialect, word) {
+            (_, "sqlx") => Some(AsyncDriver::Sqlx),
+            (Dialect::Sqlite, "native" | "rusqlite") => Some(AsyncDriver::Native),
+            (Dialect::Postgres, "native" | "tokio-postgres") => Some(AsyncDriver::Native),
+            _ => None,
+        }
+    }
+
+    /// The words `?driver=` takes for `dialect`, for errors.
+    pub fn words(dialect: Dialect) -> &'static str {
+        match dialect {
+            Dialect::Sqlite => "rusqlite (or native), sqlx",
+            Dialect::Postgres => "tokio-postgres (or native), sqlx",
+            Dialect::MySql => "sqlx",
+        }
+    }
+}
+
+/// How an async SQLite worker thread (one per connection, see [`AsyncDriver::Native`]) waits for its
 /// next call.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum WorkerWait {
@@ -219,7 +252,7 @@ impl ConnectOptions {
             socket_timeout: Some(DEFAULT_SOCKET_TIMEOUT),
             host_recheck: DEFAULT_HOST_RECHECK,
             slow_statement: None,
-            sqlite_driver: SqliteDriver::default(),
+            async_driver: AsyncDriver::default_for(dialect),
             sqlite_worker_wait: WorkerWait::default(),
             tls: TlsMode::default(),
             tls_root_cert: None,
@@ -265,6 +298,14 @@ impl ConnectOptions {
                         }
                         _ => options.host_recheck = limit.unwrap_or_default(),
                     }
+                }
+                (_, "driver") => {
+                    options.async_driver = AsyncDriver::parse(dialect, &value).ok_or_else(|| {
+                        bad(&format!(
+                            "driver={value} is not one of {}",
+                            AsyncDriver::words(dialect)
+                        ))
+                    })?
                 }
                 (_, "load_balance_hosts") => {
                     options.load_balance = match value.as_str() {
@@ -318,10 +359,10 @@ impl ConnectOptions {
                         if dialect == Dialect::Postgres {
                             "search_path, application_name, sslmode, sslrootcert, target_session_attrs, \
                              load_balance_hosts, statement_timeout, lock_timeout, socket_timeout, \
-                             host_recheck, slow_statement"
+                             host_recheck, slow_statement, driver"
                         } else {
                             "ssl-mode, ssl-ca, load_balance_hosts, wsrep_sync_wait, statement_timeout, \
-                             lock_timeout, socket_timeout, host_recheck, slow_statement"
+                             lock_timeout, socket_timeout, host_recheck, slow_statement, driver"
                         }
                     )));
                 }
@@ -346,14 +387,19 @@ impl ConnectOptions {
     fn parse_sqlite(rest: &str, url: &str) -> std::result::Result<Self, String> {
         let path = rest.strip_prefix("//").unwrap_or(rest);
         let (path, query) = path.split_once('?').unwrap_or((path, ""));
-        let mut sqlite_driver = SqliteDriver::default();
+        let mut async_driver = AsyncDriver::default_for(Dialect::Sqlite);
         let mut sqlite_worker_wait = WorkerWait::default();
         let mut slow_statement = None;
         for (key, value) in url::form_urlencoded::parse(query.as_bytes()) {
             match (&*key, &*value) {
-                ("driver", "sqlx") => sqlite_driver = SqliteDriver::Sqlx,
-                ("driver", "rusqlite") => sqlite_driver = SqliteDriver::Rusqlite,
-                ("driver", _) => return Err("driver must be rusqlite or sqlx".into()),
+                ("driver", word) => {
+                    async_driver = AsyncDriver::parse(Dialect::Sqlite, word).ok_or_else(|| {
+                        format!(
+                            "driver={word} is not one of {}",
+                            AsyncDriver::words(Dialect::Sqlite)
+                        )
+                    })?
+                }
                 ("worker_wait", "poll") => sqlite_worker_wait = WorkerWait::Poll,
                 ("worker_wait", "park") => sqlite_worker_wait = WorkerWait::Park,
                 ("worker_wait", _) => return Err("worker_wait must be poll or park".into()),
@@ -401,7 +447,7 @@ impl ConnectOptions {
             socket_timeout: None,
             host_recheck: Duration::ZERO,
             slow_statement,
-            sqlite_driver,
+            async_driver,
             sqlite_worker_wait,
             tls: TlsMode::Disable,
             tls_root_cert: None,

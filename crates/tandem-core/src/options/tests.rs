@@ -9,13 +9,38 @@ fn url_forms() {
     assert_eq!(f.path.as_deref(), Some("data/app.db"));
     let abs = ConnectOptions::parse("sqlite:///tmp/x.db?mode=rwc").unwrap();
     assert_eq!(abs.path.as_deref(), Some("/tmp/x.db"));
-    assert_eq!(abs.sqlite_driver, SqliteDriver::Rusqlite);
+    assert_eq!(abs.async_driver, AsyncDriver::Native);
     let sqlx = ConnectOptions::parse("sqlite://x.db?driver=sqlx").unwrap();
     assert_eq!(
-        (sqlx.path.as_deref(), sqlx.sqlite_driver),
-        (Some("x.db"), SqliteDriver::Sqlx)
+        (sqlx.path.as_deref(), sqlx.async_driver),
+        (Some("x.db"), AsyncDriver::Sqlx)
     );
     assert!(ConnectOptions::parse("sqlite://x.db?driver=odbc").is_err());
+    // Each engine takes its own driver's name, `native`, or `sqlx`; the default is the native driver
+    // where tandem has one.
+    for (url, driver) in [
+        ("sqlite://x.db?driver=rusqlite", AsyncDriver::Native),
+        ("postgres://u@h/d", AsyncDriver::Native),
+        (
+            "postgres://u@h/d?driver=tokio-postgres",
+            AsyncDriver::Native,
+        ),
+        ("postgres://u@h/d?driver=sqlx", AsyncDriver::Sqlx),
+        ("mysql://u@h/d?driver=sqlx", AsyncDriver::Sqlx),
+    ] {
+        assert_eq!(
+            ConnectOptions::parse(url).unwrap().async_driver,
+            driver,
+            "{url}"
+        );
+    }
+    match ConnectOptions::parse("postgres://u@h/d?driver=rusqlite") {
+        Err(Error::InvalidUrl { reason, .. }) => assert_eq!(
+            reason,
+            "driver=rusqlite is not one of tokio-postgres (or native), sqlx"
+        ),
+        other => panic!("{other:?}"),
+    }
     assert_eq!(sqlx.sqlite_worker_wait, WorkerWait::Poll);
     let park = ConnectOptions::parse("sqlite://x.db?worker_wait=park").unwrap();
     assert_eq!(park.sqlite_worker_wait, WorkerWait::Park);
