@@ -326,38 +326,38 @@ impl Database {
         let admission = &self.inner.admission;
         let (permit, waited) = admission.acquire_waited().await?;
         let losses = admission.losses();
-        let now = Instant::now();
-        let started = now.checked_sub(waited).unwrap_or(now);
+        // The path a warm pool takes all day — admitted at once, a connection idle and not suspect — reads
+        // no clock and sets no timer: the deadline only matters to a wait.
+        let mut started = None;
         loop {
-            let idle = match waited.is_zero() {
-                true => p.checkout_idle().await?,
-                false => None,
+            let idle = match (waited.is_zero(), started) {
+                (true, None) => p.checkout_idle().await?,
+                _ => None,
             };
             let mut c = match idle {
                 Some(c) => c,
-                None => match p.checkout(Some(admission.remaining(started))).await? {
-                    Some(c) => c,
-                    None => return Err(admission.timed_out(started).into()),
-                },
+                None => {
+                    let now = Instant::now();
+                    let since = *started.get_or_insert(now.checked_sub(waited).unwrap_or(now));
+                    match p.checkout(Some(admission.remaining(since))).await? {
+                        Some(c) => c,
+                        None => return Err(admission.timed_out(since).into()),
+                    }
+                }
             };
-            let idle_for = deadpool::managed::Object::metrics(&c).last_used();
-            let check = self.inner.config.validate_on_checkout || losses.suspect_idle(idle_for);
+            let check = self.inner.config.validate_on_checkout
+                || (losses.any_loss()
+                    && losses.suspect_idle(deadpool::managed::Object::metrics(&c).last_used()));
             if check && !c.answers().await {
                 drop(deadpool::managed::Object::take(c));
+                started.get_or_insert_with(Instant::now);
                 continue;
             }
             let observer = self.inner.observer.clone();
-            let link = Link::Pg(c);
-            let conn = Conn::new(
-                link,
-                permit,
-                Some(losses.clone()),
-                None,
-                None,
-                observer,
-                None,
-            );
-            return Ok((conn, started.elapsed(), None));
+            let losses = Some(losses.clone());
+            let conn = Conn::new(Link::Pg(c), permit, losses, None, None, observer, None);
+            let waited = started.map_or(waited, |s| s.elapsed());
+            return Ok((conn, waited, None));
         }
     }
 

@@ -72,6 +72,12 @@ impl LossClock {
         self.unreachable.load(Ordering::Relaxed)
     }
 
+    /// Whether any connection was ever lost (a cheap look before [`LossClock::suspect_idle`], which
+    /// reads the clock).
+    pub fn any_loss(&self) -> bool {
+        self.last.load(Ordering::Relaxed) != 0
+    }
+
     /// [`LossClock::suspect`] for a connection that has been idle for `idle_for` (it was known good when
     /// it was given back).
     pub fn suspect_idle(&self, idle_for: Duration) -> bool {

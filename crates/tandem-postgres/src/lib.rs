@@ -49,8 +49,44 @@ type Driving = Pin<Box<dyn Future<Output = std::result::Result<(), tokio_postgre
 /// One open PostgreSQL connection: the client, its prepared statements, and the I/O the calls drive.
 pub struct PgConn {
     client: Client,
-    statements: HashMap<String, Statement>,
+    statements: HashMap<String, Prepared, BuildFnv>,
     io: Io,
+}
+
+/// A prepared statement and the names of its columns, shared by every row it returns (made once, where
+/// each run used to collect them again).
+#[derive(Clone)]
+pub struct Prepared {
+    /// The statement.
+    pub statement: Statement,
+    /// Its columns' names.
+    pub columns: Arc<[String]>,
+}
+
+/// FNV-1a for the statement cache: its keys are a connection's own SQL texts, a few dozen, looked up on
+/// every call; SipHash's defence against chosen keys buys nothing here and cost a point read more than
+/// the lookup needs.
+#[derive(Clone, Copy, Default)]
+struct BuildFnv;
+
+struct Fnv(u64);
+
+impl std::hash::BuildHasher for BuildFnv {
+    type Hasher = Fnv;
+    fn build_hasher(&self) -> Fnv {
+        Fnv(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl std::hash::Hasher for Fnv {
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0 ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
 }
 
 /// What a call waits on: the connection's I/O and the bound on each wait (apart from the client, which the
@@ -124,7 +160,7 @@ pub async fn connect(opts: &ConnectOptions, connect_timeout: Duration) -> Result
     let (client, connection) = connected.map_err(|e| connect_error(opts, e))?;
     Ok(PgConn {
         client,
-        statements: HashMap::new(),
+        statements: HashMap::with_hasher(BuildFnv),
         io: Io {
             connection: Some(connection),
             bound: opts.socket_timeout,
@@ -162,6 +198,12 @@ impl Io {
         let Some(bound) = self.bound else {
             return driven.await.map_err(error);
         };
+        // An answer already in (the rows of a result the connection has received) is taken without
+        // setting a timer: reading the clock and putting a timer in the runtime's wheel, then taking it
+        // out, is most of what a wait costs when there is nothing to wait for.
+        if let Some(done) = poll_once(driven.as_mut()).await {
+            return done.map_err(error);
+        }
         loop {
             let started = std::time::Instant::now();
             match tokio::time::timeout(bound, driven.as_mut()).await {
@@ -180,6 +222,17 @@ impl Io {
     }
 }
 
+/// Polls `f` once: its output if it is ready, `None` if it is not (its waker is registered all the same).
+async fn poll_once<F: Future>(mut f: Pin<&mut F>) -> Option<F::Output> {
+    std::future::poll_fn(|cx| {
+        Poll::Ready(match f.as_mut().poll(cx) {
+            Poll::Ready(out) => Some(out),
+            Poll::Pending => None,
+        })
+    })
+    .await
+}
+
 impl PgConn {
     /// Whether the connection can take no other call.
     pub fn is_closed(&self) -> bool {
@@ -191,17 +244,26 @@ impl PgConn {
         self.io.wait(self.client.batch_execute(sql)).await
     }
 
+    /// The prepared statement of `sql` if it is in the cache: no wait, no future.
+    pub fn cached(&self, sql: &str) -> Option<Prepared> {
+        self.statements.get(sql).cloned()
+    }
+
     /// The prepared statement of `sql`, from the cache or prepared now.
-    pub async fn statement(&mut self, sql: &str) -> Result<Statement> {
-        if let Some(s) = self.statements.get(sql) {
-            return Ok(s.clone());
+    pub async fn statement(&mut self, sql: &str) -> Result<Prepared> {
+        if let Some(s) = self.cached(sql) {
+            return Ok(s);
         }
-        let s = self.io.wait(self.client.prepare(sql)).await?;
+        let statement = self.io.wait(self.client.prepare(sql)).await?;
         if self.statements.len() >= STATEMENT_CACHE {
             self.statements.clear();
         }
-        self.statements.insert(sql.to_owned(), s.clone());
-        Ok(s)
+        let prepared = Prepared {
+            columns: names(&statement),
+            statement,
+        };
+        self.statements.insert(sql.to_owned(), prepared.clone());
+        Ok(prepared)
     }
 
     /// Runs a statement that returns no rows; the rows it affected.
@@ -253,17 +315,16 @@ impl PgConn {
     /// loop of a caller that awaits (the async executor; the blocking one runs its own, stepping
     /// [`PgConn::next_row`] where a row is not in yet).
     pub async fn run<S: RowSink>(&mut self, r: &Rendered, sink: &mut S) -> Result<Done> {
-        let stmt = self.statement(&r.sql).await?;
-        if stmt.columns().is_empty() {
-            let affected = self.execute(&stmt, &r.params).await?;
+        let Prepared { statement, columns } = self.statement(&r.sql).await?;
+        if columns.is_empty() {
+            let affected = self.execute(&statement, &r.params).await?;
             return Ok(Done {
                 affected,
                 last_insert_id: None,
                 key_step: None,
             });
         }
-        let columns = names(&stmt);
-        let rows = self.query(&stmt, &r.params).await?;
+        let rows = self.query(&statement, &r.params).await?;
         let mut rows = std::pin::pin!(rows);
         while let Some(row) = self.next_row(rows.as_mut()).await? {
             if !sink.push(row_of(&columns, &row)?).await? {

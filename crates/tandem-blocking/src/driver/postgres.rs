@@ -93,17 +93,19 @@ impl PgConn {
 
 pub(crate) fn run(c: &mut PgConn, r: &Rendered, sink: &mut Sink<'_>) -> Result<Done> {
     let (conn, rt) = (&mut c.conn, &c.runtime);
-    let stmt = rt.block_on(conn.statement(&r.sql))??;
-    if stmt.columns().is_empty() {
-        let affected = rt.block_on(conn.execute(&stmt, &r.params))??;
+    let tandem_postgres::Prepared { statement, columns } = match conn.cached(&r.sql) {
+        Some(prepared) => prepared,
+        None => rt.block_on(conn.statement(&r.sql))??,
+    };
+    if columns.is_empty() {
+        let affected = rt.block_on(conn.execute(&statement, &r.params))??;
         return Ok(Done {
             affected,
             last_insert_id: None,
             key_step: None,
         });
     }
-    let columns = tandem_postgres::names(&stmt);
-    let rows = rt.block_on(conn.query(&stmt, &r.params))??;
+    let rows = rt.block_on(conn.query(&statement, &r.params))??;
     let mut rows = std::pin::pin!(rows);
     // Each row is one wait: a consumer may take its time between rows, the server may not. A row the
     // connection has received already is taken without a wait (entering the runtime for each row of a
