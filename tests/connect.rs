@@ -1,5 +1,5 @@
 //! Connecting: bounded by the connect timeout whatever the server does, and a failure to connect reported
-//! with the same kind and code by both executors.
+//! with the same kind and code by both executors — the async one on each of its drivers (native, sqlx).
 
 use std::net::TcpListener;
 use std::time::{Duration, Instant};
@@ -31,16 +31,29 @@ fn silent_server() -> u16 {
     port
 }
 
-/// Both executors' errors for `url`, each with how long it took.
-fn connect_both(url: &str) -> [(Result<(), Error>, Duration); 2] {
+/// Who connects in these tests: the blocking executor, the async one on its default (native) driver, and
+/// the async one on sqlx's driver (`driver=sqlx` added to the URL).
+const SIDES: [&str; 3] = ["blocking", "async", "async on sqlx"];
+
+/// `url` with the async executor told to use sqlx's driver.
+fn on_sqlx(url: &str) -> String {
+    let sep = if url.contains('?') { '&' } else { '?' };
+    format!("{url}{sep}driver=sqlx")
+}
+
+/// Each side's error for `url` (see [`SIDES`]), each with how long it took.
+fn connect_both(url: &str) -> [(Result<(), Error>, Duration); 3] {
     let started = Instant::now();
     let blocking = tandem_blocking::Database::connect_with(url, config()).map(drop);
     let b = (blocking, started.elapsed());
-    let started = Instant::now();
-    let asynchronous = harness::runtime()
-        .block_on(tandem_async::Database::connect_with(url, config()))
-        .map(drop);
-    [b, (asynchronous, started.elapsed())]
+    let on = |url: &str| {
+        let started = Instant::now();
+        let asynchronous = harness::runtime()
+            .block_on(tandem_async::Database::connect_with(url, config()))
+            .map(drop);
+        (asynchronous, started.elapsed())
+    };
+    [b, on(url), on(&on_sqlx(url))]
 }
 
 /// A server that accepts and never answers: a typed connect timeout naming host and port, on both
@@ -49,7 +62,7 @@ fn silent_server_is_a_connect_timeout() {
     let port = silent_server();
     for scheme in ["postgres", "mysql"] {
         let url = format!("{scheme}://u@127.0.0.1:{port}/db");
-        for (side, (result, took)) in ["blocking", "async"].iter().zip(connect_both(&url)) {
+        for (side, (result, took)) in SIDES.iter().zip(connect_both(&url)) {
             match result {
                 Err(Error::ConnectTimeout { target, timeout }) => {
                     assert_eq!(target, format!("127.0.0.1:{port}"), "{side} {scheme}");
@@ -81,10 +94,9 @@ fn wrong_protocol_is_bounded() {
         assert!(took < Duration::from_secs(10), "{took:?}");
     }
     let url = format!("postgres://postgres@{}:{}/test", my.host, my.port);
-    let [b, a] = connect_both(&url);
-    for (result, took) in [&b, &a] {
+    for (result, took) in connect_both(&url) {
         assert!(result.is_err(), "{result:?}");
-        assert!(*took < Duration::from_secs(10), "{took:?}");
+        assert!(took < Duration::from_secs(10), "{took:?}");
     }
 }
 
@@ -100,7 +112,7 @@ fn kind_and_code(r: &Result<(), Error>) -> (Option<DbErrorKind>, Option<String>)
 /// differ where the drivers' handshakes differ: for a user without a password, the mysql crate sends none
 /// and MariaDB answers 1698, sqlx sends an empty one and gets 1045.)
 fn same_failure(url: &str, kind: DbErrorKind, codes: &[&str]) {
-    for (side, result) in ["blocking", "async"].iter().zip(connect_both(url)) {
+    for (side, result) in SIDES.iter().zip(connect_both(url)) {
         let (k, code) = kind_and_code(&result.0);
         assert_eq!(k, Some(kind), "{side} {url}: {:?}", result.0);
         assert!(
@@ -155,18 +167,20 @@ fn connect_failures_mysql() {
     );
 }
 
-/// Both executors' answers to `sql` (one text cell) over a connection to `url`, or their errors.
-fn ask_both(url: &str, sql: &str) -> [Result<String, Error>; 2] {
+/// Each side's answer to `sql` (one text cell) over a connection to `url`, or its error (see [`SIDES`]).
+fn ask_both(url: &str, sql: &str) -> [Result<String, Error>; 3] {
     use tandem_async::Executor as _;
     use tandem_blocking::Executor as _;
     let stmt = tandem_sql::raw(sql, vec![]);
     let blocking = tandem_blocking::Database::connect_with(url, config())
         .and_then(|db| db.fetch_one::<(String,)>(&stmt).map(|(v,)| v));
-    let asynchronous = harness::block_on(async {
-        let db = tandem_async::Database::connect_with(url, config()).await?;
-        db.fetch_one::<(String,)>(&stmt).await.map(|(v,)| v)
-    });
-    [blocking, asynchronous]
+    let on = |url: &str| {
+        harness::block_on(async {
+            let db = tandem_async::Database::connect_with(url, config()).await?;
+            db.fetch_one::<(String,)>(&stmt).await.map(|(v,)| v)
+        })
+    };
+    [blocking, on(url), on(&on_sqlx(url))]
 }
 
 /// The TLS failure kind of an error, or a panic naming what came instead.
@@ -196,7 +210,7 @@ fn tls_kind(side: &str, url: &str, r: Result<String, Error>) -> TlsErrorKind {
 
 /// Both executors answer `sql` over a connection to `url` with `expected`.
 fn both_answer(url: &str, sql: &str, expected: &str) {
-    for (side, r) in ["blocking", "async"].iter().zip(ask_both(url, sql)) {
+    for (side, r) in SIDES.iter().zip(ask_both(url, sql)) {
         assert_eq!(
             r.unwrap_or_else(|e| panic!("{side} {url}: {e}")),
             expected,
@@ -207,7 +221,7 @@ fn both_answer(url: &str, sql: &str, expected: &str) {
 
 /// Both executors refuse to connect to `url` with TLS failure `kind`.
 fn both_refuse(url: &str, sql: &str, kind: TlsErrorKind) {
-    for (side, r) in ["blocking", "async"].iter().zip(ask_both(url, sql)) {
+    for (side, r) in SIDES.iter().zip(ask_both(url, sql)) {
         assert_eq!(tls_kind(side, url, r), kind);
     }
 }
@@ -317,11 +331,11 @@ fn tls_mysql() {
     };
     let cipher = "SELECT CONCAT(@@have_ssl, ' ', COALESCE((SELECT VARIABLE_VALUE FROM \
                   information_schema.SESSION_STATUS WHERE VARIABLE_NAME = 'SSL_CIPHER'), ''))";
-    let [have, _] = ask_both(&at("ssl-mode=DISABLED"), cipher);
+    let [have, ..] = ask_both(&at("ssl-mode=DISABLED"), cipher);
     let have = have.expect("MariaDB's TLS setting");
     let tls_on = have.starts_with("YES");
     for mode in ["DISABLED", "PREFERRED"] {
-        for (side, r) in ["blocking", "async"]
+        for (side, r) in SIDES
             .iter()
             .zip(ask_both(&at(&format!("ssl-mode={mode}")), cipher))
         {
@@ -337,7 +351,7 @@ fn tls_mysql() {
         }
     }
     let url = at("ssl-mode=REQUIRED");
-    for (side, r) in ["blocking", "async"].iter().zip(ask_both(&url, cipher)) {
+    for (side, r) in SIDES.iter().zip(ask_both(&url, cipher)) {
         if tls_on {
             let answer = r.unwrap_or_else(|e| panic!("{side} {url}: {e}"));
             assert!(
@@ -350,17 +364,17 @@ fn tls_mysql() {
     }
 }
 
-/// MariaDB without TLS, `ssl-mode=PREFERRED` on the blocking executor: the `mysql` crate learns that the
-/// server refuses TLS only by trying, and then connects again in plain TCP. Once learnt, later
+/// MariaDB without TLS, `ssl-mode=PREFERRED`: the `mysql` crate (blocking) and mysql_async (async) learn
+/// that the server refuses TLS only by trying, and then connect again in plain TCP. Once learnt, later
 /// connections to that server go plain at once: the first pool takes one TCP connection more than a
-/// `DISABLED` pool, the second none.
+/// `DISABLED` pool, the second none — on both executors.
 fn tls_mysql_preferred_connects_once() {
     let my = server(Dialect::MySql);
     let auth = match &my.password {
         Some(p) => format!("{}:{p}", my.user),
         None => my.user.clone(),
     };
-    let [have, _] = ask_both(
+    let [have, ..] = ask_both(
         &format!(
             "mysql://{auth}@{}:{}/{}?ssl-mode=DISABLED",
             my.host, my.port, my.database
@@ -378,33 +392,44 @@ fn tls_mysql_preferred_connects_once() {
     };
     let counted =
         || tandem_test_support::proxy::start(&format!("{}:{}", my.host, my.port), |_| true);
-    // How many TCP connections opening such a pool takes in plain TCP.
-    let proxy = counted();
-    let plain = format!(
-        "mysql://{auth}@127.0.0.1:{}/{}?ssl-mode=DISABLED",
-        proxy.port, my.database
-    );
-    drop(tandem_blocking::Database::connect_with(&plain, one.clone()).unwrap());
-    let per_pool = proxy.accepted();
-    assert!(per_pool >= 1);
-    let proxy = counted();
-    let url = format!(
-        "mysql://{auth}@127.0.0.1:{}/{}?ssl-mode=PREFERRED",
-        proxy.port, my.database
-    );
-    let first = tandem_blocking::Database::connect_with(&url, one.clone()).unwrap();
-    assert_eq!(
-        proxy.accepted(),
-        per_pool + 1,
-        "one TLS attempt, refused, learnt"
-    );
-    let second = tandem_blocking::Database::connect_with(&url, one).unwrap();
-    assert_eq!(
-        proxy.accepted(),
-        2 * per_pool + 1,
-        "the second pool goes plain at once"
-    );
-    drop((first, second));
+    type Open = fn(&str, PoolConfig);
+    let sides: [(&str, Open); 2] = [
+        ("blocking", |url, config| {
+            drop(tandem_blocking::Database::connect_with(url, config).unwrap())
+        }),
+        ("async", |url, config| {
+            let db = harness::block_on(tandem_async::Database::connect_with(url, config));
+            drop(db.unwrap())
+        }),
+    ];
+    for (side, open) in sides {
+        // How many TCP connections opening such a pool takes in plain TCP.
+        let proxy = counted();
+        let plain = format!(
+            "mysql://{auth}@127.0.0.1:{}/{}?ssl-mode=DISABLED",
+            proxy.port, my.database
+        );
+        open(&plain, one.clone());
+        let per_pool = proxy.accepted();
+        assert!(per_pool >= 1, "{side}");
+        let proxy = counted();
+        let url = format!(
+            "mysql://{auth}@127.0.0.1:{}/{}?ssl-mode=PREFERRED",
+            proxy.port, my.database
+        );
+        open(&url, one.clone());
+        assert_eq!(
+            proxy.accepted(),
+            per_pool + 1,
+            "{side}: one TLS attempt, refused, learnt"
+        );
+        open(&url, one.clone());
+        assert_eq!(
+            proxy.accepted(),
+            2 * per_pool + 1,
+            "{side}: the second pool goes plain at once"
+        );
+    }
 }
 
 /// The error's database kind, or a panic naming what came instead.
@@ -463,13 +488,16 @@ fn time_limits(dialect: Dialect) {
         let blocking = tandem_blocking::Database::connect_with(&url, config())
             .and_then(|db| db.execute(stmt).map(drop));
         let b = (blocking, started.elapsed());
-        let started = Instant::now();
-        let asynchronous = harness::block_on(async {
-            let db = tandem_async::Database::connect_with(&url, config()).await?;
-            db.execute(stmt).await.map(drop)
-        });
-        let a = (asynchronous, started.elapsed());
-        for (side, (result, took)) in [("blocking", b), ("async", a)] {
+        let on = |url: &str| {
+            let started = Instant::now();
+            let asynchronous = harness::block_on(async {
+                let db = tandem_async::Database::connect_with(url, config()).await?;
+                db.execute(stmt).await.map(drop)
+            });
+            (asynchronous, started.elapsed())
+        };
+        let sides = [b, on(&url), on(&on_sqlx(&url))];
+        for (side, (result, took)) in SIDES.into_iter().zip(sides) {
             assert_eq!(db_kind(side, &result), kind, "{side} {limit}: {result:?}");
             assert!(
                 took >= bound && took < bound + Duration::from_secs(5),

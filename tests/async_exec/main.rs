@@ -1,5 +1,5 @@
 //! The async executor and repository against SQLite, PostgreSQL and MariaDB: the blocking side's test list
-//! on sqlx, plus cancellation — dropped streams, dropped query futures and dropped transactions.
+//! on each async driver (the native ones and sqlx), plus cancellation — dropped streams, dropped query futures and dropped transactions.
 
 use tandem_test_support::schema as support;
 use tandem_test_support::{db, events, harness};
@@ -53,8 +53,8 @@ macro_rules! async_engine_test {
                 super::$name(&t).await;
             }
             /// The engine's cases: SQLite through rusqlite (the default), with its workers parking
-            /// instead of polling, and through sqlx's driver; PostgreSQL through tokio-postgres (the
-            /// default) and through sqlx's driver; MariaDB.
+            /// instead of polling, and through sqlx's driver; PostgreSQL through tokio-postgres and
+            /// MariaDB through mysql_async (the defaults), each also through sqlx's driver.
             pub(crate) fn cases() -> Vec<crate::harness::Case> {
                 let name = stringify!($name);
                 let case = |engine: &str, dialect: Dialect, tweak: crate::Tweak| {
@@ -76,6 +76,9 @@ macro_rules! async_engine_test {
                         o.async_driver = tandem_core::AsyncDriver::Sqlx
                     }),
                     case("mysql", Dialect::MySql, |_| {}),
+                    case("mysql_sqlx", Dialect::MySql, |o| {
+                        o.async_driver = tandem_core::AsyncDriver::Sqlx
+                    }),
                 ]
             }
         }

@@ -14,22 +14,13 @@ use tandem_pool::{InUse, Permit};
 use tandem_sql::{Dialect, Rendered, Row};
 
 use crate::driver::{Backend, error};
+#[cfg(feature = "mysql")]
+use crate::mysql::PooledMy;
 #[cfg(feature = "postgres")]
 use crate::postgres::PooledPg;
+pub use crate::sink::Sink;
 #[cfg(feature = "sqlite")]
 use crate::sqlite::PooledWorker;
-
-/// Receives a statement's rows; `push` returns `false` to stop reading. Async so that a stream's sink can
-/// wait for its consumer: that wait is the backpressure.
-pub trait Sink: Send {
-    /// Takes one row.
-    fn push(&mut self, row: Row) -> impl std::future::Future<Output = Result<bool>> + Send;
-    /// How many rows a driver that cannot call back into async code should hand over (rusqlite on its
-    /// worker thread, which returns them in one reply): all of them, only the first, or none.
-    fn keep(&self) -> usize {
-        usize::MAX
-    }
-}
 
 tokio::task_local! {
     /// The attempt a transaction begun in this task belongs to, set by the retry loops.
@@ -85,7 +76,6 @@ pub(crate) struct Conn {
     /// Whether a statement failed retriably, or the connection was found lost (then it is closed).
     pub(crate) health: tandem_pool::ConnHealth,
     /// A native server connection to close when dropped, not to pool (see [`Conn::close_on_drop`]).
-    #[cfg(feature = "postgres")]
     closing: bool,
     /// `socket_timeout` (servers): the longest one wait for the server may take.
     bound: Option<Duration>,
@@ -109,6 +99,10 @@ pub(crate) enum Link {
     /// sqlx's PostgreSQL connection (`?driver=sqlx`).
     #[cfg(feature = "postgres")]
     Postgres(PoolConnection<sqlx::Postgres>),
+    /// A mysql_async connection of tandem's own pool (the default driver).
+    #[cfg(feature = "mysql")]
+    My(PooledMy),
+    /// sqlx's MySQL connection (`?driver=sqlx`).
     #[cfg(feature = "mysql")]
     MySql(PoolConnection<sqlx::MySql>),
     #[cfg(feature = "sqlite")]
@@ -117,11 +111,33 @@ pub(crate) enum Link {
     /// A rusqlite connection on its worker thread.
     Rusqlite(PooledWorker),
     /// Left behind by a connection handed to a cleanup task, or closed.
-    #[cfg(any(feature = "sqlite", feature = "postgres"))]
     Abandoned,
 }
 
-#[cfg(any(feature = "sqlite", feature = "postgres"))]
+impl Link {
+    /// Whether it is a server connection of tandem's own pool (tokio-postgres, mysql_async).
+    fn is_native_server(&self) -> bool {
+        match self {
+            #[cfg(feature = "postgres")]
+            Link::Pg(_) => true,
+            #[cfg(feature = "mysql")]
+            Link::My(_) => true,
+            _ => false,
+        }
+    }
+
+    /// The server a native connection is on (a sqlx connection's is the pool's, see `Conn::server`).
+    fn remote(&self) -> Option<&tandem_core::hosts::Remote> {
+        match self {
+            #[cfg(feature = "postgres")]
+            Link::Pg(c) => c.remote.as_ref(),
+            #[cfg(feature = "mysql")]
+            Link::My(c) => c.remote.as_ref(),
+            _ => None,
+        }
+    }
+}
+
 fn abandoned() -> Error {
     Error::Internal("a connection handed to its cleanup task was used".into())
 }
@@ -134,22 +150,12 @@ async fn answer<T>(
     step: impl Future<Output = std::result::Result<T, sqlx::Error>>,
 ) -> Result<T> {
     let answered = match bound {
-        None => Ok(step.await),
-        Some(bound) => {
-            let mut step = std::pin::pin!(step);
-            loop {
-                let started = std::time::Instant::now();
-                match tokio::time::timeout(bound, step.as_mut()).await {
-                    // This process was not running for part of the wait: see `DbError::waited_late`.
-                    Err(_) if DbError::waited_late(started.elapsed(), bound) => continue,
-                    answered => break answered,
-                }
-            }
-        }
+        None => Some(step.await),
+        Some(bound) => crate::wait::within(bound, step).await,
     };
     match answered {
-        Ok(result) => result.map_err(|e| error(dialect, e)),
-        Err(_) => Err(Error::Database(DbError::no_answer(
+        Some(result) => result.map_err(|e| error(dialect, e)),
+        None => Err(Error::Database(DbError::no_answer(
             dialect,
             "the server",
             bound.unwrap_or_default(),
@@ -297,7 +303,6 @@ impl Conn {
             in_transaction: false,
             mid_statement: false,
             health: tandem_pool::ConnHealth::new(losses),
-            #[cfg(feature = "postgres")]
             closing: false,
             bound,
             server,
@@ -331,13 +336,11 @@ impl Conn {
             #[cfg(feature = "postgres")]
             Link::Postgres(_) | Link::Pg(_) => Dialect::Postgres,
             #[cfg(feature = "mysql")]
-            Link::MySql(_) => Dialect::MySql,
+            Link::MySql(_) | Link::My(_) => Dialect::MySql,
             #[cfg(feature = "sqlite")]
             Link::Sqlite(_) | Link::Rusqlite(_) => Dialect::Sqlite,
-            #[cfg(feature = "sqlite")]
+            // Never run on: its own dialect does not matter.
             Link::Abandoned => Dialect::Sqlite,
-            #[cfg(all(feature = "postgres", not(feature = "sqlite")))]
-            Link::Abandoned => Dialect::Postgres,
         }
     }
 
@@ -364,6 +367,8 @@ impl Conn {
             #[cfg(feature = "postgres")]
             Link::Postgres(c) => run_on(c, r, sink, self.bound).await,
             #[cfg(feature = "mysql")]
+            Link::My(c) => Box::pin(c.run(r, sink)).await,
+            #[cfg(feature = "mysql")]
             Link::MySql(c) => run_on(c, r, sink, self.bound).await,
             #[cfg(feature = "sqlite")]
             Link::Sqlite(c) => run_on(c, r, sink, self.bound).await,
@@ -383,7 +388,6 @@ impl Conn {
                     Err(e) => Err(e),
                 }
             }
-            #[cfg(any(feature = "sqlite", feature = "postgres"))]
             Link::Abandoned => Err(abandoned()),
         };
         self.note(result)
@@ -437,6 +441,8 @@ impl Conn {
             #[cfg(feature = "postgres")]
             Link::Postgres(c) => simple_on(c, sql, self.bound).await,
             #[cfg(feature = "mysql")]
+            Link::My(c) => Box::pin(c.simple(sql)).await,
+            #[cfg(feature = "mysql")]
             Link::MySql(c) => simple_on(c, sql, self.bound).await,
             #[cfg(feature = "sqlite")]
             Link::Sqlite(c) => simple_on(c, sql, self.bound).await,
@@ -445,7 +451,6 @@ impl Conn {
                 let sql = sql.to_owned();
                 worker.call(move |c| c.simple(&sql)).await
             }
-            #[cfg(any(feature = "sqlite", feature = "postgres"))]
             Link::Abandoned => Err(abandoned()),
         };
         self.note(result)
@@ -599,13 +604,9 @@ impl Conn {
     fn note<T>(&mut self, result: Result<T>) -> Result<T> {
         self.mid_statement = false;
         // A native connection knows its own server.
-        #[cfg(feature = "postgres")]
-        let result = match &self.link {
-            Link::Pg(c) => match &c.remote {
-                Some(remote) => remote.name_silence(result),
-                None => result,
-            },
-            _ => result,
+        let result = match self.link.remote() {
+            Some(remote) => remote.name_silence(result),
+            None => result,
         };
         let result = match (&self.server, &result) {
             (Some(server), Err(e)) if e.kind() == Some(tandem_core::DbErrorKind::NoAnswer) => {
@@ -632,6 +633,11 @@ impl Conn {
                 self.closing = true;
                 true
             }
+            #[cfg(feature = "mysql")]
+            Link::My(_) => {
+                self.closing = true;
+                true
+            }
             #[cfg(feature = "postgres")]
             Link::Postgres(c) => {
                 c.close_on_drop();
@@ -651,6 +657,8 @@ impl Conn {
         match &mut self.link {
             #[cfg(feature = "postgres")]
             Link::Pg(_) => self.closing = true,
+            #[cfg(feature = "mysql")]
+            Link::My(_) => self.closing = true,
             #[cfg(feature = "postgres")]
             Link::Postgres(c) => c.close_on_drop(),
             #[cfg(feature = "mysql")]
@@ -659,7 +667,6 @@ impl Conn {
             Link::Sqlite(c) => c.close_on_drop(),
             #[cfg(feature = "sqlite")]
             Link::Rusqlite(w) => w.close_on_drop(),
-            #[cfg(any(feature = "sqlite", feature = "postgres"))]
             Link::Abandoned => {}
         }
     }
@@ -676,12 +683,15 @@ impl Drop for Conn {
         // A native server connection dropped inside a transaction or mid-statement, or told to close, is
         // taken out of its pool and closed now: the server ends what it was left in (rolls back, drops its
         // session locks) at once, not at the pool's next checkout.
-        #[cfg(feature = "postgres")]
-        if let Link::Pg(_) = &self.link {
-            if (self.closing || self.in_transaction || self.mid_statement)
-                && let Link::Pg(c) = std::mem::replace(&mut self.link, Link::Abandoned)
-            {
-                drop(deadpool::managed::Object::take(c));
+        if self.link.is_native_server() {
+            if self.closing || self.in_transaction || self.mid_statement {
+                match std::mem::replace(&mut self.link, Link::Abandoned) {
+                    #[cfg(feature = "postgres")]
+                    Link::Pg(c) => drop(deadpool::managed::Object::take(c)),
+                    #[cfg(feature = "mysql")]
+                    Link::My(c) => drop(deadpool::managed::Object::take(c)),
+                    _ => {}
+                }
             }
             return;
         }
@@ -725,38 +735,5 @@ impl Drop for Conn {
             #[allow(unreachable_patterns)]
             _ => {}
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A wait whose bound ran out while this process was not running — here its thread blocked for 1.5 s
-    /// inside the step's first poll, as a stopped process would be — is not the server's silence: the step
-    /// gets its bound again, and its answer, 50 ms later, is taken. A server that stays silent is still
-    /// reported after the bound.
-    #[test]
-    fn a_late_timer_is_not_a_silent_server() {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_time()
-            .build()
-            .unwrap();
-        let bound = Some(Duration::from_millis(100));
-        let answered = rt.block_on(answer(bound, Dialect::MySql, async {
-            std::thread::sleep(Duration::from_millis(1_500));
-            tokio::time::sleep(Duration::from_millis(50)).await;
-            Ok::<_, sqlx::Error>(7)
-        }));
-        assert_eq!(answered.unwrap(), 7);
-        let silent = rt.block_on(answer(
-            bound,
-            Dialect::MySql,
-            std::future::pending::<std::result::Result<(), sqlx::Error>>(),
-        ));
-        assert_eq!(
-            silent.unwrap_err().kind(),
-            Some(tandem_core::DbErrorKind::NoAnswer)
-        );
     }
 }

@@ -31,6 +31,9 @@ enum Pools {
     Pg(Arc<crate::postgres::PgPool>),
     #[cfg(feature = "postgres")]
     Postgres(sqlx::PgPool),
+    /// MySQL/MariaDB through mysql_async in tandem's own pool (the default).
+    #[cfg(feature = "mysql")]
+    My(Arc<crate::mysql::MyPool>),
     #[cfg(feature = "mysql")]
     MySql(sqlx::MySqlPool),
     #[cfg(feature = "sqlite")]
@@ -138,6 +141,17 @@ impl Database {
                 )
             }
             #[cfg(feature = "mysql")]
+            Dialect::MySql if options.async_driver == tandem_core::AsyncDriver::Native => {
+                let opener = crate::mysql::MyOpener {
+                    options: options.clone(),
+                    connect_timeout: config.connect_timeout,
+                };
+                Pools::My(
+                    crate::mysql::MyPool::open(opener, &options, config.clone(), &admission)
+                        .await?,
+                )
+            }
+            #[cfg(feature = "mysql")]
             Dialect::MySql => {
                 let chosen = choose_server::<sqlx::MySqlConnection>(
                     &options,
@@ -240,6 +254,8 @@ impl Database {
             #[cfg(feature = "postgres")]
             Pools::Postgres(p) => (p.size(), p.num_idle() as u32),
             #[cfg(feature = "mysql")]
+            Pools::My(p) => p.state(),
+            #[cfg(feature = "mysql")]
             Pools::MySql(p) => (p.size(), p.num_idle() as u32),
             #[cfg(feature = "sqlite")]
             Pools::Sqlite(p) => (p.size(), p.num_idle() as u32),
@@ -273,7 +289,9 @@ impl Database {
     async fn acquire_unobserved(&self) -> Result<(Conn, Duration, Option<u32>)> {
         match &self.inner.pools {
             #[cfg(feature = "postgres")]
-            Pools::Pg(p) => self.acquire_pg(p).await,
+            Pools::Pg(p) => self.acquire_native(p, Link::Pg).await,
+            #[cfg(feature = "mysql")]
+            Pools::My(p) => self.acquire_native(p, Link::My).await,
             #[cfg(feature = "postgres")]
             Pools::Postgres(p) => self
                 .admitted(|| link(p, Link::Postgres))
@@ -314,14 +332,15 @@ impl Database {
         }
     }
 
-    /// A connection from tandem's own PostgreSQL pool, through the admission gate. One idle since before
-    /// the pool last lost a connection — every one, with `validate_on_checkout` — is checked first, at most
-    /// [`crate::postgres::CHECK_BOUND`] (it may be on a server that went away), and replaced when it does
-    /// not answer; a new one walks the URL's servers itself.
-    #[cfg(feature = "postgres")]
-    async fn acquire_pg(
+    /// A connection from tandem's own pool of server connections (tokio-postgres, mysql_async), through
+    /// the admission gate. One idle since before the pool last lost a connection — every one, with
+    /// `validate_on_checkout` — is checked first, within a bound (it may be on a server that went away),
+    /// and replaced when it does not answer; a new one walks the URL's servers itself.
+    #[cfg(any(feature = "postgres", feature = "mysql"))]
+    async fn acquire_native<O: crate::native::Opener>(
         &self,
-        p: &crate::postgres::PgPool,
+        p: &crate::native::NativePool<O>,
+        wrap: fn(crate::native::Pooled<O>) -> Link,
     ) -> Result<(Conn, Duration, Option<u32>)> {
         let admission = &self.inner.admission;
         let (permit, waited) = admission.acquire_waited().await?;
@@ -348,14 +367,14 @@ impl Database {
             let check = self.inner.config.validate_on_checkout
                 || (losses.any_loss()
                     && losses.suspect_idle(deadpool::managed::Object::metrics(&c).last_used()));
-            if check && !c.answers().await {
+            if check && !O::answers(&mut c).await {
                 drop(deadpool::managed::Object::take(c));
                 started.get_or_insert_with(Instant::now);
                 continue;
             }
             let observer = self.inner.observer.clone();
             let losses = Some(losses.clone());
-            let conn = Conn::new(Link::Pg(c), permit, losses, None, None, observer, None);
+            let conn = Conn::new(wrap(c), permit, losses, None, None, observer, None);
             let waited = started.map_or(waited, |s| s.elapsed());
             return Ok((conn, waited, None));
         }

@@ -59,16 +59,19 @@ mod connect;
 mod database;
 mod driver;
 mod executor;
-#[cfg(any(feature = "sqlite", feature = "postgres"))]
+#[cfg(feature = "mysql")]
+mod mysql;
 mod native;
 #[cfg(feature = "postgres")]
 mod postgres;
 mod repository;
+mod sink;
 mod slot;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 mod stream;
 mod transaction;
+mod wait;
 
 pub use checkout::PooledConnection;
 pub use database::Database;

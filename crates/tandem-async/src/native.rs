@@ -1,5 +1,5 @@
 //! The pool of tandem's own connections — the native drivers: rusqlite worker threads (`sqlite`),
-//! tokio-postgres connections (`postgres`) — as opposed to sqlx's pools, which open, check and close their
+//! tokio-postgres connections (`postgres`), mysql_async connections (`mysql`) — as opposed to sqlx's pools, which open, check and close their
 //! connections themselves.
 //!
 //! deadpool keeps the idle connections (most recently used first), the slots and the waits, behind the
@@ -28,6 +28,12 @@ pub(crate) trait Opener: Send + Sync + 'static {
     fn fit(conn: &Self::Conn) -> bool;
     /// What the pool is, for its errors (`"the SQLite pool"`).
     const WHAT: &'static str;
+    /// Whether an idle connection that may be on a server gone away still answers, checked within a
+    /// bound of its own (a suspect one at checkout, see `Database::acquire_native`).
+    fn answers(conn: &mut Self::Conn) -> impl std::future::Future<Output = bool> + Send {
+        let _ = conn;
+        std::future::ready(true)
+    }
 }
 
 /// Opens and checks connections for deadpool.

@@ -77,6 +77,10 @@ impl Opener for PgOpener {
     fn fit(link: &PgLink) -> bool {
         !link.pg.is_closed() && !link.remote.as_ref().is_some_and(Remote::is_silent)
     }
+
+    async fn answers(link: &mut PgLink) -> bool {
+        link.answers().await
+    }
 }
 
 /// One connection to the one server `opts` names, handshake included within `timeout`.

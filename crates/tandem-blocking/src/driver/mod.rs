@@ -1,8 +1,6 @@
 //! The three drivers behind one connection type. Each submodule binds [`Value`]s, runs one statement
 //! streaming its rows into a sink, decodes cells into [`Value`]s and classifies errors with `tandem-core`.
 
-#[cfg(feature = "mysql")]
-use std::sync::Arc;
 #[cfg(any(feature = "postgres", feature = "mysql"))]
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -321,20 +319,5 @@ impl tandem_core::Runner for Conn {
     }
     fn copy_in(&mut self, copy: &tandem_core::CopyIn) -> Result<u64> {
         Conn::copy_in(self, copy)
-    }
-}
-
-/// Column names shared by every row of a result.
-#[cfg(feature = "mysql")]
-pub(crate) fn names(iter: impl IntoIterator<Item = String>) -> Arc<[String]> {
-    iter.into_iter().collect::<Vec<_>>().into()
-}
-
-/// A value kind this executor does not bind or decode yet.
-#[cfg(feature = "mysql")]
-pub(crate) fn unsupported_value(dialect: Dialect, v: &tandem_sql::Value) -> Error {
-    Error::Unsupported {
-        dialect,
-        what: format!("{} values", v.kind_name()),
     }
 }

@@ -108,10 +108,10 @@ pub const DEFAULT_HOST_RECHECK: Duration = Duration::from_secs(10);
 /// has one driver per engine).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum AsyncDriver {
-    /// The engine's own client, the same one the blocking executor drives: rusqlite connections on worker
-    /// threads of their own (`tandem-sqlite`), tokio-postgres (`tandem-postgres`). The default (MySQL stays
-    /// on sqlx until its native driver lands: see [`AsyncDriver::default_for`]). Spelled `native`, or
-    /// the driver's name: `rusqlite`, `tokio-postgres`.
+    /// The engine's own client, the same one (or, for MySQL, the same protocol crate) the blocking executor
+    /// drives: rusqlite connections on worker threads of their own (`tandem-sqlite`), tokio-postgres
+    /// (`tandem-postgres`), mysql_async (over `mysql_common`, as the blocking `mysql` is; `tandem-mysql`).
+    /// The default. Spelled `native`, or the driver's name: `rusqlite`, `tokio-postgres`, `mysql_async`.
     #[default]
     Native,
     /// sqlx's driver for the engine (`?driver=sqlx`): the design's async driver, kept selectable so that the
@@ -120,20 +120,13 @@ pub enum AsyncDriver {
 }
 
 impl AsyncDriver {
-    /// The driver a URL for `dialect` gets when it names none.
-    pub fn default_for(dialect: Dialect) -> AsyncDriver {
-        match dialect {
-            Dialect::MySql => AsyncDriver::Sqlx,
-            _ => AsyncDriver::Native,
-        }
-    }
-
     /// The driver `?driver=word` names on a URL for `dialect`, if any.
     pub fn parse(dialect: Dialect, word: &str) -> Option<AsyncDriver> {
         match (dialect, word) {
             (_, "sqlx") => Some(AsyncDriver::Sqlx),
             (Dialect::Sqlite, "native" | "rusqlite") => Some(AsyncDriver::Native),
             (Dialect::Postgres, "native" | "tokio-postgres") => Some(AsyncDriver::Native),
+            (Dialect::MySql, "native" | "mysql_async") => Some(AsyncDriver::Native),
             _ => None,
         }
     }
@@ -143,7 +136,7 @@ impl AsyncDriver {
         match dialect {
             Dialect::Sqlite => "rusqlite (or native), sqlx",
             Dialect::Postgres => "tokio-postgres (or native), sqlx",
-            Dialect::MySql => "sqlx",
+            Dialect::MySql => "mysql_async (or native), sqlx",
         }
     }
 }
@@ -252,7 +245,7 @@ impl ConnectOptions {
             socket_timeout: Some(DEFAULT_SOCKET_TIMEOUT),
             host_recheck: DEFAULT_HOST_RECHECK,
             slow_statement: None,
-            async_driver: AsyncDriver::default_for(dialect),
+            async_driver: AsyncDriver::default(),
             sqlite_worker_wait: WorkerWait::default(),
             tls: TlsMode::default(),
             tls_root_cert: None,
@@ -387,7 +380,7 @@ impl ConnectOptions {
     fn parse_sqlite(rest: &str, url: &str) -> std::result::Result<Self, String> {
         let path = rest.strip_prefix("//").unwrap_or(rest);
         let (path, query) = path.split_once('?').unwrap_or((path, ""));
-        let mut async_driver = AsyncDriver::default_for(Dialect::Sqlite);
+        let mut async_driver = AsyncDriver::default();
         let mut sqlite_worker_wait = WorkerWait::default();
         let mut slow_statement = None;
         for (key, value) in url::form_urlencoded::parse(query.as_bytes()) {

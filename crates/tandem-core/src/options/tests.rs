@@ -27,6 +27,9 @@ fn url_forms() {
         ),
         ("postgres://u@h/d?driver=sqlx", AsyncDriver::Sqlx),
         ("mysql://u@h/d?driver=sqlx", AsyncDriver::Sqlx),
+        ("mysql://u@h/d", AsyncDriver::Native),
+        ("mysql://u@h/d?driver=mysql_async", AsyncDriver::Native),
+        ("mysql://u@h/d?driver=native", AsyncDriver::Native),
     ] {
         assert_eq!(
             ConnectOptions::parse(url).unwrap().async_driver,
@@ -38,6 +41,13 @@ fn url_forms() {
         Err(Error::InvalidUrl { reason, .. }) => assert_eq!(
             reason,
             "driver=rusqlite is not one of tokio-postgres (or native), sqlx"
+        ),
+        other => panic!("{other:?}"),
+    }
+    match ConnectOptions::parse("mysql://u@h/d?driver=tokio-postgres") {
+        Err(Error::InvalidUrl { reason, .. }) => assert_eq!(
+            reason,
+            "driver=tokio-postgres is not one of mysql_async (or native), sqlx"
         ),
         other => panic!("{other:?}"),
     }
