@@ -48,6 +48,13 @@ galera-suites:
 # The test files that reach PostgreSQL and MariaDB.
 server_suites := "--test blocking --test async_exec --test batch --test connect --test equivalence --test failover --test pool --test stream_memory"
 
+# The suites that run the async executor on the servers, again with sqlx's drivers under it (`?driver=sqlx`
+# on every URL the suites open; tests/async_exec and tests/equivalence already run both drivers side by side):
+# the local servers, the Galera cluster (just cluster-up first) and the servers the suites start in containers.
+sqlx-suites:
+    TANDEM_ASYNC_DRIVER=sqlx cargo test --test batch --test failover --test pool --test stream_memory \
+        --test observe --test metrics_text --test pool_restart --test server_freeze --test cluster
+
 # The server suites again, on PostgreSQL 15 and MariaDB 10.11 in containers that each test process starts
 # (testcontainers, through the engine at DOCKER_HOST; .ci/images makes the images): the local servers unused.
 container-suites:
@@ -280,7 +287,7 @@ ci:
         took+=("$(printf '%5d s  %s' $((SECONDS - started)) "$*")")
         echo "ci: $* took $((SECONDS - started)) s" >&2
     }
-    for recipe in playground-build test galera-suites container-suites compose-suites playground-wasm-test \
+    for recipe in playground-build test sqlx-suites galera-suites container-suites compose-suites playground-wasm-test \
         lint features wasm doc book "workshop-verify 5"; do
         step just $recipe
     done

@@ -63,7 +63,7 @@ fn ask_both(url: &str, sql: &str) -> [Result<i64, Error>; 2] {
     let blocking = tandem_blocking::Database::connect_with(url, config())
         .and_then(|db| db.fetch_one::<(i64,)>(&stmt).map(|(v,)| v));
     let asynchronous = harness::block_on(async {
-        let db = tandem_async::Database::connect_with(url, config()).await?;
+        let db = tandem_async::Database::connect_with(&db::with_driver(url), config()).await?;
         db.fetch_one::<(i64,)>(&stmt).await.map(|(v,)| v)
     });
     [blocking, asynchronous]
@@ -212,7 +212,10 @@ fn pool_follows(dialect: Dialect) {
             Box::new(|| blocking.fetch_one::<(i64,)>(&stmt).map(|(v,)| v))
         } else {
             asynchronous = rt
-                .block_on(tandem_async::Database::connect_with(&url, config()))
+                .block_on(tandem_async::Database::connect_with(
+                    &db::with_driver(&url),
+                    config(),
+                ))
                 .unwrap();
             Box::new(|| {
                 rt.block_on(asynchronous.fetch_one::<(i64,)>(&stmt))
@@ -284,7 +287,10 @@ fn dead_server_surfaces(dialect: Dialect) {
             Box::new(|| blocking.fetch_one::<(i64,)>(&stmt).map(|(v,)| v))
         } else {
             asynchronous = rt
-                .block_on(tandem_async::Database::connect_with(&url, quick.clone()))
+                .block_on(tandem_async::Database::connect_with(
+                    &db::with_driver(&url),
+                    quick.clone(),
+                ))
                 .unwrap();
             Box::new(|| {
                 rt.block_on(asynchronous.fetch_one::<(i64,)>(&stmt))
@@ -473,7 +479,11 @@ fn standby_routing(dialect: Dialect) {
         } else {
             asynchronous = rt
                 .block_on(async {
-                    let d = tandem_async::Database::connect_with(&primary_url, one.clone()).await?;
+                    let d = tandem_async::Database::connect_with(
+                        &db::with_driver(&primary_url),
+                        one.clone(),
+                    )
+                    .await?;
                     d.with_standby(&standby_url).await
                 })
                 .unwrap();

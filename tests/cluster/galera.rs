@@ -35,9 +35,7 @@ fn job_pools(
     reset(&db, rows);
     tandem_batch::blocking::prepare(&db).unwrap();
     let rt = harness::runtime();
-    let adb = rt
-        .block_on(tandem_async::Database::connect_with(url, quick()))
-        .unwrap();
+    let adb = rt.block_on(connect_async(url, quick())).unwrap();
     (db, rt, adb)
 }
 
@@ -92,9 +90,7 @@ pub(crate) fn galera_essay_job_spread() {
 
     reset(&db, ROWS);
     let rt = harness::runtime();
-    let adb = rt
-        .block_on(tandem_async::Database::connect_with(&url, config))
-        .unwrap();
+    let adb = rt.block_on(connect_async(&url, config)).unwrap();
     let (w,): (i64,) = rt
         .block_on(tandem_async::Executor::fetch_one(&adb, &causal))
         .unwrap();
@@ -116,10 +112,7 @@ pub(crate) fn galera_one_run_across_nodes() {
     tandem_batch::blocking::prepare(&on1).unwrap();
     let rt = harness::runtime();
     let on2 = rt
-        .block_on(tandem_async::Database::connect_with(
-            &node_url(1, &cdb.name),
-            quick(),
-        ))
+        .block_on(connect_async(&node_url(1, &cdb.name), quick()))
         .unwrap();
     rt.block_on(tandem_batch::asynchronous::prepare(&on2))
         .unwrap();

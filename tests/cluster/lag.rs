@@ -59,9 +59,7 @@ pub(crate) fn galera_lagging_nodes() {
     let url = cluster_url(&cdb.name, "?load_balance_hosts=random");
     let db = tandem_blocking::Database::connect_with(&url, quick()).unwrap();
     let rt = harness::runtime();
-    let adb = rt
-        .block_on(tandem_async::Database::connect_with(&url, quick()))
-        .unwrap();
+    let adb = rt.block_on(connect_async(&url, quick())).unwrap();
     // sqlx's pool is on one node (tandem points it at one server when it opens): the async starts hold
     // that node back, so that the async runner meets the lag too.
     let (async_port,): (i64,) = rt
@@ -152,9 +150,7 @@ pub(crate) fn galera_causal_read_cost() {
     let url = cluster_url(&cdb.name, "?load_balance_hosts=random");
     let db = tandem_blocking::Database::connect_with(&url, quick()).unwrap();
     let rt = harness::runtime();
-    let adb = rt
-        .block_on(tandem_async::Database::connect_with(&url, quick()))
-        .unwrap();
+    let adb = rt.block_on(connect_async(&url, quick())).unwrap();
     let rows = 10_000;
     for use_async in [false, true] {
         let side = if use_async { "async" } else { "blocking" };

@@ -30,7 +30,7 @@ use tandem_core::{ConnectOptions, DbErrorKind, Error, TxOptions};
 use tandem_pool::PoolConfig;
 use tandem_sql::prelude::*;
 use tandem_sql::raw;
-use tandem_test_support::harness;
+use tandem_test_support::{db, harness};
 
 const ROWS: usize = 10_000;
 
@@ -63,6 +63,11 @@ fn cluster_url(database: &str, extra: &str) -> String {
         .map(|(h, p)| format!("{h}:{p}"))
         .collect();
     format!("mysql://root@{}/{database}{extra}", list.join(","))
+}
+
+/// An async database at `url` on the suite's async driver (`TANDEM_ASYNC_DRIVER`, see `db::async_driver`).
+async fn connect_async(url: &str, config: PoolConfig) -> Result<tandem_async::Database, Error> {
+    tandem_async::Database::connect_with(&db::with_driver(url), config).await
 }
 
 const PG_PRIMARY: &str = "postgres://postgres@127.0.0.1:5433/test";

@@ -79,9 +79,9 @@ pub(crate) fn pg_standby_reads() {
     let rt = harness::runtime();
     rt.block_on(async {
         use tandem_async::Executor as _;
-        let adb = tandem_async::Database::connect_with(PG_PRIMARY, quick())
+        let adb = connect_async(PG_PRIMARY, quick())
             .await?
-            .with_standby(PG_STANDBY)
+            .with_standby(&db::with_driver(PG_STANDBY))
             .await?;
         let tx = adb.begin(TxOptions::default().read_only()).await?;
         let (in_recovery,): (bool,) = tx
@@ -114,9 +114,7 @@ pub(crate) fn pg_standby_refuses_a_run() {
         "{refused:?}"
     );
     let rt = harness::runtime();
-    let adb = rt
-        .block_on(tandem_async::Database::connect_with(PG_STANDBY, quick()))
-        .unwrap();
+    let adb = rt.block_on(connect_async(PG_STANDBY, quick())).unwrap();
     let refused = rt.block_on(tandem_batch::asynchronous::run(&adb, &job));
     assert!(
         matches!(&refused, Err(JobError::ReadOnlyServer { server, .. }) if server.ends_with(":5434")),
@@ -268,9 +266,7 @@ pub(crate) fn pg_failover() {
                     let use_async = *side == "async";
                     let rt = harness::runtime();
                     let db = tandem_blocking::Database::connect_with(url, quick()).unwrap();
-                    let adb = rt
-                        .block_on(tandem_async::Database::connect_with(url, quick()))
-                        .unwrap();
+                    let adb = rt.block_on(connect_async(url, quick())).unwrap();
                     let deadline = Instant::now() + Duration::from_secs(120);
                     let (mut first, mut refused) = (None, 0);
                     loop {

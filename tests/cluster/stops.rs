@@ -7,7 +7,11 @@ use super::*;
 /// The `essay-job` program on `url`: 2 partitions, 100 ms between chunks, lease `lease`.
 fn essay_job(url: &str, use_async: bool, lease: Duration) -> std::process::Child {
     let mut args = vec![
-        url.to_owned(),
+        if use_async {
+            db::with_driver(url)
+        } else {
+            url.to_owned()
+        },
         "2".into(),
         "100".into(),
         format!("--lease={}", lease.as_millis()),
@@ -151,9 +155,7 @@ pub(crate) fn galera_frozen_node_bounded() {
         reset(&db, rows);
         tandem_batch::blocking::prepare(&db).unwrap();
         let rt = harness::runtime();
-        let adb = rt
-            .block_on(tandem_async::Database::connect_with(&url, quick()))
-            .unwrap();
+        let adb = rt.block_on(connect_async(&url, quick())).unwrap();
         let mut job = essay::job(4).lock_lease(bound);
         job.chunk_size = 100;
         job.page_size = 100;

@@ -369,13 +369,29 @@ pub fn run(
         // can answer at once, so both worker variants read through `fetch_optional` of the same SELECT,
         // which goes to the worker like any statement of the caller's.
         let parked = match &adb {
-            Some(_) if dialect == Dialect::Sqlite => Some(ctx.rt.block_on(
-                tandem_async::Database::connect_with(&format!("{url}?worker_wait=park"), config),
-            )?),
+            Some(_) if dialect == Dialect::Sqlite => {
+                Some(ctx.rt.block_on(tandem_async::Database::connect_with(
+                    &format!("{url}?worker_wait=park"),
+                    config.clone(),
+                ))?)
+            }
+            _ => None,
+        };
+        // The server engines' async executor once more on sqlx's driver (`?driver=sqlx`): beside the default
+        // (tokio-postgres, mysql_async) it shows what the driver weighs, apart from the execution model.
+        let on_sqlx = match &adb {
+            Some(_) if dialect != Dialect::Sqlite && ctx.wants(SQLX_VARIANT) => {
+                let sep = if url.contains('?') { '&' } else { '?' };
+                Some(ctx.rt.block_on(tandem_async::Database::connect_with(
+                    &format!("{url}{sep}driver=sqlx"),
+                    config.clone(),
+                ))?)
+            }
             _ => None,
         };
         let (mut tandem_threads, mut tandem_held, mut raw_threads_seen) =
             (Rounds::default(), Rounds::default(), Rounds::default());
+        let mut tandem_on_sqlx = Rounds::default();
         let (mut tandem_tasks, mut worker_tasks, mut parked_tasks, mut sqlx_seen) = (
             Rounds::default(),
             Rounds::default(),
@@ -425,6 +441,11 @@ pub fn run(
                         tandem_tasks_round(&ctx.rt, parked, workers, window, Lookup::Statement)?;
                     parked_tasks.push(took, all);
                 }
+                if let Some(on_sqlx) = &on_sqlx {
+                    let (took, all) =
+                        tandem_tasks_round(&ctx.rt, on_sqlx, workers, window, Lookup::Key)?;
+                    tandem_on_sqlx.push(took, all);
+                }
                 if wants("raw sqlx tasks") {
                     let (took, all) = raw_sqlx(&ctx.rt, dialect, &url, workers, window)?;
                     sqlx_seen.push(took, all);
@@ -445,6 +466,7 @@ pub fn run(
             (&tandem_tasks, "tandem-async tasks"),
             (&worker_tasks, "tandem-async tasks, statement via worker"),
             (&parked_tasks, "tandem-async tasks, via workers that park"),
+            (&tandem_on_sqlx, SQLX_VARIANT),
             (&sqlx_seen, "raw sqlx tasks"),
             (&raw_async_seen, raw_async_variant),
         ] {
@@ -458,6 +480,9 @@ pub fn run(
     }
     Ok(())
 }
+
+/// tandem-async on sqlx's driver.
+const SQLX_VARIANT: &str = "tandem-async tasks, driver=sqlx";
 
 /// How tandem-async's tasks read a row.
 #[derive(Clone, Copy)]

@@ -17,6 +17,34 @@ static COUNTER: AtomicU32 = AtomicU32::new(0);
 
 pub use crate::servers::{MYSQL_DEFAULT, POSTGRES_DEFAULT, server_url};
 
+/// The async driver the suites run on: `TANDEM_ASYNC_DRIVER=sqlx` reruns every suite on sqlx's drivers
+/// (CI does, `just sqlx-suites`), unset or `native` on the engines' own clients (tandem's default). Applied
+/// to every [`TestTarget`] and by [`with_driver`] to the URLs a suite builds itself; the blocking executor
+/// reads `?driver=` and ignores it (it has one driver per engine). Panics on any other value.
+pub fn async_driver() -> tandem_core::AsyncDriver {
+    match std::env::var("TANDEM_ASYNC_DRIVER").as_deref() {
+        Err(_) | Ok("" | "native") => tandem_core::AsyncDriver::Native,
+        Ok("sqlx") => tandem_core::AsyncDriver::Sqlx,
+        Ok(other) => panic!("TANDEM_ASYNC_DRIVER={other}: use native (the default) or sqlx"),
+    }
+}
+
+/// `url` with `driver=sqlx` added when [`async_driver`] says so; unchanged otherwise.
+pub fn with_driver(url: &str) -> String {
+    spelled_with(url.to_owned(), async_driver())
+}
+
+/// `url` naming `driver` when it is not the default.
+fn spelled_with(url: String, driver: tandem_core::AsyncDriver) -> String {
+    match driver {
+        tandem_core::AsyncDriver::Native => url,
+        tandem_core::AsyncDriver::Sqlx => {
+            let sep = if url.contains('?') { '&' } else { '?' };
+            format!("{url}{sep}driver=sqlx")
+        }
+    }
+}
+
 /// Where one test's database lives: options pointing at a fresh schema (or file), removed on drop.
 pub struct TestTarget {
     /// Options for the test's own schema or file.
@@ -53,7 +81,7 @@ impl TestTarget {
             None => o.user.clone(),
         };
         let tls = o.tls.spelling(o.dialect);
-        match o.dialect {
+        let url = match o.dialect {
             Dialect::Sqlite => format!("sqlite://{}", o.path.as_deref().unwrap_or(":memory:")),
             Dialect::Postgres => format!(
                 "postgres://{auth}@{}/{}?search_path={}&sslmode={tls}",
@@ -66,7 +94,8 @@ impl TestTarget {
                 o.target(),
                 o.database
             ),
-        }
+        };
+        spelled_with(url, o.async_driver)
     }
 }
 
@@ -115,6 +144,15 @@ pub fn target(dialect: Dialect, name: &str) -> TestTarget {
 /// [`target`] on the server at `base` (a server a test started for itself, say); `var` is the variable a
 /// failure message tells the user to set (empty: none).
 pub fn target_at(dialect: Dialect, base: &str, var: &str, name: &str) -> TestTarget {
+    let mut target = target_on_default_driver(dialect, base, var, name);
+    // A base URL naming its driver keeps it; the variable moves the default.
+    if async_driver() == tandem_core::AsyncDriver::Sqlx {
+        target.options.async_driver = tandem_core::AsyncDriver::Sqlx;
+    }
+    target
+}
+
+fn target_on_default_driver(dialect: Dialect, base: &str, var: &str, name: &str) -> TestTarget {
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
     let unique = format!("t_{}_{}_{}", name, std::process::id(), n);
     match dialect {

@@ -86,9 +86,13 @@ impl Exec {
         Exec::open_options(side, target.options.clone(), config)
     }
 
-    /// Opens a URL.
+    /// Opens a URL (on the suite's async driver, [`crate::db::with_driver`], for the async side).
     pub fn connect(side: Side, url: &str, config: PoolConfig) -> Result<Exec> {
-        Exec::open_options(side, ConnectOptions::parse(url)?, config)
+        let url = match side {
+            Side::Blocking => url.to_owned(),
+            Side::Async => crate::db::with_driver(url),
+        };
+        Exec::open_options(side, ConnectOptions::parse(&url)?, config)
     }
 
     fn open_options(side: Side, options: ConnectOptions, config: PoolConfig) -> Result<Exec> {
