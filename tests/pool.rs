@@ -205,7 +205,11 @@ fn cancelled_async_acquire_frees_its_place() {
     assert_eq!(exec.query().unwrap(), 1);
     let m = exec.metrics();
     assert_eq!((m.rejected, m.in_use, m.waiting), (0, 0, 0));
-    assert_eq!(m.size, m.idle, "every connection is back in the pool");
+    // sqlx's pool (`driver=sqlx`) takes a connection back on a task of its own, a moment after the call.
+    until("every connection is back in the pool", || {
+        let m = exec.metrics();
+        m.size == m.idle
+    });
 }
 
 /// Warm-up opens `min_idle` connections before the pool reports ready: the server sees them at once.
