@@ -360,7 +360,7 @@ fn point_table(results: &Results, md: &mut String) {
         let tb = per_s(db, &|v| v == "tandem-blocking threads");
         let rb = per_s(db, &|v| v.starts_with("raw ") && v.ends_with(" threads"));
         let ta = per_s(db, &|v| v == "tandem-async tasks");
-        let on_sqlx = per_s(db, &|v| v == "tandem-async tasks, driver=sqlx");
+        let on_sqlx = per_s(db, &|v| v == "tandem-async tasks on sqlx");
         let sqlx = per_s(db, &|v| v == "raw sqlx tasks");
         let other = per_s(db, &|v| {
             v.starts_with("raw ") && v.ends_with(" tasks") && v != "raw sqlx tasks"

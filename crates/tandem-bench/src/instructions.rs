@@ -33,7 +33,7 @@ const POINT: [&str; 6] = [
     "raw sqlx tasks",
     "raw async driver",
     "tandem-async tasks",
-    "tandem-async tasks, driver=sqlx",
+    "tandem-async tasks on sqlx",
 ];
 
 /// One program run under callgrind: its instruction total, and the results it wrote.
@@ -131,7 +131,7 @@ pub fn run(dbs: &[Dialect], rows: usize, out: &Path) -> anyhow::Result<()> {
         }
         for variant in POINT {
             if dialect == Dialect::Sqlite
-                && (variant == "raw async driver" || variant == "tandem-async tasks, driver=sqlx")
+                && (variant == "raw async driver" || variant == "tandem-async tasks on sqlx")
             {
                 continue;
             }
@@ -219,8 +219,8 @@ fn tables(counts: &[Count], rows: usize) -> (String, String) {
             n(p("tandem-async tasks")),
             ratio(p("tandem-async tasks"), p("raw async driver")),
             n(p("raw sqlx tasks")),
-            n(p("tandem-async tasks, driver=sqlx")),
-            ratio(p("tandem-async tasks, driver=sqlx"), p("raw sqlx tasks")),
+            n(p("tandem-async tasks on sqlx")),
+            ratio(p("tandem-async tasks on sqlx"), p("raw sqlx tasks")),
         );
     }
     md.push_str("\nOther async driver: tokio-postgres on PostgreSQL, mysql_async on MariaDB — the drivers tandem async runs on by default; `driver=sqlx`: the same executor on sqlx's driver.\n");

@@ -482,7 +482,7 @@ pub fn run(
 }
 
 /// tandem-async on sqlx's driver.
-const SQLX_VARIANT: &str = "tandem-async tasks, driver=sqlx";
+const SQLX_VARIANT: &str = "tandem-async tasks on sqlx";
 
 /// How tandem-async's tasks read a row.
 #[derive(Clone, Copy)]
