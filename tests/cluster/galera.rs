@@ -326,6 +326,13 @@ pub(crate) fn galera_node_freezes() {
             "{what}: the run returned {took:?} after the freeze"
         );
         assert_eq!(reruns, 1, "{what}");
+        // Every node was left silent by the run (the live ones held its last writes past the bound while
+        // the cluster evicted the frozen one): the walks of the rerun's new connections still try the
+        // frozen node — the one a connect failed on — last, so no connect waits for it.
+        assert!(
+            rerun_took < quick().connect_timeout,
+            "{what}: the rerun took {rerun_took:?}: a connect waited for the frozen node"
+        );
         freeze_node(0, false);
         drop((db, adb));
         let rejoined = wait_rejoined(0);

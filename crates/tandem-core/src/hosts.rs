@@ -145,20 +145,41 @@ impl ServerRole {
     }
 }
 
-/// Servers that gave no answer, each with the moment it may lead a walk again.
-static SILENT: Mutex<Vec<(String, u16, Instant)>> = Mutex::new(Vec::new());
+/// How strongly a walk avoids a server that gave no answer lately.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Silence {
+    /// A call on an open connection outlived `socket_timeout`: the server may be gone, or only slow for a
+    /// moment (a Galera node holds every write while the cluster evicts a frozen member, long enough to
+    /// mark every live node silent too).
+    Statement,
+    /// A connect to it timed out or failed: walks try it after every server that only left a statement
+    /// unanswered.
+    Connect,
+}
 
-/// Records that `host:port` gave no answer: walks try it after the others for `recheck` (nothing for
-/// zero). Called by [`HostWalk::failed`] for a connect that timed out, and by the executors when a call
-/// outlived `socket_timeout`.
+/// Servers that gave no answer: how, and the moment each may lead a walk again.
+static SILENT: Mutex<Vec<(String, u16, Silence, Instant)>> = Mutex::new(Vec::new());
+
+/// Records that `host:port` left a call unanswered: walks try it after the others for `recheck` (nothing
+/// for zero). Called by the executors when a call outlived `socket_timeout`; [`HostWalk::failed`] records
+/// a failed connect, which weighs more (see [`Silence`]).
 pub fn mark_silent(host: &str, port: u16, recheck: Duration) {
+    mark(host, port, Silence::Statement, recheck);
+}
+
+fn mark(host: &str, port: u16, how: Silence, recheck: Duration) {
     if recheck.is_zero() {
         return;
     }
-    let until = Instant::now() + recheck;
+    let now = Instant::now();
+    let until = now + recheck;
     let mut silent = SILENT.lock().unwrap_or_else(|p| p.into_inner());
-    silent.retain(|(h, p, until)| (h != host || *p != port) && *until > Instant::now());
-    silent.push((host.to_owned(), port, until));
+    silent.retain(|(_, _, _, until)| *until > now);
+    match silent.iter_mut().find(|(h, p, ..)| h == host && *p == port) {
+        // A failed connect is not made lighter by a later unanswered statement within its window.
+        Some(entry) => *entry = (host.to_owned(), port, how.max(entry.2), until),
+        None => silent.push((host.to_owned(), port, how, until)),
+    }
 }
 
 /// Forgets every server marked silent: walks go back to the written order at once (for an operator who
@@ -167,13 +188,19 @@ pub fn forget_silent() {
     SILENT.lock().unwrap_or_else(|p| p.into_inner()).clear();
 }
 
-/// Whether `host:port` gave no answer within its `host_recheck` (see [`mark_silent`]).
-pub fn is_silent(host: &str, port: u16) -> bool {
+/// How `host:port` fell silent within its `host_recheck`, if it did.
+fn silence(host: &str, port: u16) -> Option<Silence> {
     let silent = SILENT.lock().unwrap_or_else(|p| p.into_inner());
     let now = Instant::now();
     silent
         .iter()
-        .any(|(h, p, until)| h == host && *p == port && *until > now)
+        .find(|(h, p, _, until)| h == host && *p == port && *until > now)
+        .map(|(_, _, how, _)| *how)
+}
+
+/// Whether `host:port` gave no answer within its `host_recheck` (see [`mark_silent`]).
+pub fn is_silent(host: &str, port: u16) -> bool {
+    silence(host, port).is_some()
 }
 
 /// The one server a connection talks to, as it is named when that server goes silent.
@@ -250,9 +277,10 @@ impl HostWalk {
         if options.load_balance {
             shuffle(&mut order);
         }
-        // Silent servers last, the others in the order chosen (a stable sort).
+        // Silent servers last — those that failed a connect after those that left a statement
+        // unanswered — the others in the order chosen (a stable sort).
         if order.len() > 1 {
-            order.sort_by_key(|&i| options.hosts.get(i).is_some_and(|(h, p)| is_silent(h, *p)));
+            order.sort_by_key(|&i| options.hosts.get(i).and_then(|(h, p)| silence(h, *p)));
         }
         HostWalk {
             order,
@@ -294,7 +322,12 @@ impl HostWalk {
         if matches!(error, Error::ConnectTimeout { .. })
             || error.kind() == Some(DbErrorKind::NoAnswer)
         {
-            mark_silent(&server.host, server.port, server.host_recheck);
+            mark(
+                &server.host,
+                server.port,
+                Silence::Connect,
+                server.host_recheck,
+            );
         }
         self.passed_over
             .push(format!("{} did not answer ({error})", server.target()));
@@ -520,8 +553,15 @@ mod tests {
         );
         assert!(is_silent("quiet1", 1) && !is_silent("quiet2", 2));
         assert_eq!(order(), [2, 3, 1]);
+        // A server that only left a statement unanswered goes before one that failed a connect, and a
+        // later unanswered statement does not make a failed connect lighter: with every server silent
+        // (a Galera cluster holding writes while it evicts a frozen node), walks still start on the
+        // servers a connect has not failed on.
         mark_silent("quiet3", 3, Duration::from_millis(300));
-        assert_eq!(order(), [2, 1, 3]);
+        assert_eq!(order(), [2, 3, 1]);
+        mark_silent("quiet2", 2, Duration::from_millis(300));
+        mark_silent("quiet1", 1, Duration::from_millis(300));
+        assert_eq!(order(), [2, 3, 1]);
         std::thread::sleep(Duration::from_millis(350));
         assert_eq!(order(), [1, 2, 3]);
         // `host_recheck=0`: never reordered.
