@@ -161,8 +161,9 @@ enum Silence {
 static SILENT: Mutex<Vec<(String, u16, Silence, Instant)>> = Mutex::new(Vec::new());
 
 /// Records that `host:port` left a call unanswered: walks try it after the others for `recheck` (nothing
-/// for zero). Called by the executors when a call outlived `socket_timeout`; [`HostWalk::failed`] records
-/// a failed connect, which weighs more (see [`Silence`]).
+/// for zero). Called by the executors when a call outlived `socket_timeout`. [`HostWalk::failed`] records
+/// a failed connect, which weighs more: such a server is tried after those that only left a call
+/// unanswered.
 pub fn mark_silent(host: &str, port: u16, recheck: Duration) {
     mark(host, port, Silence::Statement, recheck);
 }
