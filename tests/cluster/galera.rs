@@ -190,7 +190,7 @@ pub(crate) fn galera_node_deaths() {
     let cdb = ClusterDb::new("deaths");
     let url = cluster_url(&cdb.name, "");
     let rows = 4_000;
-    for use_async in [false, true] {
+    for use_async in db::runners() {
         let side = if use_async { "async" } else { "blocking" };
         for victim in [2, 0] {
             let what = format!(
@@ -277,7 +277,7 @@ pub(crate) fn galera_node_freezes() {
     let bound = Duration::from_secs(2);
     let url = cluster_url(&cdb.name, "?socket_timeout=2s&host_recheck=60s");
     let rows = 4_000;
-    for use_async in [false, true] {
+    for use_async in db::runners() {
         let what = format!(
             "{} runner, the job's node frozen",
             if use_async { "async" } else { "blocking" }

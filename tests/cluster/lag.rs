@@ -152,7 +152,7 @@ pub(crate) fn galera_causal_read_cost() {
     let rt = harness::runtime();
     let adb = rt.block_on(connect_async(&url, quick())).unwrap();
     let rows = 10_000;
-    for use_async in [false, true] {
+    for use_async in db::runners() {
         let side = if use_async { "async" } else { "blocking" };
         reset(&db, rows);
         tandem_batch::blocking::prepare(&db).unwrap();

@@ -2,8 +2,6 @@
 //! blocking one's is the socket's own timeouts, or its connection's own runtime).
 
 use std::future::Future;
-use std::pin::Pin;
-use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use tandem_core::DbError;
@@ -16,7 +14,7 @@ use tandem_core::DbError;
 /// when there is nothing to wait for.
 pub(crate) async fn within<F: Future>(bound: Duration, step: F) -> Option<F::Output> {
     let mut step = std::pin::pin!(step);
-    if let Some(out) = poll_once(step.as_mut()).await {
+    if let Some(out) = tandem_core::poll::poll_once(step.as_mut()).await {
         return Some(out);
     }
     loop {
@@ -27,17 +25,6 @@ pub(crate) async fn within<F: Future>(bound: Duration, step: F) -> Option<F::Out
             Err(_) => return None,
         }
     }
-}
-
-/// Polls `f` once: its output if it is ready, `None` if it is not (its waker is registered all the same).
-async fn poll_once<F: Future>(mut f: Pin<&mut F>) -> Option<F::Output> {
-    std::future::poll_fn(|cx| {
-        Poll::Ready(match f.as_mut().poll(cx) {
-            Poll::Ready(out) => Some(out),
-            Poll::Pending => None,
-        })
-    })
-    .await
 }
 
 #[cfg(test)]

@@ -24,6 +24,7 @@ pub mod hosts;
 pub mod observe;
 pub mod options;
 pub mod plan;
+pub mod poll;
 pub mod repo;
 #[cfg(feature = "tls")]
 pub mod tls;

@@ -201,7 +201,7 @@ impl Io {
         // An answer already in (the rows of a result the connection has received) is taken without
         // setting a timer: reading the clock and putting a timer in the runtime's wheel, then taking it
         // out, is most of what a wait costs when there is nothing to wait for.
-        if let Some(done) = poll_once(driven.as_mut()).await {
+        if let Some(done) = tandem_core::poll::poll_once(driven.as_mut()).await {
             return done.map_err(error);
         }
         loop {
@@ -220,17 +220,6 @@ impl Io {
             }
         }
     }
-}
-
-/// Polls `f` once: its output if it is ready, `None` if it is not (its waker is registered all the same).
-async fn poll_once<F: Future>(mut f: Pin<&mut F>) -> Option<F::Output> {
-    std::future::poll_fn(|cx| {
-        Poll::Ready(match f.as_mut().poll(cx) {
-            Poll::Ready(out) => Some(out),
-            Poll::Pending => None,
-        })
-    })
-    .await
 }
 
 impl PgConn {

@@ -29,6 +29,16 @@ pub fn async_driver() -> tandem_core::AsyncDriver {
     }
 }
 
+/// Which runners a suite that runs both drives, as `use_async` flags: both, except in the rerun on sqlx
+/// (`TANDEM_ASYNC_DRIVER=sqlx`), where only the async side's driver changed and the blocking side's cases
+/// would run a second time for nothing.
+pub fn runners() -> Vec<bool> {
+    match async_driver() {
+        tandem_core::AsyncDriver::Native => vec![false, true],
+        tandem_core::AsyncDriver::Sqlx => vec![true],
+    }
+}
+
 /// `url` with `driver=sqlx` added when [`async_driver`] says so; unchanged otherwise.
 pub fn with_driver(url: &str) -> String {
     spelled_with(url.to_owned(), async_driver())
