@@ -277,7 +277,10 @@ impl Database {
     /// is left of the acquire timeout.
     pub(crate) async fn acquire(&self) -> Result<Conn> {
         let span = observe::checkout_span(self.dialect());
-        let (mut conn, waited, open) = in_span!(span, self.acquire_unobserved())?;
+        // Boxed: its state spans every pool kind and their connect paths (tens of KiB), and inline it
+        // would sit in every caller's future — in a service, in every request waiting on the pool or on
+        // anything else after its statements ran.
+        let (mut conn, waited, open) = in_span!(span, Box::pin(self.acquire_unobserved()))?;
         observe::checked_out(&span, waited);
         conn.counted(self.inner.admission.checked_out(waited, open));
         Ok(conn)

@@ -337,6 +337,7 @@ pub fn markdown(results: &Results) -> String {
     md.push_str("\nThe essay's H2 end-to-end figures (~2,000 ops/s at every size) cannot have read and written every row: seeding 100,000 rows alone took them 169 ms. tandem's figures are checked after every op.\n");
     point_table(results, &mut md);
     pool_tables(results, &mut md);
+    crate::service::markdown(results, &mut md);
     md
 }
 

@@ -16,6 +16,7 @@ mod pool;
 mod raw;
 mod report;
 mod seed;
+mod service;
 mod stream;
 
 use std::path::PathBuf;
@@ -67,6 +68,22 @@ enum Scenario {
         #[arg(long, default_value_t = 1_000)]
         cell_ms: u64,
     },
+    /// An HTTP service on loopback serving TechEmpower's database tests (`/db`, `/queries`, `/updates`) with
+    /// `/wait` and `/ping`, in seven variants (tandem-async, tandem-blocking via `run_blocking`, on the event
+    /// loop and on a thread-per-connection server, and by hand on the raw drivers), each in a process of its
+    /// own, under closed loops of 16 to 4,096 connections and open loops with up to 2,048 waiting requests.
+    Service {
+        /// How long each load runs (open loops at least 4 s).
+        #[arg(long, default_value_t = 2)]
+        seconds: u64,
+        /// Rounds: the variants take turns in each, the median round is kept.
+        #[arg(long, default_value_t = 3)]
+        rounds: usize,
+    },
+    /// The service's server for one variant (started by `service`; prints `listening <addr>`, serves until
+    /// its stdin closes).
+    #[command(hide = true)]
+    ServeWorld(service::server::ServeArgs),
     /// Every scenario over the chosen sizes.
     Matrix(Sizes),
     /// Instructions per op of each variant, client side, counted by callgrind (valgrind must be installed):
@@ -275,6 +292,9 @@ fn main() {
 }
 
 fn run(cli: Cli) -> anyhow::Result<()> {
+    if let Some(Scenario::ServeWorld(args)) = cli.scenario {
+        return service::server::serve(args);
+    }
     std::fs::create_dir_all(&cli.common.out)
         .with_context(|| format!("creating {}", cli.common.out.display()))?;
     if let Some(Scenario::Instructions { rows }) = &cli.scenario {
@@ -338,7 +358,12 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             &dbs,
             &pool::Plan::full(Duration::from_millis(cell_ms), cli.common.iterations),
         )?,
-        Some(Scenario::Chart { .. } | Scenario::Instructions { .. }) => {
+        Some(Scenario::Service { seconds, rounds }) => {
+            service::run(&mut ctx, &dbs, &service::Plan::full(seconds, rounds))?
+        }
+        Some(
+            Scenario::Chart { .. } | Scenario::Instructions { .. } | Scenario::ServeWorld(_),
+        ) => {
             unreachable!("handled above")
         }
         Some(Scenario::Matrix(s)) => {
@@ -363,10 +388,12 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             stream::run(&mut ctx, &dbs, 200_000)?;
             point::run(&mut ctx, &dbs, 1, 4, 1)?;
             pool::run(&mut ctx, &dbs, &pool::Plan::short())?;
+            service::run(&mut ctx, &dbs, &service::Plan::short())?;
         }
     }
     ctx.progress.finish_and_clear();
     ctx.results.print();
+    service::print(&ctx.results);
     let (json, csv) = ctx.results.write(&ctx.out)?;
     let charts = chart::write(&ctx.results, &ctx.out)?;
     let page = ctx.out.join("results.md");

@@ -1,0 +1,456 @@
+//! `service`: an HTTP service on loopback serving TechEmpower's database tests over its `World` table —
+//! `/db`, `/queries?q=N`, `/updates?q=N` — with `/wait?ms=D` (one select, then D ms waiting on "another
+//! service") and `/ping` (no database), in each of the variants [`server::Variant`] names, each in a process
+//! of its own, under load from this one (closed loops over connection counts, open loops at fixed rates).
+//! Every answer is checked; after `/updates` the table is read back and checked against what the answers
+//! said they wrote, then seeded again.
+
+pub mod app;
+mod load;
+pub mod server;
+mod stores;
+
+use std::fmt::Write as _;
+use std::io::BufRead as _;
+use std::net::SocketAddr;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use anyhow::Context as _;
+use tandem_blocking::{BatchOptions, Database};
+use tandem_sql::Dialect;
+use tandem_sql::prelude::*;
+
+use crate::report::{Measured, Record, Results};
+use crate::{Ctx, Executor, url};
+use app::{World, world};
+use tandem_blocking::Executor as _;
+use load::{Load, Outcome};
+use server::Variant;
+
+/// Database connections of every variant's pool.
+pub const POOL: u32 = 16;
+
+/// One measured load.
+#[derive(Clone, Debug)]
+pub struct Cell {
+    /// The results' scenario: `service <target>`, `service open <target>`.
+    pub scenario: &'static str,
+    /// Path and query.
+    pub target: &'static str,
+    /// Connections.
+    pub conns: usize,
+    /// Requests per second per connection (open loop), or a closed loop.
+    pub rate: Option<f64>,
+    /// `/ping` probes beside the load.
+    pub probes: usize,
+    /// How long it runs.
+    pub window: Duration,
+}
+
+/// What a run measures.
+pub struct Plan {
+    /// The loads, in order (`/updates` last: it changes the table, which is seeded again after it).
+    pub cells: Vec<Cell>,
+    /// Rounds: every variant runs every cell once a round, the median round kept.
+    pub rounds: usize,
+    /// The variants.
+    pub variants: Vec<Variant>,
+}
+
+impl Plan {
+    /// Every test type, closed loops at 16 to 4,096 connections and open loops with 256 to 4,096 requests
+    /// waiting, `seconds` a cell.
+    pub fn full(seconds: u64, rounds: usize) -> Plan {
+        let w = Duration::from_secs(seconds.max(1));
+        let closed = |scenario, target, conns: &'static [usize], probes| {
+            conns.iter().map(move |&conns| Cell {
+                scenario,
+                target,
+                conns,
+                rate: None,
+                probes,
+                window: w,
+            })
+        };
+        let mut cells: Vec<Cell> = Vec::new();
+        cells.extend(closed("service /ping", "/ping", &[16, 256, 4_096], 0));
+        cells.extend(closed("service /db", "/db", &[16, 256, 4_096], 4));
+        cells.extend(closed("service /queries?q=20", "/queries?q=20", &[16, 256], 0));
+        cells.extend(closed("service /wait?ms=20", "/wait?ms=20", &[256, 4_096], 0));
+        // One request a second per connection, each waiting half a second: about half the connections'
+        // requests in flight at once.
+        cells.extend([256, 1_024, 4_096].map(|conns| Cell {
+            scenario: "service open /wait?ms=500",
+            target: "/wait?ms=500",
+            conns,
+            rate: Some(1.0),
+            probes: 0,
+            window: w.max(Duration::from_secs(4)),
+        }));
+        cells.extend(closed("service /updates?q=5", "/updates?q=5", &[16, 256], 0));
+        Plan {
+            cells,
+            rounds: rounds.max(1),
+            variants: Variant::ALL.to_vec(),
+        }
+    }
+
+    /// The main job's: a second each of `/db`, `/queries`, `/updates` and a short open loop on 16 to 64
+    /// connections, four variants.
+    pub fn short() -> Plan {
+        let w = Duration::from_secs(1);
+        let cell = |scenario, target, conns, rate, probes| Cell {
+            scenario,
+            target,
+            conns,
+            rate,
+            probes,
+            window: w,
+        };
+        Plan {
+            cells: vec![
+                cell("service /db", "/db", 16, None, 2),
+                cell("service /queries?q=20", "/queries?q=20", 16, None, 0),
+                cell("service open /wait?ms=100", "/wait?ms=100", 64, Some(5.0), 0),
+                cell("service /updates?q=5", "/updates?q=5", 16, None, 0),
+            ],
+            rounds: 1,
+            variants: vec![
+                Variant::TandemAsync,
+                Variant::RawSqlx,
+                Variant::TandemBlockingThreads,
+                Variant::RawThreads,
+            ],
+        }
+    }
+}
+
+/// A server process of one variant; stopped when dropped.
+struct Server {
+    child: Child,
+    addr: SocketAddr,
+}
+
+impl Server {
+    fn start(variant: Variant, url: &str) -> anyhow::Result<Server> {
+        let exe = std::env::current_exe().context("finding tandem-bench's own program")?;
+        let mut child = Command::new(exe)
+            .args(["serve-world", "--variant", &variant.arg(), "--url", url])
+            .args(["--pool", &POOL.to_string()])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .context("starting the service")?;
+        let mut line = String::new();
+        let stdout = child.stdout.take().expect("piped");
+        std::io::BufReader::new(stdout).read_line(&mut line)?;
+        let Some(addr) = line.trim().strip_prefix("listening ") else {
+            let status = child.wait()?;
+            anyhow::bail!("{} on {url} did not start ({status})", variant.name());
+        };
+        let addr = addr.parse().with_context(|| format!("the service's address {line:?}"))?;
+        Ok(Server { child, addr })
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Resident memory (MiB) and threads of process `pid`, from `/proc`; zeros where it cannot tell.
+fn proc_sample(pid: u32) -> (f64, f64) {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.split_whitespace().next()?.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    (field("VmRSS:") / 1024.0, field("Threads:"))
+}
+
+/// Drops, creates and seeds `world`.
+fn seed_world(db: &Database) -> anyhow::Result<()> {
+    db.execute(&world::table.drop_table())?;
+    db.create_table(&world::table.create_table())?;
+    db.repository::<World>()
+        .batch_insert(&app::rows(), &BatchOptions::default())?;
+    Ok(())
+}
+
+/// Every row of `world` as `(id, number)`.
+fn read_world(db: &Database) -> anyhow::Result<Vec<(i32, i32)>> {
+    Ok(db
+        .fetch_all::<(i32, i32)>(&world::table.select((world::id, world::randomnumber)))?
+        .into_iter()
+        .collect())
+}
+
+/// One cell's measured rounds.
+struct Seen {
+    outcomes: Vec<(Outcome, (f64, f64))>,
+}
+
+impl Seen {
+    /// The median round (by requests per second; by p99 for an open loop) as a record.
+    fn record(&self, dialect: Dialect, variant: Variant, cell: &Cell) -> Option<Record> {
+        let per_s = |o: &Outcome| o.ok as f64 / o.took.as_secs_f64();
+        let mut order: Vec<&(Outcome, (f64, f64))> = self.outcomes.iter().collect();
+        if cell.rate.is_some() {
+            order.sort_by(|a, b| a.0.latencies.quantile_ms(0.99).total_cmp(&b.0.latencies.quantile_ms(0.99)));
+        } else {
+            order.sort_by(|a, b| per_s(&a.0).total_cmp(&per_s(&b.0)));
+        }
+        let (o, (rss, threads)) = *order.get(order.len() / 2)?;
+        let per_request = o.took.checked_div(o.ok.max(1) as u32).unwrap_or(o.took);
+        let q = app::Request::parse(cell.target).map_or(1, |r| match r {
+            app::Request::Queries(n) | app::Request::Updates(n) => n as u64,
+            _ => 1,
+        });
+        let mut details = vec![
+            ("req_per_s", per_s(o)),
+            ("req_per_s_min", per_s(&order[0].0)),
+            ("req_per_s_max", per_s(&order[order.len() - 1].0)),
+            ("latency_p50_ms", o.latencies.quantile_ms(0.5)),
+            ("latency_p99_ms", o.latencies.quantile_ms(0.99)),
+            ("latency_p999_ms", o.latencies.quantile_ms(0.999)),
+            ("latency_max_ms", o.latencies.quantile_ms(1.0)),
+            ("errors", o.errors as f64),
+            ("server_rss_mib", *rss),
+            ("server_threads", *threads),
+            ("in_flight", o.in_flight as f64),
+            ("rounds", self.outcomes.len() as f64),
+        ];
+        if let Some(rate) = cell.rate {
+            details.push(("offered_per_s", rate * cell.conns as f64));
+        }
+        if cell.probes > 0 {
+            details.push(("probes", cell.probes as f64));
+            details.push(("probe_p50_ms", o.probe.quantile_ms(0.5)));
+            details.push(("probe_p99_ms", o.probe.quantile_ms(0.99)));
+        }
+        Some(Record {
+            scenario: cell.scenario,
+            db: dialect.name().into(),
+            variant: variant.name().into(),
+            rows: q,
+            pool: POOL,
+            parallelism: cell.conns as u32,
+            time: Measured {
+                median: per_request,
+                min: per_request,
+                max: per_request,
+            },
+            extra: Some(o.ok as f64),
+            details,
+        })
+    }
+}
+
+/// Runs `plan` on every engine.
+pub fn run(ctx: &mut Ctx, dbs: &[Dialect], plan: &Plan) -> anyhow::Result<()> {
+    for &dialect in dbs {
+        let url = url(dialect, &ctx.out);
+        let db = Database::connect(&url).map_err(|e| anyhow::anyhow!("{dialect} at {url}: {e}"))?;
+        seed_world(&db)?;
+        let variants: Vec<Variant> = (plan.variants.iter().copied())
+            .filter(|&v| !(dialect == Dialect::Sqlite && v == Variant::RawAsync))
+            .filter(|&v| ctx.wants(v.name()))
+            .filter(|&v| {
+                let tandem_async = v == Variant::TandemAsync;
+                let tandem_blocking = v.name().starts_with("tandem-blocking");
+                (!tandem_async || ctx.runs(Executor::Async))
+                    && (!tandem_blocking || ctx.runs(Executor::Blocking))
+            })
+            .collect();
+        let mut seen: Vec<Vec<Seen>> = variants
+            .iter()
+            .map(|_| plan.cells.iter().map(|_| Seen { outcomes: Vec::new() }).collect())
+            .collect();
+        for _ in 0..plan.rounds {
+            for (vi, &variant) in variants.iter().enumerate() {
+                for (ci, cell) in plan.cells.iter().enumerate() {
+                    // A new server for each load: its memory and threads are this load's alone.
+                    let server = Server::start(variant, &url)?;
+                    let pid = server.child.id();
+                    ctx.progress.set_message(format!(
+                        "{} {} {} on {} connections",
+                        cell.scenario,
+                        dialect.name(),
+                        variant.name(),
+                        cell.conns
+                    ));
+                    let load = Load {
+                        target: cell.target,
+                        conns: cell.conns,
+                        window: cell.window,
+                        rate: cell.rate,
+                        probes: cell.probes,
+                    };
+                    let sampled = Arc::new(Mutex::new((0.0, 0.0)));
+                    let into = sampled.clone();
+                    let outcome = ctx
+                        .rt
+                        .block_on(load::run(server.addr, &load, move || {
+                            *into.lock().expect("no panics under the lock") = proc_sample(pid);
+                        }))
+                        .with_context(|| {
+                            format!("{} on {} ({})", variant.name(), dialect.name(), cell.scenario)
+                        })?;
+                    if cell.target.starts_with("/updates") {
+                        // Written rows are checked only when every request was answered: a request cut
+                        // off may have written a number no answer reported.
+                        if outcome.errors == 0 {
+                            load::check_updates(&read_world(&db)?, &outcome.written).with_context(
+                                || format!("{} on {}", variant.name(), dialect.name()),
+                            )?;
+                        }
+                        seed_world(&db)?;
+                    }
+                    let sample = *sampled.lock().expect("no panics under the lock");
+                    seen[vi][ci].outcomes.push((outcome, sample));
+                }
+            }
+        }
+        for (vi, &variant) in variants.iter().enumerate() {
+            for (ci, cell) in plan.cells.iter().enumerate() {
+                if let Some(r) = seen[vi][ci].record(dialect, variant, cell) {
+                    crate::record(&ctx.progress, &mut ctx.results, r);
+                }
+            }
+        }
+        db.execute(&world::table.drop_table())?;
+    }
+    Ok(())
+}
+
+/// The service's cells, printed: requests per second and latencies per variant.
+pub fn print(results: &Results) {
+    let cells: Vec<&Record> = (results.records.iter())
+        .filter(|r| r.scenario.starts_with("service"))
+        .collect();
+    if cells.is_empty() {
+        return;
+    }
+    println!("\nservice: requests/s and latency (ms) per variant; the server's memory and threads at 3/4 of the run");
+    println!(
+        "{:<27} {:<9} {:>5} {:<42} {:>9} {:>8} {:>8} {:>8} {:>6} {:>8} {:>7}",
+        "test", "db", "conns", "variant", "req/s", "p50", "p99", "p99.9", "errors", "RSS MiB", "threads"
+    );
+    for r in cells {
+        let d = |k: &str| r.detail(k).unwrap_or(0.0);
+        println!(
+            "{:<27} {:<9} {:>5} {:<42} {:>9.0} {:>8.2} {:>8.2} {:>8.2} {:>6} {:>8.1} {:>7}",
+            r.scenario.trim_start_matches("service "),
+            r.db,
+            r.parallelism,
+            r.variant,
+            d("req_per_s"),
+            d("latency_p50_ms"),
+            d("latency_p99_ms"),
+            d("latency_p999_ms"),
+            d("errors"),
+            d("server_rss_mib"),
+            d("server_threads"),
+        );
+    }
+}
+
+/// The service's tables for `results.md`: one per test type, each variant's requests per second (closed
+/// loops) or p99 latency (open loops), tandem beside the same service by hand on its own driver.
+pub fn markdown(results: &Results, md: &mut String) {
+    let cells: Vec<&Record> = (results.records.iter())
+        .filter(|r| r.scenario.starts_with("service"))
+        .collect();
+    if cells.is_empty() {
+        return;
+    }
+    md.push_str("\n## service: TechEmpower's database tests over HTTP (axum on tokio, or a thread per connection)\n\nEach variant is a server process of its own on loopback, 16 database connections, under load from the benchmark's process (which shares the cores); every answer checked. Closed loops: requests per second, p99 in ms in brackets. Open loops (a fixed rate, latency counted from when each request was due): p99 and p99.9 in ms, the server's resident memory and threads. Variants: (a) tandem-async; raw async driver (tokio-postgres / mysql_async, a semaphore and a stack of connections); raw sqlx (its pool); (b) tandem-blocking via `run_blocking`; (c) tandem-blocking called in the async handler; (d) tandem-blocking on a thread-per-connection server; the raw blocking driver on the same server.\n");
+    let mut scenarios: Vec<&str> = cells.iter().map(|r| r.scenario).collect();
+    scenarios.dedup();
+    for scenario in scenarios {
+        let here: Vec<&&Record> = cells.iter().filter(|r| r.scenario == scenario).collect();
+        let open = scenario.contains(" open ");
+        let variants: Vec<&str> = Variant::ALL
+            .iter()
+            .map(|v| v.name())
+            .filter(|v| here.iter().any(|r| r.variant == *v))
+            .collect();
+        let _ = write!(md, "\n### {}\n\n| engine | connections |", scenario.trim_start_matches("service "));
+        for v in &variants {
+            let _ = write!(md, " {v} |");
+        }
+        md.push_str(" tandem-async ÷ raw async driver | tandem threads ÷ raw threads |\n|---|--:|");
+        for _ in &variants {
+            md.push_str("--:|");
+        }
+        md.push_str("--:|--:|\n");
+        let mut keys: Vec<(&str, u32)> = here.iter().map(|r| (r.db.as_str(), r.parallelism)).collect();
+        keys.dedup();
+        for (db, conns) in keys {
+            let find = |v: &str| here.iter().find(|r| r.db == db && r.parallelism == conns && r.variant == v);
+            let _ = write!(md, "| {db} | {conns} |");
+            for v in &variants {
+                let text = find(v).map_or("–".to_owned(), |r| {
+                    let d = |k: &str| r.detail(k).unwrap_or(0.0);
+                    let errors = if d("errors") > 0.0 {
+                        format!(", {} errors", d("errors"))
+                    } else {
+                        String::new()
+                    };
+                    if open {
+                        format!(
+                            "{:.1} / {:.1} ms, {:.0} MiB, {:.0} threads{errors}",
+                            d("latency_p99_ms"),
+                            d("latency_p999_ms"),
+                            d("server_rss_mib"),
+                            d("server_threads")
+                        )
+                    } else {
+                        format!("{:.0} ({:.1}){errors}", d("req_per_s"), d("latency_p99_ms"))
+                    }
+                });
+                let _ = write!(md, " {text} |");
+            }
+            let per_s = |v: &str| find(v).and_then(|r| r.detail("req_per_s"));
+            let share = |a: Option<f64>, b: Option<f64>| match (a, b) {
+                (Some(a), Some(b)) if b > 0.0 && !open => format!("{:.2}", a / b),
+                _ => "–".to_owned(),
+            };
+            let _ = writeln!(
+                md,
+                " {} | {} |",
+                share(per_s("tandem-async"), per_s("raw async driver")),
+                share(
+                    per_s("tandem-blocking, thread per connection"),
+                    per_s("raw blocking driver, thread per connection")
+                )
+            );
+        }
+        // The probes: how long a request with no database work waits beside the load, per variant.
+        let probed: Vec<&&&Record> = here.iter().filter(|r| r.detail("probes").is_some()).collect();
+        if let Some(first) = probed.first() {
+            let _ = writeln!(
+                md,
+                "\n`/ping` beside this load ({} connections at 50 requests/s each, open loop), p99 in ms:\n",
+                first.detail("probes").unwrap_or(0.0)
+            );
+            let mut keys: Vec<(&str, u32)> = probed.iter().map(|r| (r.db.as_str(), r.parallelism)).collect();
+            keys.dedup();
+            for (db, conns) in keys {
+                let line: Vec<String> = (probed.iter())
+                    .filter(|r| r.db == db && r.parallelism == conns)
+                    .map(|r| format!("{} {:.2}", r.variant, r.detail("probe_p99_ms").unwrap_or(0.0)))
+                    .collect();
+                let _ = writeln!(md, "- {db}, {conns} connections: {}", line.join("; "));
+            }
+        }
+    }
+}
