@@ -121,11 +121,17 @@ bench:
     cd peers && cargo build --release
     cargo run --release -p tandem-bench -- matrix --db sqlite,postgres,mysql --peers "{{peers_bin}}"
 
+# The service scenario alone on all three engines (about half an hour): TechEmpower's database tests over
+# HTTP in seven variants, closed loops of 16 to 4,096 connections, open loops with up to ~2,000 requests
+# waiting; results, the tables and service.svg under target/tandem-bench/service/.
+service:
+    cargo run --release -p tandem-bench -- service --db sqlite,postgres,mysql --out target/tandem-bench/service
+
 # Regenerate docs/results.md (and its chart and CSV) from a full run on all engines.
 results:
     cd peers && cargo build --release
     cargo run --release -p tandem-bench -- matrix --db sqlite,postgres,mysql --iterations 3 --peers "{{peers_bin}}"
-    cp target/tandem-bench/results.md target/tandem-bench/seed.svg target/tandem-bench/e2e.svg target/tandem-bench/results.csv docs/
+    cp target/tandem-bench/results.md target/tandem-bench/seed.svg target/tandem-bench/e2e.svg target/tandem-bench/service.svg target/tandem-bench/results.csv docs/
 
 # Instructions per op of each e2e and point variant on the servers, client side, counted by callgrind (needs
 # valgrind; ~5 min): the figures that do not move with the machine's load. Writes docs/instructions.md.

@@ -277,17 +277,17 @@ impl Database {
     /// is left of the acquire timeout.
     pub(crate) async fn acquire(&self) -> Result<Conn> {
         let span = observe::checkout_span(self.dialect());
-        // Boxed: its state spans every pool kind and their connect paths (tens of KiB), and inline it
-        // would sit in every caller's future — in a service, in every request waiting on the pool or on
-        // anything else after its statements ran.
-        let (mut conn, waited, open) = in_span!(span, Box::pin(self.acquire_unobserved()))?;
+        let (mut conn, waited, open) = in_span!(span, self.acquire_unobserved())?;
         observe::checked_out(&span, waited);
         conn.counted(self.inner.admission.checked_out(waited, open));
         Ok(conn)
     }
 
     /// A connection, how long the acquire waited, and the driver pool's count of connections for a pool
-    /// that does not count its own (sqlx's: it opens and closes them on its own, so its count is read at
+    /// that does not count its own. What may connect (a driver pool's checkout, a ping, a walk of the
+    /// servers) is boxed where it is called: inline, those states (tens of KiB, every pool kind's) would sit
+    /// in every caller's future — in a service, in each request in flight, also while it waits its turn
+    /// at the gate or on something else after its statements ran (sqlx's: it opens and closes them on its own, so its count is read at
     /// each checkout; the SQLite workers count themselves).
     async fn acquire_unobserved(&self) -> Result<(Conn, Duration, Option<u32>)> {
         match &self.inner.pools {
@@ -370,7 +370,7 @@ impl Database {
             let check = self.inner.config.validate_on_checkout
                 || (losses.any_loss()
                     && losses.suspect_idle(deadpool::managed::Object::metrics(&c).last_used()));
-            if check && !O::answers(&mut c).await {
+            if check && !Box::pin(O::answers(&mut c)).await {
                 drop(deadpool::managed::Object::take(c));
                 started.get_or_insert_with(Instant::now);
                 continue;
@@ -397,16 +397,16 @@ impl Database {
         let permit = admission.acquire().await?;
         let chooses = self.inner.options.chooses_server();
         if chooses {
-            self.follow_failover().await?;
+            Box::pin(self.follow_failover()).await?;
         }
         let server = self.dialect() != Dialect::Sqlite;
         if server && admission.losses().unreachable() {
-            self.reach().await?;
+            Box::pin(self.reach()).await?;
         }
         let result = loop {
             let left = admission.remaining(started);
             let wait = left.min(self.inner.config.connect_timeout);
-            match tokio::time::timeout(wait, pool_acquire()).await {
+            match tokio::time::timeout(wait, Box::pin(pool_acquire())).await {
                 Ok(Ok(link)) => {
                     let losses = Some(admission.losses().clone());
                     let (bound, at) = (self.inner.options.socket_timeout, &self.inner.server);
@@ -416,7 +416,7 @@ impl Database {
                     return Ok((conn, started.elapsed()));
                 }
                 // A connect timeout's worth of waiting: is the server there at all?
-                Err(_) if server && wait < left => self.reach().await?,
+                Err(_) if server && wait < left => Box::pin(self.reach()).await?,
                 // sqlx's own timeout: the wait and size are the admission's, measured here.
                 Ok(Err(sqlx::Error::PoolTimedOut)) | Err(_) => {
                     break Err(admission.timed_out(started).into());

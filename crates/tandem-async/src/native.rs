@@ -167,7 +167,9 @@ impl<O: Opener> NativePool<O> {
             wait,
             ..deadpool::managed::Timeouts::default()
         };
-        match self.0.timeout_get(&timeouts).await {
+        // Boxed: the get may open a connection (connect, TLS), tens of KiB of state a caller's future would
+        // carry inline for its whole life (see `Database::acquire_unobserved`).
+        match Box::pin(self.0.timeout_get(&timeouts)).await {
             Ok(c) => Ok(Some(c)),
             Err(PoolError::Timeout(_)) => Ok(None),
             Err(PoolError::Backend(e)) => Err(e),

@@ -2,7 +2,7 @@
 //! measured in the same run.
 //!
 //! With no arguments it runs a short matrix on embedded SQLite (a few minutes); `matrix --db
-//! sqlite,postgres,mysql` runs the full one. Scenarios: `seed`, `e2e`, `stream`, `point`, `pool`. Every measured op is
+//! sqlite,postgres,mysql` runs the full one. Scenarios: `seed`, `e2e`, `stream`, `point`, `pool`, `service`. Every measured op is
 //! verified (row counts and a checksum); a mismatch aborts the run. Results go to `target/tandem-bench/`
 //! as `results.json` and `results.csv`, with the machine they were measured on, `results.md` (the essay's
 //! tables beside tandem's) and one chart per workload (`seed.svg`, `e2e.svg`).
@@ -74,7 +74,7 @@ enum Scenario {
     /// own, under closed loops of 16 to 4,096 connections and open loops with up to 2,048 waiting requests.
     Service {
         /// How long each load runs (open loops at least 4 s).
-        #[arg(long, default_value_t = 2)]
+        #[arg(long, default_value_t = 1)]
         seconds: u64,
         /// Rounds: the variants take turns in each, the median round is kept.
         #[arg(long, default_value_t = 3)]
@@ -96,7 +96,7 @@ enum Scenario {
         #[arg(long, default_value_t = 10_000)]
         rows: usize,
     },
-    /// Draw the charts (`seed.svg`, `e2e.svg`) of an earlier run's `results.csv` into `--out`, measuring
+    /// Draw the charts (`seed.svg`, `e2e.svg`, `service.svg`) of an earlier run's `results.csv` into `--out`, measuring
     /// nothing.
     Chart {
         /// The `results.csv` to read.
@@ -306,6 +306,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         for chart in chart::write(&results, &cli.common.out)? {
             println!("{}", chart.display());
         }
+        if let Some(chart) = service::chart::write(&results, &cli.common.out)? {
+            println!("{}", chart.display());
+        }
         return Ok(());
     }
     let mut ctx = Ctx {
@@ -376,6 +379,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 &dbs,
                 &pool::Plan::full(Duration::from_secs(1), cli.common.iterations),
             )?;
+            service::run(&mut ctx, &dbs, &service::Plan::full(1, 3))?;
         }
         None => {
             // The newcomer's run: a short matrix on embedded SQLite.
@@ -395,7 +399,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     ctx.results.print();
     service::print(&ctx.results);
     let (json, csv) = ctx.results.write(&ctx.out)?;
-    let charts = chart::write(&ctx.results, &ctx.out)?;
+    let mut charts = chart::write(&ctx.results, &ctx.out)?;
+    charts.extend(service::chart::write(&ctx.results, &ctx.out)?);
     let page = ctx.out.join("results.md");
     std::fs::write(&page, essay::markdown(&ctx.results))
         .with_context(|| format!("writing {}", page.display()))?;

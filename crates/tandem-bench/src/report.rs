@@ -195,8 +195,8 @@ impl Results {
         Ok((jp, cp))
     }
 
-    /// The seed and e2e cells of an earlier run's `results.csv` (what the charts need; other scenarios
-    /// and the details are not read back).
+    /// The seed, e2e and service cells of an earlier run's `results.csv` (what the charts need; other
+    /// scenarios are not read back, nor the details of seed and e2e).
     pub fn read_csv(path: &std::path::Path) -> anyhow::Result<Results> {
         use anyhow::Context as _;
         let mut reader =
@@ -207,8 +207,19 @@ impl Results {
             let scenario = match r.scenario.as_str() {
                 "seed" => "seed",
                 "e2e" => "e2e",
-                _ => continue,
+                s => match crate::service::SCENARIOS.iter().find(|k| **k == s) {
+                    Some(k) => k,
+                    None => continue,
+                },
             };
+            // `name=value;…`, the names the service writes.
+            let details = (r.details.split(';'))
+                .filter_map(|kv| kv.split_once('='))
+                .filter_map(|(k, v)| {
+                    let name = crate::service::DETAILS.iter().find(|n| **n == k)?;
+                    Some((*name, v.parse::<f64>().ok()?))
+                })
+                .collect();
             let secs = |s: f64| {
                 Duration::try_from_secs_f64(s)
                     .with_context(|| format!("{}: record {}: time {s}", path.display(), line + 1))
@@ -225,8 +236,8 @@ impl Results {
                     min: secs(r.min_s)?,
                     max: secs(r.max_s)?,
                 },
-                extra: None,
-                details: Vec::new(),
+                extra: r.extra,
+                details,
             });
         }
         Ok(results)

@@ -6,6 +6,7 @@
 //! said they wrote, then seeded again.
 
 pub mod app;
+pub mod chart;
 mod load;
 pub mod server;
 mod stores;
@@ -28,6 +29,39 @@ use app::{World, world};
 use tandem_blocking::Executor as _;
 use load::{Load, Outcome};
 use server::Variant;
+
+/// The results' scenarios of the service (what `results.csv` is read back as).
+pub const SCENARIOS: [&str; 7] = [
+    "service /ping",
+    "service /db",
+    "service /queries?q=20",
+    "service /wait?ms=20",
+    "service open /wait?ms=500",
+    "service open /wait?ms=100",
+    "service /updates?q=5",
+];
+
+/// The named figures of a service cell.
+pub const DETAILS: [&str; 18] = [
+    "req_per_s",
+    "req_per_s_min",
+    "req_per_s_max",
+    "latency_p50_ms",
+    "latency_p99_ms",
+    "latency_p999_ms",
+    "latency_max_ms",
+    "errors",
+    "server_rss_mib",
+    "server_threads",
+    "server_cores",
+    "generator_cores",
+    "in_flight",
+    "rounds",
+    "offered_per_s",
+    "probes",
+    "probe_p50_ms",
+    "probe_p99_ms",
+];
 
 /// Database connections of every variant's pool.
 pub const POOL: u32 = 16;
@@ -176,6 +210,17 @@ fn proc_sample(pid: u32) -> (f64, f64) {
     (field("VmRSS:") / 1024.0, field("Threads:"))
 }
 
+/// CPU time (user and system, in seconds) process `pid` has used so far ("self" for this one), from
+/// `/proc/<pid>/stat` at Linux's 100 ticks a second; 0 where it cannot tell.
+fn cpu_seconds(pid: &str) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // After the command name (in brackets, which may hold spaces): state is field 3, utime 14, stime 15.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let tick = |i: usize| fields.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    (tick(11) + tick(12)) / 100.0
+}
+
 /// Drops, creates and seeds `world`.
 fn seed_world(db: &Database) -> anyhow::Result<()> {
     db.execute(&world::table.drop_table())?;
@@ -195,20 +240,33 @@ fn read_world(db: &Database) -> anyhow::Result<Vec<(i32, i32)>> {
 
 /// One cell's measured rounds.
 struct Seen {
-    outcomes: Vec<(Outcome, (f64, f64))>,
+    outcomes: Vec<(Outcome, Sample)>,
+}
+
+/// What was read off the processes during a load.
+#[derive(Clone, Copy, Default)]
+struct Sample {
+    /// The server's resident memory (MiB) at three quarters of the window.
+    rss_mib: f64,
+    /// Its threads then.
+    threads: f64,
+    /// Cores the server kept busy over the load (CPU seconds ÷ wall seconds).
+    server_cores: f64,
+    /// Cores the load generator (this process) kept busy.
+    generator_cores: f64,
 }
 
 impl Seen {
     /// The median round (by requests per second; by p99 for an open loop) as a record.
     fn record(&self, dialect: Dialect, variant: Variant, cell: &Cell) -> Option<Record> {
         let per_s = |o: &Outcome| o.ok as f64 / o.took.as_secs_f64();
-        let mut order: Vec<&(Outcome, (f64, f64))> = self.outcomes.iter().collect();
+        let mut order: Vec<&(Outcome, Sample)> = self.outcomes.iter().collect();
         if cell.rate.is_some() {
             order.sort_by(|a, b| a.0.latencies.quantile_ms(0.99).total_cmp(&b.0.latencies.quantile_ms(0.99)));
         } else {
             order.sort_by(|a, b| per_s(&a.0).total_cmp(&per_s(&b.0)));
         }
-        let (o, (rss, threads)) = *order.get(order.len() / 2)?;
+        let (o, sample) = *order.get(order.len() / 2)?;
         let per_request = o.took.checked_div(o.ok.max(1) as u32).unwrap_or(o.took);
         let q = app::Request::parse(cell.target).map_or(1, |r| match r {
             app::Request::Queries(n) | app::Request::Updates(n) => n as u64,
@@ -223,8 +281,10 @@ impl Seen {
             ("latency_p999_ms", o.latencies.quantile_ms(0.999)),
             ("latency_max_ms", o.latencies.quantile_ms(1.0)),
             ("errors", o.errors as f64),
-            ("server_rss_mib", *rss),
-            ("server_threads", *threads),
+            ("server_rss_mib", sample.rss_mib),
+            ("server_threads", sample.threads),
+            ("server_cores", sample.server_cores),
+            ("generator_cores", sample.generator_cores),
             ("in_flight", o.in_flight as f64),
             ("rounds", self.outcomes.len() as f64),
         ];
@@ -296,6 +356,7 @@ pub fn run(ctx: &mut Ctx, dbs: &[Dialect], plan: &Plan) -> anyhow::Result<()> {
                     };
                     let sampled = Arc::new(Mutex::new((0.0, 0.0)));
                     let into = sampled.clone();
+                    let (server_cpu, own_cpu) = (cpu_seconds(&pid.to_string()), cpu_seconds("self"));
                     let outcome = ctx
                         .rt
                         .block_on(load::run(server.addr, &load, move || {
@@ -304,6 +365,14 @@ pub fn run(ctx: &mut Ctx, dbs: &[Dialect], plan: &Plan) -> anyhow::Result<()> {
                         .with_context(|| {
                             format!("{} on {} ({})", variant.name(), dialect.name(), cell.scenario)
                         })?;
+                    let took = outcome.took.as_secs_f64();
+                    let (rss_mib, threads) = *sampled.lock().expect("no panics under the lock");
+                    let sample = Sample {
+                        rss_mib,
+                        threads,
+                        server_cores: (cpu_seconds(&pid.to_string()) - server_cpu) / took,
+                        generator_cores: (cpu_seconds("self") - own_cpu) / took,
+                    };
                     if cell.target.starts_with("/updates") {
                         // Written rows are checked only when every request was answered: a request cut
                         // off may have written a number no answer reported.
@@ -314,7 +383,6 @@ pub fn run(ctx: &mut Ctx, dbs: &[Dialect], plan: &Plan) -> anyhow::Result<()> {
                         }
                         seed_world(&db)?;
                     }
-                    let sample = *sampled.lock().expect("no panics under the lock");
                     seen[vi][ci].outcomes.push((outcome, sample));
                 }
             }
@@ -339,15 +407,15 @@ pub fn print(results: &Results) {
     if cells.is_empty() {
         return;
     }
-    println!("\nservice: requests/s and latency (ms) per variant; the server's memory and threads at 3/4 of the run");
+    println!("\nservice: requests/s and latency (ms) per variant; the server's memory and threads at 3/4 of the run; cores kept busy by the server / the load generator");
     println!(
-        "{:<27} {:<9} {:>5} {:<42} {:>9} {:>8} {:>8} {:>8} {:>6} {:>8} {:>7}",
-        "test", "db", "conns", "variant", "req/s", "p50", "p99", "p99.9", "errors", "RSS MiB", "threads"
+        "{:<27} {:<9} {:>5} {:<42} {:>9} {:>8} {:>8} {:>8} {:>6} {:>8} {:>7} {:>10}",
+        "test", "db", "conns", "variant", "req/s", "p50", "p99", "p99.9", "errors", "RSS MiB", "threads", "cores s/g"
     );
     for r in cells {
         let d = |k: &str| r.detail(k).unwrap_or(0.0);
         println!(
-            "{:<27} {:<9} {:>5} {:<42} {:>9.0} {:>8.2} {:>8.2} {:>8.2} {:>6} {:>8.1} {:>7}",
+            "{:<27} {:<9} {:>5} {:<42} {:>9.0} {:>8.2} {:>8.2} {:>8.2} {:>6} {:>8.1} {:>7} {:>4.1}/{:<4.1}",
             r.scenario.trim_start_matches("service "),
             r.db,
             r.parallelism,
@@ -359,6 +427,8 @@ pub fn print(results: &Results) {
             d("errors"),
             d("server_rss_mib"),
             d("server_threads"),
+            d("server_cores"),
+            d("generator_cores"),
         );
     }
 }
@@ -452,5 +522,53 @@ pub fn markdown(results: &Results, md: &mut String) {
                 let _ = writeln!(md, "- {db}, {conns} connections: {}", line.join("; "));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every load a plan runs is a scenario `results.csv` is read back as, and `/updates` runs last (it
+    /// changes the table the loads after it would check against).
+    #[test]
+    fn plans_name_known_scenarios_and_update_last() {
+        for plan in [Plan::full(1, 1), Plan::short()] {
+            for c in &plan.cells {
+                assert!(SCENARIOS.contains(&c.scenario), "{} unknown", c.scenario);
+                assert_eq!(c.scenario.trim_start_matches("service ").trim_start_matches("open "), c.target);
+            }
+            let first_update = plan.cells.iter().position(|c| c.target.starts_with("/updates")).unwrap();
+            assert!(plan.cells[first_update..].iter().all(|c| c.target.starts_with("/updates")));
+        }
+    }
+
+    /// A service cell's figures come back from `results.csv`, so `tandem-bench chart` redraws
+    /// `service.svg` from a committed run.
+    #[test]
+    fn service_cells_read_back_with_their_figures() {
+        let t = Duration::from_micros(50);
+        let record = Record {
+            scenario: "service /db",
+            db: "postgres".into(),
+            variant: Variant::TandemAsync.name().into(),
+            rows: 1,
+            pool: POOL,
+            parallelism: 256,
+            time: Measured { median: t, min: t, max: t },
+            extra: Some(20_000.0),
+            details: DETAILS.iter().enumerate().map(|(i, k)| (*k, i as f64 + 0.5)).collect(),
+        };
+        let results = Results { records: vec![record], machine: Vec::new() };
+        let dir = std::env::temp_dir().join(format!("tandem-service-csv-{}", std::process::id()));
+        let (_, csv) = results.write(&dir).unwrap();
+        let back = Results::read_csv(&csv).unwrap();
+        assert_eq!(back.records.len(), 1);
+        let r = &back.records[0];
+        assert_eq!((r.scenario, r.parallelism, r.extra), ("service /db", 256, Some(20_000.0)));
+        for (i, k) in DETAILS.iter().enumerate() {
+            assert_eq!(r.detail(k), Some(i as f64 + 0.5), "{k}");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

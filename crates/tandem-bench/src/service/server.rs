@@ -87,6 +87,8 @@ struct Blocking {
 impl Service for Blocking {
     async fn answer(&self, r: Request) -> anyhow::Result<String> {
         let (work, wait) = match r {
+            // No database work: no hop to a blocking thread either.
+            Request::Ping => return Ok(app::PONG.into()),
             Request::Wait(d) => (Request::Db, Some(d)),
             r => (r, None),
         };
@@ -125,6 +127,9 @@ fn serve_async<S: Service>(
     listener: TcpListener,
     service: S,
 ) -> anyhow::Result<()> {
+    // Non-blocking, as tokio needs it: a blocking accept would hold a worker thread until the next
+    // connection, which under a benchmark's fixed set of connections never comes.
+    listener.set_nonblocking(true)?;
     rt.block_on(async {
         let listener = tokio::net::TcpListener::from_std(listener)?;
         let router = axum::Router::new()
@@ -296,5 +301,102 @@ fn connection<S: BlockingStore>(stream: TcpStream, store: &S) -> anyhow::Result<
             body.len()
         );
         out.write_all(response.as_bytes())?;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::service::app::{World, stored};
+    use crate::service::load::{self, Load};
+
+    /// A store with no database: rows as seeded, or each one off by one (`wrong`).
+    #[derive(Clone, Copy)]
+    struct Fake {
+        wrong: bool,
+    }
+
+    impl Fake {
+        fn world(self, id: i32) -> World {
+            World {
+                id,
+                randomnumber: stored(id) + i32::from(self.wrong),
+            }
+        }
+    }
+
+    impl BlockingStore for Fake {
+        fn row(&self, id: i32) -> anyhow::Result<World> {
+            Ok(self.world(id))
+        }
+        fn update(&self, _: World) -> anyhow::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl AsyncStore for Fake {
+        async fn row(&self, id: i32) -> anyhow::Result<World> {
+            Ok(self.world(id))
+        }
+        async fn update(&self, _: World) -> anyhow::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// Both servers, started on a free port in a thread of their own; the address.
+    fn start(threads: bool, store: Fake) -> std::net::SocketAddr {
+        let listener = listen().unwrap();
+        let addr = listener.local_addr().unwrap();
+        std::thread::spawn(move || {
+            if threads {
+                serve_threads(listener, Arc::new(store), 64)
+            } else {
+                let rt = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .unwrap();
+                serve_async(&rt, listener, OnTasks(store))
+            }
+        });
+        addr
+    }
+
+    fn load(addr: std::net::SocketAddr, target: &'static str) -> anyhow::Result<load::Outcome> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let load = Load {
+            target,
+            conns: 4,
+            window: std::time::Duration::from_millis(200),
+            rate: None,
+            probes: 1,
+        };
+        rt.block_on(load::run(addr, &load, || {}))
+    }
+
+    /// Each server answers every test type as TechEmpower's rules say, the load generator checks every
+    /// answer, and a server that answers with a row not as stored fails the run.
+    #[test]
+    fn both_servers_answer_and_wrong_answers_fail_the_run() {
+        for threads in [false, true] {
+            let addr = start(threads, Fake { wrong: false });
+            for target in ["/ping", "/db", "/queries?q=3", "/updates?q=2", "/wait?ms=5"] {
+                let out = load(addr, target).unwrap();
+                assert!(out.ok > 0, "{target}: nothing answered ({} errors: {:?})", out.errors, out.first_error);
+                assert_eq!(out.errors, 0, "{target}: {:?}", out.first_error);
+                assert!(out.probe.len() > 0, "{target}: the /ping probe was not answered");
+                if target.starts_with("/updates") {
+                    assert_eq!(out.written.len() as u64, 2 * out.ok, "{target}");
+                }
+            }
+            let unknown = load(addr, "/nowhere").unwrap();
+            assert_eq!(unknown.ok, 0);
+            assert!(unknown.errors > 0 && unknown.first_error.unwrap().contains("404"));
+            let wrong = start(threads, Fake { wrong: true });
+            let e = load(wrong, "/db").err().expect("a wrong row must fail the run");
+            assert!(format!("{e:#}").contains("not as stored"), "{e:#}");
+        }
     }
 }

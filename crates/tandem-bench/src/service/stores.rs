@@ -394,3 +394,4 @@ impl BlockingStore for RawBlocking {
     }
 }
 
+

@@ -10,6 +10,38 @@ use tandem_core::{ConnectOptions, Error, Result};
 use tandem_sql::batch::BorrowedStatement;
 use tandem_sql::{Dialect, Rendered};
 
+/// Whether this thread is one of tokio's blocking threads running [`crate::Database::run_blocking`]'s
+/// closure: there a connection's own runtime may block directly (tokio allows it off its worker threads),
+/// where a call from async code must take a thread of its own. Set by `run_blocking` only: tokio has no
+/// public way to tell its blocking threads from its workers, which both see a runtime handle.
+#[cfg(any(feature = "postgres", feature = "tokio"))]
+pub(crate) mod off_runtime {
+    use std::cell::Cell;
+
+    thread_local! {
+        static OFF_RUNTIME: Cell<bool> = const { Cell::new(false) };
+    }
+
+    /// Runs `f` marked as off the runtime's workers (the mark is cleared after, panic or not).
+    #[cfg(feature = "tokio")]
+    pub(crate) fn run<T>(f: impl FnOnce() -> T) -> T {
+        struct Unmark(bool);
+        impl Drop for Unmark {
+            fn drop(&mut self) {
+                OFF_RUNTIME.set(self.0);
+            }
+        }
+        let _unmark = Unmark(OFF_RUNTIME.replace(true));
+        f()
+    }
+
+    /// Whether the current thread is marked.
+    #[cfg(feature = "postgres")]
+    pub(crate) fn marked() -> bool {
+        OFF_RUNTIME.get()
+    }
+}
+
 #[cfg(feature = "mysql")]
 pub(crate) mod mysql;
 #[cfg(feature = "postgres")]

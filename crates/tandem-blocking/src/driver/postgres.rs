@@ -41,7 +41,8 @@ pub(crate) fn open(opts: &ConnectOptions, timeout: std::time::Duration) -> Resul
 /// straight from an async task, which `run_blocking` exists to avoid, or a connection dropped there)
 /// would panic in tokio ("Cannot start a runtime from within a runtime"); such a call is made on a
 /// thread of its own instead, so that it blocks its caller exactly as a MySQL or SQLite call does — the
-/// same behaviour on every engine, at the cost of a thread per call on that path only.
+/// same behaviour on every engine, at the cost of a thread per call on that path only. Inside
+/// `run_blocking` (one of tokio's blocking threads, where blocking is allowed) it blocks directly.
 struct OwnRuntime(Option<tokio::runtime::Runtime>);
 
 impl OwnRuntime {
@@ -52,7 +53,7 @@ impl OwnRuntime {
         let Some(runtime) = &self.0 else {
             unreachable!("the runtime is taken only when the connection is dropped")
         };
-        if tokio::runtime::Handle::try_current().is_err() {
+        if tokio::runtime::Handle::try_current().is_err() || super::off_runtime::marked() {
             return Ok(runtime.block_on(future));
         }
         std::thread::scope(|scope| {
