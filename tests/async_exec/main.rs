@@ -120,19 +120,35 @@ async fn futures_stay_small() {
     setup(&t.db).await;
     let repo = t.db.repository::<User>();
     let insert = repo.insert(&user("ada", 36));
-    assert!(size_of_val(&insert) <= LIMIT, "insert: {} bytes", size_of_val(&insert));
+    assert!(
+        size_of_val(&insert) <= LIMIT,
+        "insert: {} bytes",
+        size_of_val(&insert)
+    );
     let id = insert.await.unwrap();
     let find = repo.find_by_id(id);
-    assert!(size_of_val(&find) <= LIMIT, "find_by_id: {} bytes", size_of_val(&find));
+    assert!(
+        size_of_val(&find) <= LIMIT,
+        "find_by_id: {} bytes",
+        size_of_val(&find)
+    );
     assert_eq!(find.await.unwrap().map(|u| u.name), Some("ada".to_owned()));
     let query = users::table.select(users::name);
     let fetch = t.db.fetch_all::<(String,)>(&query);
-    assert!(size_of_val(&fetch) <= LIMIT, "fetch_all: {} bytes", size_of_val(&fetch));
+    assert!(
+        size_of_val(&fetch) <= LIMIT,
+        "fetch_all: {} bytes",
+        size_of_val(&fetch)
+    );
     assert_eq!(fetch.await.unwrap(), vec![("ada".to_owned(),)]);
     let mut changed = user("ada", 37);
     changed.id = id;
     let update = repo.update_by_id(&changed);
-    assert!(size_of_val(&update) <= LIMIT, "update_by_id: {} bytes", size_of_val(&update));
+    assert!(
+        size_of_val(&update) <= LIMIT,
+        "update_by_id: {} bytes",
+        size_of_val(&update)
+    );
     assert_eq!(update.await.unwrap(), 1);
 }
 

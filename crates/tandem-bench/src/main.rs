@@ -96,7 +96,8 @@ enum Scenario {
         #[arg(long, default_value_t = 10_000)]
         rows: usize,
     },
-    /// Draw the charts (`seed.svg`, `e2e.svg`, `service.svg`) of an earlier run's `results.csv` into `--out`, measuring
+    /// Draw the charts (`seed.svg`, `e2e.svg`, `service.svg`, with the service's tables in `service.md`) of
+    /// an earlier run's `results.csv` into `--out`, measuring
     /// nothing.
     Chart {
         /// The `results.csv` to read.
@@ -308,6 +309,12 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         }
         if let Some(chart) = service::chart::write(&results, &cli.common.out)? {
             println!("{}", chart.display());
+            // The service's tables too: they are drawn from the same figures.
+            let mut md = String::new();
+            service::markdown(&results, &mut md);
+            let page = cli.common.out.join("service.md");
+            std::fs::write(&page, md).with_context(|| format!("writing {}", page.display()))?;
+            println!("{}", page.display());
         }
         return Ok(());
     }
@@ -364,9 +371,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Some(Scenario::Service { seconds, rounds }) => {
             service::run(&mut ctx, &dbs, &service::Plan::full(seconds, rounds))?
         }
-        Some(
-            Scenario::Chart { .. } | Scenario::Instructions { .. } | Scenario::ServeWorld(_),
-        ) => {
+        Some(Scenario::Chart { .. } | Scenario::Instructions { .. } | Scenario::ServeWorld(_)) => {
             unreachable!("handled above")
         }
         Some(Scenario::Matrix(s)) => {

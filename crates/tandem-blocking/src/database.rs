@@ -505,7 +505,8 @@ impl Database {
         T: Send + 'static,
     {
         let db = self.clone();
-        match tokio::task::spawn_blocking(move || crate::driver::off_runtime::run(|| f(&db))).await {
+        match tokio::task::spawn_blocking(move || crate::driver::off_runtime::run(|| f(&db))).await
+        {
             Ok(r) => r,
             Err(e) if e.is_panic() => Err(Error::Panicked {
                 message: tandem_core::tx::panic_message(&*e.into_panic()),

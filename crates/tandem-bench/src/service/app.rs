@@ -92,7 +92,11 @@ pub fn random() -> i32 {
 /// `{"id":1,"randomNumber":2}`.
 fn push_row(out: &mut String, w: &World) {
     use std::fmt::Write as _;
-    let _ = write!(out, r#"{{"id":{},"randomNumber":{}}}"#, w.id, w.randomnumber);
+    let _ = write!(
+        out,
+        r#"{{"id":{},"randomNumber":{}}}"#,
+        w.id, w.randomnumber
+    );
 }
 
 /// One row's JSON.
@@ -202,7 +206,10 @@ mod tests {
         assert_eq!(Request::parse("/db"), Some(Request::Db));
         assert_eq!(Request::parse("/queries?q=20"), Some(Request::Queries(20)));
         assert_eq!(Request::parse("/queries?q=0"), Some(Request::Queries(1)));
-        assert_eq!(Request::parse("/queries?q=9999"), Some(Request::Queries(500)));
+        assert_eq!(
+            Request::parse("/queries?q=9999"),
+            Some(Request::Queries(500))
+        );
         assert_eq!(Request::parse("/queries?q=foo"), Some(Request::Queries(1)));
         assert_eq!(Request::parse("/updates"), Some(Request::Updates(1)));
         assert_eq!(

@@ -90,7 +90,9 @@ fn draw(cells: &[&Record], engines: &[&str], path: &Path) -> anyhow::Result<()> 
             let lines: Vec<(usize, Vec<(f64, f64)>)> = (Variant::ALL.iter().enumerate())
                 .map(|(i, v)| {
                     let mut points: Vec<(f64, f64)> = (cells.iter())
-                        .filter(|r| r.db == *engine && r.variant == v.name() && (panel.scenario)(r.scenario))
+                        .filter(|r| {
+                            r.db == *engine && r.variant == v.name() && (panel.scenario)(r.scenario)
+                        })
                         .map(|r| ((panel.x)(r), (panel.y)(r)))
                         .filter(|(x, y)| *x > 0.0 && *y > 0.0 && y.is_finite())
                         .collect();
@@ -170,7 +172,11 @@ mod tests {
             rows: 1,
             pool: 16,
             parallelism: conns,
-            time: Measured { median: t, min: t, max: t },
+            time: Measured {
+                median: t,
+                min: t,
+                max: t,
+            },
             extra: Some(1.0),
             details: vec![
                 ("latency_p99_ms", p99),
@@ -196,15 +202,29 @@ mod tests {
         }
         let dir = std::env::temp_dir().join(format!("tandem-service-chart-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        let results = Results { records, machine: Vec::new() };
+        let results = Results {
+            records,
+            machine: Vec::new(),
+        };
         let path = write(&results, &dir).unwrap().expect("cells to draw");
         let svg = std::fs::read_to_string(&path).unwrap();
         for v in Variant::ALL {
-            assert!(svg.contains(v.name()), "{} missing from the legend", v.name());
-            assert!(42 + 7 * v.name().len() < LEGEND_W as usize, "{} overflows the legend", v.name());
+            assert!(
+                svg.contains(v.name()),
+                "{} missing from the legend",
+                v.name()
+            );
+            assert!(
+                42 + 7 * v.name().len() < LEGEND_W as usize,
+                "{} overflows the legend",
+                v.name()
+            );
         }
         for db in ["sqlite", "postgres"] {
-            assert!(svg.contains(&format!("{db} — /db: p99 latency")), "{db}'s panels missing");
+            assert!(
+                svg.contains(&format!("{db} — /db: p99 latency")),
+                "{db}'s panels missing"
+            );
         }
         assert!(!svg.contains("not measured"));
         std::fs::remove_dir_all(&dir).unwrap();

@@ -106,18 +106,28 @@ impl Expect {
             Expect::Pong if body == PONG.as_bytes() => Ok(()),
             Expect::Pong => Err(format!("/ping answered {}", text())),
             Expect::Row => {
-                let r: Row = serde_json::from_slice(body).map_err(|e| format!("{e}: {}", text()))?;
+                let r: Row =
+                    serde_json::from_slice(body).map_err(|e| format!("{e}: {}", text()))?;
                 if in_range(r.id) && r.random_number == stored(r.id) {
                     Ok(())
                 } else {
-                    Err(format!("row {} is not as stored ({}): {}", r.id, stored(r.id), text()))
+                    Err(format!(
+                        "row {} is not as stored ({}): {}",
+                        r.id,
+                        stored(r.id),
+                        text()
+                    ))
                 }
             }
             Expect::Rows(n) | Expect::Written(n) => {
                 let rows: Vec<Row> =
                     serde_json::from_slice(body).map_err(|e| format!("{e}: {}", text()))?;
                 if rows.len() != n {
-                    return Err(format!("{} rows where {n} were asked for: {}", rows.len(), text()));
+                    return Err(format!(
+                        "{} rows where {n} were asked for: {}",
+                        rows.len(),
+                        text()
+                    ));
                 }
                 for r in &rows {
                     let good = match self {
@@ -168,8 +178,16 @@ async fn exchange(
                 .headers
                 .iter()
                 .find(|h| h.name.eq_ignore_ascii_case("content-length"))
-                .and_then(|h| std::str::from_utf8(h.value).ok()?.trim().parse::<usize>().ok())
-                .ok_or_else(|| Error::new(ErrorKind::InvalidData, "an answer without content-length"))?;
+                .and_then(|h| {
+                    std::str::from_utf8(h.value)
+                        .ok()?
+                        .trim()
+                        .parse::<usize>()
+                        .ok()
+                })
+                .ok_or_else(|| {
+                    Error::new(ErrorKind::InvalidData, "an answer without content-length")
+                })?;
             let status = response.code.unwrap_or(0);
             if buf.len() >= head + length {
                 let body = buf[head..head + length].to_vec();
@@ -178,7 +196,10 @@ async fn exchange(
             }
         }
         if stream.read_buf(buf).await? == 0 {
-            return Err(Error::new(ErrorKind::UnexpectedEof, "the server closed the connection"));
+            return Err(Error::new(
+                ErrorKind::UnexpectedEof,
+                "the server closed the connection",
+            ));
         }
     }
 }
@@ -230,7 +251,8 @@ async fn drive(
             }
         };
         in_flight.fetch_add(1, Ordering::Relaxed);
-        let answer = tokio::time::timeout(REQUEST_TIMEOUT, exchange(&mut stream, &mut buf, &request)).await;
+        let answer =
+            tokio::time::timeout(REQUEST_TIMEOUT, exchange(&mut stream, &mut buf, &request)).await;
         in_flight.fetch_sub(1, Ordering::Relaxed);
         // Only a 5xx keeps the connection in a known state; after a timeout or a broken answer it is dropped.
         let (failed, keep) = match answer {
@@ -243,11 +265,17 @@ async fn drive(
                 continue;
             }
             Ok(Ok((status, body))) => (
-                format!("{target}: status {status}: {}", String::from_utf8_lossy(&body)),
+                format!(
+                    "{target}: status {status}: {}",
+                    String::from_utf8_lossy(&body)
+                ),
                 true,
             ),
             Ok(Err(e)) => (format!("{target}: {e}"), false),
-            Err(_) => (format!("{target}: no answer within {REQUEST_TIMEOUT:?}"), false),
+            Err(_) => (
+                format!("{target}: no answer within {REQUEST_TIMEOUT:?}"),
+                false,
+            ),
         };
         seen.errors += 1;
         seen.first_error.get_or_insert(failed);
@@ -270,7 +298,9 @@ pub async fn run(
         for _ in 0..n {
             let s = tokio::time::timeout(REQUEST_TIMEOUT, TcpStream::connect(addr))
                 .await
-                .map_err(|_| anyhow::anyhow!("connecting to {addr}: no answer within {REQUEST_TIMEOUT:?}"))??;
+                .map_err(|_| {
+                    anyhow::anyhow!("connecting to {addr}: no answer within {REQUEST_TIMEOUT:?}")
+                })??;
             s.set_nodelay(true)?;
             streams.push(s);
         }
@@ -379,12 +409,32 @@ mod tests {
         assert!(Expect::Row.check(good.as_bytes(), &mut w).is_ok());
         let wrong = format!(r#"{{"id":5,"randomNumber":{}}}"#, stored(5) + 1);
         assert!(Expect::Row.check(wrong.as_bytes(), &mut w).is_err());
-        assert!(Expect::Row.check(b"{\"id\":0,\"randomNumber\":1}", &mut w).is_err());
-        assert!(Expect::Rows(2).check(format!("[{good}]").as_bytes(), &mut w).is_err());
-        assert!(Expect::Rows(2).check(format!("[{good},{good}]").as_bytes(), &mut w).is_ok());
+        assert!(
+            Expect::Row
+                .check(b"{\"id\":0,\"randomNumber\":1}", &mut w)
+                .is_err()
+        );
+        assert!(
+            Expect::Rows(2)
+                .check(format!("[{good}]").as_bytes(), &mut w)
+                .is_err()
+        );
+        assert!(
+            Expect::Rows(2)
+                .check(format!("[{good},{good}]").as_bytes(), &mut w)
+                .is_ok()
+        );
         assert!(Expect::Pong.check(b"pong", &mut w).is_err());
-        assert!(Expect::Written(1).check(b"[{\"id\":7,\"randomNumber\":10001}]", &mut w).is_err());
-        assert!(Expect::Written(1).check(b"[{\"id\":7,\"randomNumber\":42}]", &mut w).is_ok());
+        assert!(
+            Expect::Written(1)
+                .check(b"[{\"id\":7,\"randomNumber\":10001}]", &mut w)
+                .is_err()
+        );
+        assert!(
+            Expect::Written(1)
+                .check(b"[{\"id\":7,\"randomNumber\":42}]", &mut w)
+                .is_ok()
+        );
         assert_eq!(w, vec![(7, 42)]);
     }
 
@@ -395,7 +445,13 @@ mod tests {
         assert!(check_updates(&table, &[(7, 42)]).is_ok());
         assert!(check_updates(&table, &[(7, 42), (7, 43)]).is_ok());
         assert!(check_updates(&table, &[(7, 43)]).is_err(), "a write lost");
-        assert!(check_updates(&table, &[]).is_err(), "a write no answer made");
-        assert!(check_updates(&table[1..], &[(7, 42)]).is_err(), "a row lost");
+        assert!(
+            check_updates(&table, &[]).is_err(),
+            "a write no answer made"
+        );
+        assert!(
+            check_updates(&table[1..], &[(7, 42)]).is_err(),
+            "a row lost"
+        );
     }
 }

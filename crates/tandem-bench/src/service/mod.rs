@@ -26,9 +26,9 @@ use tandem_sql::prelude::*;
 use crate::report::{Measured, Record, Results};
 use crate::{Ctx, Executor, url};
 use app::{World, world};
-use tandem_blocking::Executor as _;
 use load::{Load, Outcome};
 use server::Variant;
+use tandem_blocking::Executor as _;
 
 /// The results' scenarios of the service (what `results.csv` is read back as).
 pub const SCENARIOS: [&str; 7] = [
@@ -111,8 +111,18 @@ impl Plan {
         let mut cells: Vec<Cell> = Vec::new();
         cells.extend(closed("service /ping", "/ping", &[16, 256, 4_096], 0));
         cells.extend(closed("service /db", "/db", &[16, 256, 4_096], 4));
-        cells.extend(closed("service /queries?q=20", "/queries?q=20", &[16, 256], 0));
-        cells.extend(closed("service /wait?ms=20", "/wait?ms=20", &[256, 4_096], 0));
+        cells.extend(closed(
+            "service /queries?q=20",
+            "/queries?q=20",
+            &[16, 256],
+            0,
+        ));
+        cells.extend(closed(
+            "service /wait?ms=20",
+            "/wait?ms=20",
+            &[256, 4_096],
+            0,
+        ));
         // One request a second per connection, each waiting half a second: about half the connections'
         // requests in flight at once.
         cells.extend([256, 1_024, 4_096].map(|conns| Cell {
@@ -123,7 +133,12 @@ impl Plan {
             probes: 0,
             window: w.max(Duration::from_secs(4)),
         }));
-        cells.extend(closed("service /updates?q=5", "/updates?q=5", &[16, 256], 0));
+        cells.extend(closed(
+            "service /updates?q=5",
+            "/updates?q=5",
+            &[16, 256],
+            0,
+        ));
         Plan {
             cells,
             rounds: rounds.max(1),
@@ -147,7 +162,13 @@ impl Plan {
             cells: vec![
                 cell("service /db", "/db", 16, None, 2),
                 cell("service /queries?q=20", "/queries?q=20", 16, None, 0),
-                cell("service open /wait?ms=100", "/wait?ms=100", 64, Some(5.0), 0),
+                cell(
+                    "service open /wait?ms=100",
+                    "/wait?ms=100",
+                    64,
+                    Some(5.0),
+                    0,
+                ),
                 cell("service /updates?q=5", "/updates?q=5", 16, None, 0),
             ],
             rounds: 1,
@@ -185,7 +206,9 @@ impl Server {
             let status = child.wait()?;
             anyhow::bail!("{} on {url} did not start ({status})", variant.name());
         };
-        let addr = addr.parse().with_context(|| format!("the service's address {line:?}"))?;
+        let addr = addr
+            .parse()
+            .with_context(|| format!("the service's address {line:?}"))?;
         Ok(Server { child, addr })
     }
 }
@@ -217,7 +240,12 @@ fn cpu_seconds(pid: &str) -> f64 {
     // After the command name (in brackets, which may hold spaces): state is field 3, utime 14, stime 15.
     let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
     let fields: Vec<&str> = rest.split_whitespace().collect();
-    let tick = |i: usize| fields.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    let tick = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
     (tick(11) + tick(12)) / 100.0
 }
 
@@ -262,7 +290,11 @@ impl Seen {
         let per_s = |o: &Outcome| o.ok as f64 / o.took.as_secs_f64();
         let mut order: Vec<&(Outcome, Sample)> = self.outcomes.iter().collect();
         if cell.rate.is_some() {
-            order.sort_by(|a, b| a.0.latencies.quantile_ms(0.99).total_cmp(&b.0.latencies.quantile_ms(0.99)));
+            order.sort_by(|a, b| {
+                a.0.latencies
+                    .quantile_ms(0.99)
+                    .total_cmp(&b.0.latencies.quantile_ms(0.99))
+            });
         } else {
             order.sort_by(|a, b| per_s(&a.0).total_cmp(&per_s(&b.0)));
         }
@@ -314,8 +346,34 @@ impl Seen {
     }
 }
 
+/// This process's limit on open files (the soft one, which the server it starts inherits), from
+/// `/proc/self/limits`; `None` where it cannot tell.
+fn open_files_limit() -> Option<u64> {
+    let limits = std::fs::read_to_string("/proc/self/limits").ok()?;
+    let line = limits.lines().find(|l| l.starts_with("Max open files"))?;
+    line.trim_start_matches("Max open files")
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
 /// Runs `plan` on every engine.
 pub fn run(ctx: &mut Ctx, dbs: &[Dialect], plan: &Plan) -> anyhow::Result<()> {
+    // Each connection is a file in the generator and another in the server: a limit below the largest
+    // load would fail it minutes in, as an unrelated connect error.
+    let needed = plan
+        .cells
+        .iter()
+        .map(|c| c.conns + c.probes)
+        .max()
+        .unwrap_or(0) as u64
+        + 256;
+    if let Some(limit) = open_files_limit().filter(|l| *l < needed) {
+        anyhow::bail!(
+            "the service's largest load needs about {needed} open files per process and the limit is {limit}: raise it (`ulimit -n {needed}`) and run again"
+        );
+    }
     for &dialect in dbs {
         let url = url(dialect, &ctx.out);
         let db = Database::connect(&url).map_err(|e| anyhow::anyhow!("{dialect} at {url}: {e}"))?;
@@ -332,7 +390,14 @@ pub fn run(ctx: &mut Ctx, dbs: &[Dialect], plan: &Plan) -> anyhow::Result<()> {
             .collect();
         let mut seen: Vec<Vec<Seen>> = variants
             .iter()
-            .map(|_| plan.cells.iter().map(|_| Seen { outcomes: Vec::new() }).collect())
+            .map(|_| {
+                plan.cells
+                    .iter()
+                    .map(|_| Seen {
+                        outcomes: Vec::new(),
+                    })
+                    .collect()
+            })
             .collect();
         for _ in 0..plan.rounds {
             for (vi, &variant) in variants.iter().enumerate() {
@@ -356,14 +421,20 @@ pub fn run(ctx: &mut Ctx, dbs: &[Dialect], plan: &Plan) -> anyhow::Result<()> {
                     };
                     let sampled = Arc::new(Mutex::new((0.0, 0.0)));
                     let into = sampled.clone();
-                    let (server_cpu, own_cpu) = (cpu_seconds(&pid.to_string()), cpu_seconds("self"));
+                    let (server_cpu, own_cpu) =
+                        (cpu_seconds(&pid.to_string()), cpu_seconds("self"));
                     let outcome = ctx
                         .rt
                         .block_on(load::run(server.addr, &load, move || {
                             *into.lock().expect("no panics under the lock") = proc_sample(pid);
                         }))
                         .with_context(|| {
-                            format!("{} on {} ({})", variant.name(), dialect.name(), cell.scenario)
+                            format!(
+                                "{} on {} ({})",
+                                variant.name(),
+                                dialect.name(),
+                                cell.scenario
+                            )
                         })?;
                     let took = outcome.took.as_secs_f64();
                     let (rss_mib, threads) = *sampled.lock().expect("no panics under the lock");
@@ -407,10 +478,23 @@ pub fn print(results: &Results) {
     if cells.is_empty() {
         return;
     }
-    println!("\nservice: requests/s and latency (ms) per variant; the server's memory and threads at 3/4 of the run; cores kept busy by the server / the load generator");
+    println!(
+        "\nservice: requests/s and latency (ms) per variant; the server's memory and threads at 3/4 of the run; cores kept busy by the server / the load generator"
+    );
     println!(
         "{:<27} {:<9} {:>5} {:<42} {:>9} {:>8} {:>8} {:>8} {:>6} {:>8} {:>7} {:>10}",
-        "test", "db", "conns", "variant", "req/s", "p50", "p99", "p99.9", "errors", "RSS MiB", "threads", "cores s/g"
+        "test",
+        "db",
+        "conns",
+        "variant",
+        "req/s",
+        "p50",
+        "p99",
+        "p99.9",
+        "errors",
+        "RSS MiB",
+        "threads",
+        "cores s/g"
     );
     for r in cells {
         let d = |k: &str| r.detail(k).unwrap_or(0.0);
@@ -433,6 +517,17 @@ pub fn print(results: &Results) {
     }
 }
 
+/// Each distinct item once, in the order first met.
+fn first_met<T: PartialEq>(items: impl Iterator<Item = T>) -> Vec<T> {
+    let mut out = Vec::new();
+    for i in items {
+        if !out.contains(&i) {
+            out.push(i);
+        }
+    }
+    out
+}
+
 /// The service's tables for `results.md`: one per test type, each variant's requests per second (closed
 /// loops) or p99 latency (open loops), tandem beside the same service by hand on its own driver.
 pub fn markdown(results: &Results, md: &mut String) {
@@ -443,8 +538,13 @@ pub fn markdown(results: &Results, md: &mut String) {
         return;
     }
     md.push_str("\n## service: TechEmpower's database tests over HTTP (axum on tokio, or a thread per connection)\n\nEach variant is a server process of its own on loopback, 16 database connections, under load from the benchmark's process (which shares the cores); every answer checked. Closed loops: requests per second, p99 in ms in brackets. Open loops (a fixed rate, latency counted from when each request was due): p99 and p99.9 in ms, the server's resident memory and threads. Variants: (a) tandem-async; raw async driver (tokio-postgres / mysql_async, a semaphore and a stack of connections); raw sqlx (its pool); (b) tandem-blocking via `run_blocking`; (c) tandem-blocking called in the async handler; (d) tandem-blocking on a thread-per-connection server; the raw blocking driver on the same server.\n");
-    let mut scenarios: Vec<&str> = cells.iter().map(|r| r.scenario).collect();
-    scenarios.dedup();
+    // In the order first met (the cells come engine by engine, variant by variant).
+    let mut scenarios: Vec<&str> = Vec::new();
+    for r in &cells {
+        if !scenarios.contains(&r.scenario) {
+            scenarios.push(r.scenario);
+        }
+    }
     for scenario in scenarios {
         let here: Vec<&&Record> = cells.iter().filter(|r| r.scenario == scenario).collect();
         let open = scenario.contains(" open ");
@@ -453,7 +553,11 @@ pub fn markdown(results: &Results, md: &mut String) {
             .map(|v| v.name())
             .filter(|v| here.iter().any(|r| r.variant == *v))
             .collect();
-        let _ = write!(md, "\n### {}\n\n| engine | connections |", scenario.trim_start_matches("service "));
+        let _ = write!(
+            md,
+            "\n### {}\n\n| engine | connections |",
+            scenario.trim_start_matches("service ")
+        );
         for v in &variants {
             let _ = write!(md, " {v} |");
         }
@@ -462,10 +566,11 @@ pub fn markdown(results: &Results, md: &mut String) {
             md.push_str("--:|");
         }
         md.push_str("--:|--:|\n");
-        let mut keys: Vec<(&str, u32)> = here.iter().map(|r| (r.db.as_str(), r.parallelism)).collect();
-        keys.dedup();
-        for (db, conns) in keys {
-            let find = |v: &str| here.iter().find(|r| r.db == db && r.parallelism == conns && r.variant == v);
+        for (db, conns) in first_met(here.iter().map(|r| (r.db.as_str(), r.parallelism))) {
+            let find = |v: &str| {
+                here.iter()
+                    .find(|r| r.db == db && r.parallelism == conns && r.variant == v)
+            };
             let _ = write!(md, "| {db} | {conns} |");
             for v in &variants {
                 let text = find(v).map_or("–".to_owned(), |r| {
@@ -505,19 +610,26 @@ pub fn markdown(results: &Results, md: &mut String) {
             );
         }
         // The probes: how long a request with no database work waits beside the load, per variant.
-        let probed: Vec<&&&Record> = here.iter().filter(|r| r.detail("probes").is_some()).collect();
+        let probed: Vec<&&&Record> = here
+            .iter()
+            .filter(|r| r.detail("probes").is_some())
+            .collect();
         if let Some(first) = probed.first() {
             let _ = writeln!(
                 md,
                 "\n`/ping` beside this load ({} connections at 50 requests/s each, open loop), p99 in ms:\n",
                 first.detail("probes").unwrap_or(0.0)
             );
-            let mut keys: Vec<(&str, u32)> = probed.iter().map(|r| (r.db.as_str(), r.parallelism)).collect();
-            keys.dedup();
-            for (db, conns) in keys {
+            for (db, conns) in first_met(probed.iter().map(|r| (r.db.as_str(), r.parallelism))) {
                 let line: Vec<String> = (probed.iter())
                     .filter(|r| r.db == db && r.parallelism == conns)
-                    .map(|r| format!("{} {:.2}", r.variant, r.detail("probe_p99_ms").unwrap_or(0.0)))
+                    .map(|r| {
+                        format!(
+                            "{} {:.2}",
+                            r.variant,
+                            r.detail("probe_p99_ms").unwrap_or(0.0)
+                        )
+                    })
                     .collect();
                 let _ = writeln!(md, "- {db}, {conns} connections: {}", line.join("; "));
             }
@@ -536,11 +648,70 @@ mod tests {
         for plan in [Plan::full(1, 1), Plan::short()] {
             for c in &plan.cells {
                 assert!(SCENARIOS.contains(&c.scenario), "{} unknown", c.scenario);
-                assert_eq!(c.scenario.trim_start_matches("service ").trim_start_matches("open "), c.target);
+                assert_eq!(
+                    c.scenario
+                        .trim_start_matches("service ")
+                        .trim_start_matches("open "),
+                    c.target
+                );
             }
-            let first_update = plan.cells.iter().position(|c| c.target.starts_with("/updates")).unwrap();
-            assert!(plan.cells[first_update..].iter().all(|c| c.target.starts_with("/updates")));
+            let first_update = plan
+                .cells
+                .iter()
+                .position(|c| c.target.starts_with("/updates"))
+                .unwrap();
+            assert!(
+                plan.cells[first_update..]
+                    .iter()
+                    .all(|c| c.target.starts_with("/updates"))
+            );
         }
+    }
+
+    /// One table per test type, one row per engine and connection count, whatever order the cells came in.
+    #[test]
+    fn tables_have_a_row_per_engine_and_load() {
+        let t = Duration::from_micros(50);
+        let mut records = Vec::new();
+        for db in ["sqlite", "postgres"] {
+            for v in [Variant::TandemAsync, Variant::TandemBlockingThreads] {
+                for conns in [16, 256] {
+                    records.push(Record {
+                        scenario: "service /db",
+                        db: db.into(),
+                        variant: v.name().into(),
+                        rows: 1,
+                        pool: POOL,
+                        parallelism: conns,
+                        time: Measured {
+                            median: t,
+                            min: t,
+                            max: t,
+                        },
+                        extra: Some(1.0),
+                        details: vec![("req_per_s", 1_000.0), ("latency_p99_ms", 2.0)],
+                    });
+                }
+            }
+        }
+        let mut md = String::new();
+        markdown(
+            &Results {
+                records,
+                machine: Vec::new(),
+            },
+            &mut md,
+        );
+        assert_eq!(md.matches("### /db").count(), 1, "{md}");
+        for row in [
+            "| sqlite | 16 |",
+            "| sqlite | 256 |",
+            "| postgres | 16 |",
+            "| postgres | 256 |",
+        ] {
+            assert_eq!(md.matches(row).count(), 1, "{row} in {md}");
+        }
+        assert!(md.contains("| 1000 (2.0) | 1000 (2.0) |"), "{md}");
     }
 
     /// A service cell's figures come back from `results.csv`, so `tandem-bench chart` redraws
@@ -555,17 +726,31 @@ mod tests {
             rows: 1,
             pool: POOL,
             parallelism: 256,
-            time: Measured { median: t, min: t, max: t },
+            time: Measured {
+                median: t,
+                min: t,
+                max: t,
+            },
             extra: Some(20_000.0),
-            details: DETAILS.iter().enumerate().map(|(i, k)| (*k, i as f64 + 0.5)).collect(),
+            details: DETAILS
+                .iter()
+                .enumerate()
+                .map(|(i, k)| (*k, i as f64 + 0.5))
+                .collect(),
         };
-        let results = Results { records: vec![record], machine: Vec::new() };
+        let results = Results {
+            records: vec![record],
+            machine: Vec::new(),
+        };
         let dir = std::env::temp_dir().join(format!("tandem-service-csv-{}", std::process::id()));
         let (_, csv) = results.write(&dir).unwrap();
         let back = Results::read_csv(&csv).unwrap();
         assert_eq!(back.records.len(), 1);
         let r = &back.records[0];
-        assert_eq!((r.scenario, r.parallelism, r.extra), ("service /db", 256, Some(20_000.0)));
+        assert_eq!(
+            (r.scenario, r.parallelism, r.extra),
+            ("service /db", 256, Some(20_000.0))
+        );
         for (i, k) in DETAILS.iter().enumerate() {
             assert_eq!(r.detail(k), Some(i as f64 + 0.5), "{k}");
         }

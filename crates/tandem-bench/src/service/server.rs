@@ -384,9 +384,17 @@ mod tests {
             let addr = start(threads, Fake { wrong: false });
             for target in ["/ping", "/db", "/queries?q=3", "/updates?q=2", "/wait?ms=5"] {
                 let out = load(addr, target).unwrap();
-                assert!(out.ok > 0, "{target}: nothing answered ({} errors: {:?})", out.errors, out.first_error);
+                assert!(
+                    out.ok > 0,
+                    "{target}: nothing answered ({} errors: {:?})",
+                    out.errors,
+                    out.first_error
+                );
                 assert_eq!(out.errors, 0, "{target}: {:?}", out.first_error);
-                assert!(out.probe.len() > 0, "{target}: the /ping probe was not answered");
+                assert!(
+                    out.probe.len() > 0,
+                    "{target}: the /ping probe was not answered"
+                );
                 if target.starts_with("/updates") {
                     assert_eq!(out.written.len() as u64, 2 * out.ok, "{target}");
                 }
@@ -395,7 +403,9 @@ mod tests {
             assert_eq!(unknown.ok, 0);
             assert!(unknown.errors > 0 && unknown.first_error.unwrap().contains("404"));
             let wrong = start(threads, Fake { wrong: true });
-            let e = load(wrong, "/db").err().expect("a wrong row must fail the run");
+            let e = load(wrong, "/db")
+                .err()
+                .expect("a wrong row must fail the run");
             assert!(format!("{e:#}").contains("not as stored"), "{e:#}");
         }
     }

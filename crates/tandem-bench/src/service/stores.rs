@@ -89,7 +89,11 @@ impl<C> TaskPool<C> {
     }
 
     async fn get(&self) -> Held<'_, C> {
-        let permit = self.permits.acquire().await.expect("the semaphore is never closed");
+        let permit = self
+            .permits
+            .acquire()
+            .await
+            .expect("the semaphore is never closed");
         let conn = self.conns.lock().expect("no panics under the lock").pop();
         Held {
             pool: self,
@@ -109,7 +113,11 @@ impl<C> Drop for Held<'_, C> {
     fn drop(&mut self) {
         // Before the permit (a field, dropped after this body) lets the next task in.
         if let Some(c) = self.conn.take() {
-            self.pool.conns.lock().expect("no panics under the lock").push(c);
+            self.pool
+                .conns
+                .lock()
+                .expect("no panics under the lock")
+                .push(c);
         }
     }
 }
@@ -139,7 +147,10 @@ impl<C> ThreadPool<C> {
             }
         };
         let out = f(&mut conn);
-        self.conns.lock().expect("no panics under the lock").push(conn);
+        self.conns
+            .lock()
+            .expect("no panics under the lock")
+            .push(conn);
         self.freed.notify_one();
         out
     }
@@ -193,7 +204,10 @@ impl AsyncStore for RawAsync {
             RawAsync::Postgres(pool) => {
                 let mut held = pool.get().await;
                 let (c, select, _) = held.conn();
-                let r = c.query_opt(&*select, &[&id]).await?.ok_or_else(|| missing(id))?;
+                let r = c
+                    .query_opt(&*select, &[&id])
+                    .await?
+                    .ok_or_else(|| missing(id))?;
                 (r.get(0), r.get(1))
             }
             RawAsync::MySql(pool) => {
@@ -393,5 +407,3 @@ impl BlockingStore for RawBlocking {
         }
     }
 }
-
-
