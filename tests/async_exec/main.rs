@@ -119,7 +119,8 @@ async fn futures_stay_small() {
     let t = adb(Dialect::Sqlite, "futures_stay_small", PoolConfig::default()).await;
     setup(&t.db).await;
     let repo = t.db.repository::<User>();
-    let insert = repo.insert(&user("ada", 36));
+    let ada = user("ada", 36);
+    let insert = repo.insert(&ada);
     assert!(
         size_of_val(&insert) <= LIMIT,
         "insert: {} bytes",

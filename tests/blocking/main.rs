@@ -82,9 +82,7 @@ fn main() {
                 )
                 .needs(&[Dialect::MySql]),
             ],
-            vec![harness::Case::new("bridge_from_async", move || {
-                harness::block_on(bridge_from_async())
-            })],
+            harness::engines("bridge_from_async", bridge_from_async),
             vec![harness::Case::new("unreachable_server", unreachable_server)],
             harness::engines(
                 "blocking_calls_inside_async_code",

@@ -169,9 +169,16 @@ pub(crate) fn killed_mid_transaction_mysql() {
     killed_mid_transaction(&t);
 }
 
-/// An async service runs a blocking transaction on tokio's blocking pool and gets its result back.
-pub(crate) async fn bridge_from_async() {
-    let t = db::open(Dialect::Sqlite, "bridge", PoolConfig::default());
+/// An async service runs a blocking transaction on tokio's blocking pool and gets its result back, on every
+/// engine (PostgreSQL's connections block on their own runtime there, without a thread per call).
+pub(crate) fn bridge_from_async(dialect: Dialect) {
+    harness::block_on(bridge(dialect))
+}
+
+async fn bridge(dialect: Dialect) {
+    let t = tokio::task::spawn_blocking(move || db::open(dialect, "bridge", PoolConfig::default()))
+        .await
+        .unwrap();
     setup(&t.db);
     let id =
         t.db.transaction_blocking(|tx| tx.repository::<User>().insert(&user("from-async", 1)))
