@@ -252,7 +252,8 @@ fn labels(side: Side, dialect: Dialect) -> Vec<Label> {
 /// do nothing, at the cost of a branch), and the two counts its gauges are set from: connections open
 /// (the blocking pool counts each one it opens and closes; the async one reads its driver pool's count at
 /// each checkout) and connections checked out (counted at checkout and return). Idle is the difference,
-/// so the three gauges always agree.
+/// and the three are set together under one lock, so a scrape never sees one update's size beside another's
+/// idle count (two threads returning and closing at once would otherwise interleave their three sets).
 #[derive(Debug)]
 pub struct PoolGauges {
     /// [`POOL_SIZE`]
@@ -269,8 +270,8 @@ pub struct PoolGauges {
     pub timeouts: Counter,
     /// [`POOL_REJECTED`]
     pub rejected: Counter,
-    open: std::sync::atomic::AtomicI64,
-    busy: std::sync::atomic::AtomicI64,
+    /// Connections open and connections checked out.
+    counts: std::sync::Mutex<(i64, i64)>,
 }
 
 impl PoolGauges {
@@ -290,8 +291,7 @@ impl PoolGauges {
             acquire_wait: metrics::histogram!(POOL_ACQUIRE_WAIT, l.clone()),
             timeouts: metrics::counter!(POOL_TIMEOUTS, l.clone()),
             rejected: metrics::counter!(POOL_REJECTED, l),
-            open: Default::default(),
-            busy: Default::default(),
+            counts: Default::default(),
         }
     }
 
@@ -305,61 +305,60 @@ impl PoolGauges {
             acquire_wait: Histogram::noop(),
             timeouts: Counter::noop(),
             rejected: Counter::noop(),
-            open: Default::default(),
-            busy: Default::default(),
+            counts: Default::default(),
         }
     }
 
-    fn publish(&self, open: i64, busy: i64) {
+    /// The counts, poisoned or not (they are two integers: a panic elsewhere cannot leave them torn).
+    fn counts(&self) -> std::sync::MutexGuard<'_, (i64, i64)> {
+        self.counts.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Changes the counts and sets the three gauges from them before another change can.
+    fn update(&self, change: impl FnOnce(&mut (i64, i64))) {
+        let mut counts = self.counts();
+        change(&mut counts);
+        let (open, busy) = *counts;
         self.size.set(open as f64);
         self.in_use.set(busy as f64);
         self.idle.set((open - busy).max(0) as f64);
     }
 
-    fn add(&self, open: i64, busy: i64) {
-        use std::sync::atomic::Ordering::Relaxed;
-        let o = self.open.fetch_add(open, Relaxed) + open;
-        let b = self.busy.fetch_add(busy, Relaxed) + busy;
-        self.publish(o, b);
-    }
-
     /// A connection was opened.
     pub fn opened(&self) {
-        self.add(1, 0);
+        self.update(|c| c.0 += 1);
     }
 
     /// A connection was closed.
     pub fn closed(&self) {
-        self.add(-1, 0);
+        self.update(|c| c.0 -= 1);
     }
 
     /// The driver pool says it holds `open` connections (for pools that cannot count their own).
     pub fn open_now(&self, open: u32) {
-        use std::sync::atomic::Ordering::Relaxed;
-        self.open.store(i64::from(open), Relaxed);
-        self.publish(i64::from(open), self.busy.load(Relaxed));
+        self.update(|c| c.0 = i64::from(open));
     }
 
     /// Connections open, by these counts.
     pub fn open_count(&self) -> i64 {
-        self.open.load(std::sync::atomic::Ordering::Relaxed)
+        self.counts().0
     }
 
     /// Whether, by these counts, a connection is open and not in use (a hint: another checkout may take
     /// it first).
     pub fn any_idle(&self) -> bool {
-        use std::sync::atomic::Ordering::Relaxed;
-        self.open.load(Relaxed) > self.busy.load(Relaxed)
+        let (open, busy) = *self.counts();
+        open > busy
     }
 
     /// A connection was checked out.
     pub fn checked_out(&self) {
-        self.add(0, 1);
+        self.update(|c| c.1 += 1);
     }
 
     /// A connection came back.
     pub fn returned(&self) {
-        self.add(0, -1);
+        self.update(|c| c.1 -= 1);
     }
 }
 
@@ -758,6 +757,116 @@ pub fn observe_run(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A recorder that keeps each gauge's last value, by metric name (one pool per test).
+    #[derive(Default)]
+    struct LastValues(std::sync::Mutex<std::collections::HashMap<String, Arc<LastValue>>>);
+
+    #[derive(Default)]
+    struct LastValue(std::sync::atomic::AtomicU64);
+
+    impl metrics::GaugeFn for LastValue {
+        fn increment(&self, _: f64) {
+            unreachable!("the pool's gauges are only set")
+        }
+        fn decrement(&self, _: f64) {
+            unreachable!("the pool's gauges are only set")
+        }
+        fn set(&self, value: f64) {
+            self.0
+                .store(value.to_bits(), std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+
+    impl LastValues {
+        fn get(&self, name: &str) -> f64 {
+            let all = self.0.lock().unwrap();
+            f64::from_bits(all[name].0.load(std::sync::atomic::Ordering::SeqCst))
+        }
+    }
+
+    impl metrics::Recorder for LastValues {
+        fn describe_counter(&self, _: metrics::KeyName, _: Option<Unit>, _: metrics::SharedString) {
+        }
+        fn describe_gauge(&self, _: metrics::KeyName, _: Option<Unit>, _: metrics::SharedString) {}
+        fn describe_histogram(
+            &self,
+            _: metrics::KeyName,
+            _: Option<Unit>,
+            _: metrics::SharedString,
+        ) {
+        }
+        fn register_counter(&self, _: &metrics::Key, _: &metrics::Metadata<'_>) -> Counter {
+            Counter::noop()
+        }
+        fn register_gauge(&self, key: &metrics::Key, _: &metrics::Metadata<'_>) -> Gauge {
+            let mut all = self.0.lock().unwrap();
+            let value = all.entry(key.name().to_string()).or_default();
+            Gauge::from_arc(Arc::clone(value))
+        }
+        fn register_histogram(&self, _: &metrics::Key, _: &metrics::Metadata<'_>) -> Histogram {
+            Histogram::noop()
+        }
+    }
+
+    /// Threads opening, checking out, returning and closing at once leave gauges that agree with each
+    /// other and with the counts at every moment a reader can look (here: holding the counts' lock, as
+    /// no scraper can, to see each update whole), whatever order the updates ran in.
+    #[test]
+    fn pool_gauges_agree_under_concurrent_updates() {
+        use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+        let recorder = LastValues::default();
+        let gauges = metrics::with_local_recorder(&recorder, || {
+            PoolGauges::new(Side::Async, Dialect::Sqlite)
+        });
+        let writing = AtomicBool::new(true);
+        let mut looks = 0u64;
+        std::thread::scope(|s| {
+            let writers: Vec<_> = (0..3)
+                .map(|_| {
+                    s.spawn(|| {
+                        for _ in 0..20_000 {
+                            gauges.opened();
+                            gauges.checked_out();
+                            gauges.returned();
+                            gauges.closed();
+                        }
+                    })
+                })
+                .collect();
+            s.spawn(|| {
+                for w in writers {
+                    w.join().unwrap();
+                }
+                writing.store(false, SeqCst);
+            });
+            while writing.load(SeqCst) {
+                let counts = gauges.counts();
+                let (size, idle, in_use) = (
+                    recorder.get(POOL_SIZE),
+                    recorder.get(POOL_IDLE),
+                    recorder.get(POOL_IN_USE),
+                );
+                assert_eq!(
+                    (size, in_use, idle),
+                    (
+                        counts.0 as f64,
+                        counts.1 as f64,
+                        (counts.0 - counts.1) as f64
+                    ),
+                    "after {looks} looks"
+                );
+                drop(counts);
+                looks += 1;
+            }
+        });
+        assert_eq!(
+            (recorder.get(POOL_SIZE), recorder.get(POOL_IN_USE)),
+            (0.0, 0.0),
+            "all returned and closed"
+        );
+        assert!(looks > 0, "the reader looked while the writers ran");
+    }
 
     #[test]
     fn operation_is_the_first_keyword() {
