@@ -265,3 +265,37 @@ fn workload_name(w: Workload) -> String {
     }
 }
 // ANCHOR_END: report
+
+// ANCHOR: service
+/// Row `id` of the service's `world (id, randomnumber)` table on your blocking executor, as `(id,
+/// randomnumber)`; `None` when there is no such row. One select by primary key, the id a parameter (in the
+/// engine's placeholder).
+pub fn world_row_blocking(
+    db: &blocking::Database,
+    id: i64,
+) -> blocking::Result<Option<(i64, i64)>> {
+    db.fetch_optional(&world_row(db.dialect(), id))
+}
+
+/// The same on your async executor.
+pub async fn world_row_async(
+    db: &asynchronous::Database,
+    id: i64,
+) -> blocking::Result<Option<(i64, i64)>> {
+    let rows = db.fetch(&world_row(db.dialect(), id)).await?;
+    Ok(rows.into_iter().next())
+}
+
+/// The select, with the engine's placeholder.
+fn world_row(d: Dialect, id: i64) -> dialects::Statement {
+    let mark = match d {
+        Dialect::Postgres => "$1",
+        Dialect::Sqlite | Dialect::MySql => "?",
+    };
+    dialects::Statement {
+        sql: format!("SELECT id, randomnumber FROM world WHERE id = {mark}"),
+        params: vec![Value::I64(id)],
+        key: dialects::GeneratedKey::None,
+    }
+}
+// ANCHOR_END: service

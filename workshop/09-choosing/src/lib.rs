@@ -7,6 +7,7 @@
 //! reference solution. You do not need to edit it. The executors measured are those of stages 4, 6 and 8:
 //! their reference solutions by default, yours with `just check 09 --mine`.
 
+pub mod service;
 pub mod workloads;
 
 #[cfg(not(feature = "solution"))]

@@ -1,6 +1,7 @@
 //! Stage 9 — a benchmark of your own. Your code. Read `book/src/09-choosing.md`, then make `just check 09`
-//! pass: the median, the verification, your seed on both executors, `measure`, and the table. Then run the
-//! benchmark and fill in the chapter's selection guide with your numbers.
+//! pass: the median, the verification, your seed on both executors, `measure`, the table, and the service's
+//! one row on both executors. Then run the benchmark (and `--service`) and fill in the chapter's selection
+//! guide with your numbers.
 // When you are done, delete this comment and the `#![allow(…)]` under it: they keep the compiler quiet
 // while the bodies are `todo!()`s (unused parameters, imports, helpers); then its warnings are worth reading.
 #![allow(unused_variables, unused_imports, dead_code)]
@@ -81,3 +82,20 @@ pub fn table(cells: &[Cell]) -> String {
 }
 
 // ANCHOR_END: report
+
+// ANCHOR: service
+/// Row `id` of the service's `world (id, randomnumber)` table on your blocking executor, as `(id,
+/// randomnumber)`; `None` when there is no such row. One select by primary key, the id a parameter (in the
+/// engine's placeholder).
+pub fn world_row_blocking(db: &blocking::Database, id: i64) -> blocking::Result<Option<(i64, i64)>> {
+    todo!("one world row on your blocking executor")
+}
+
+/// The same on your async executor.
+pub async fn world_row_async(
+    db: &asynchronous::Database,
+    id: i64,
+) -> blocking::Result<Option<(i64, i64)>> {
+    todo!("one world row on your async executor")
+}
+// ANCHOR_END: service

@@ -6,7 +6,9 @@
 use std::time::Duration;
 
 use bench::workloads::{Cell, Mismatch, Side, Workload, reset, resets, written};
-use bench::{measure, median, ops_per_sec, seed_async, seed_blocking, spread, table, verify};
+use bench::{
+    measure, median, ops_per_sec, seed_async, seed_blocking, service, spread, table, verify,
+};
 use tables::Dialect;
 
 fn ms(n: u64) -> Duration {
@@ -259,6 +261,51 @@ fn the_clock_starts_after_the_database_opens() {
     }
 }
 
+/// Chapter 9's service on your two executors — your `world_row_blocking` behind a thread per connection,
+/// your `world_row_async` behind a tokio task per connection — under eight connections at once of `/db`
+/// and `/queries?q=20`: every answer is checked against the table as seeded (each id in range, each number
+/// the one stored), so a pool that hands one connection to two requests, a row read from the wrong
+/// connection or a lost parameter shows as a wrong answer. Then the same load on a server that answers one
+/// row in ten wrongly (tandem's executor with a fault planted), which the load must catch.
+fn the_service_answers_right_on_your_executors() {
+    const ROWS: i64 = 1_000;
+    for d in Dialect::ALL {
+        let Some(target) = workshop_support::db::target_or_skip(tandem_dialect(d), "w9service")
+        else {
+            continue;
+        };
+        let url = target.url();
+        service::seed_world(&url, ROWS).unwrap_or_else(|e| panic!("{d}: seeding world: {e}"));
+        for side in [Side::MineBlocking, Side::MineAsync] {
+            let server =
+                service::serve(&url, side, ROWS).unwrap_or_else(|e| panic!("{d} {side}: {e}"));
+            for path in ["/db", "/queries?q=20"] {
+                let load = service::drive(server.addr, path, 8, ms(300), ROWS);
+                assert!(
+                    load.errors == 0,
+                    "{d} {side} {path}: {} right answers, {} wrong or failed; the first: {:#?}",
+                    load.ok,
+                    load.errors,
+                    load.problems
+                );
+                assert!(load.ok > 0, "{d} {side} {path}: no answer in 300 ms");
+            }
+        }
+        if d == Dialect::Sqlite {
+            let server = service::serve(&url, Side::Sabotaged, ROWS).unwrap();
+            let load = service::drive(server.addr, "/queries?q=20", 2, ms(200), ROWS);
+            assert!(
+                load.errors > 0 && load.problems.iter().any(|p| p.contains("randomNumber")),
+                "a server answering one row in ten wrongly: {} answers taken as right, {} as wrong ({:?}): \
+                 the load must check every answer",
+                load.ok,
+                load.errors,
+                load.problems
+            );
+        }
+    }
+}
+
 workshop_harness::checks!(
     the_spread_says_how_far_to_trust_the_median,
     measure_refuses_a_wrong_result,
@@ -269,4 +316,5 @@ workshop_harness::checks!(
     the_table_sets_your_figures_beside_the_essay,
     your_seed_writes_every_row,
     every_side_measures_both_workloads,
+    the_service_answers_right_on_your_executors,
 );

@@ -33,6 +33,40 @@ pub struct TestRun {
     pub took: Duration,
 }
 
+/// A cargo command (the cargo that started the runner, else the one on the PATH) without the variables
+/// `cargo run` set for the runner itself: `CARGO_MANIFEST_DIR`, `CARGO_PKG_*` and the like describe
+/// `workshop/runner`, and a build that inherits them sees them as changed settings — ring's build script
+/// reruns and some twenty crates after it (rustls, the drivers, every tandem crate) are compiled again,
+/// minutes on two cores for a check with no source changed, and again after any plain `cargo test`.
+pub fn command() -> Command {
+    let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    for (name, _) in std::env::vars_os() {
+        if name.to_str().is_some_and(set_by_cargo_run) {
+            cmd.env_remove(&name);
+        }
+    }
+    cmd
+}
+
+/// Whether `name` is one of the variables cargo sets for the program it runs (not one a user sets to
+/// steer cargo, such as `CARGO_TARGET_DIR`, `CARGO_HOME` or `CARGO_PROFILE_*`, which the child keeps).
+fn set_by_cargo_run(name: &str) -> bool {
+    name.starts_with("CARGO_PKG_")
+        || name.starts_with("CARGO_BIN_EXE_")
+        || matches!(
+            name,
+            "CARGO_MANIFEST_DIR"
+                | "CARGO_MANIFEST_PATH"
+                | "CARGO_MANIFEST_LINKS"
+                | "CARGO_CRATE_NAME"
+                | "CARGO_BIN_NAME"
+                | "CARGO_PRIMARY_PACKAGE"
+                | "CARGO_RUSTC_CURRENT_DIR"
+                | "CARGO_TARGET_TMPDIR"
+                | "OUT_DIR"
+        )
+}
+
 /// Runs `cmd` (a cargo command with `--message-format=json`), following its build; `package` is the stage
 /// whose library's warnings are kept.
 pub fn run(mut cmd: Command, progress: Progress, package: &str) -> Result<Built, String> {
@@ -149,4 +183,58 @@ fn report_artifact(compiled: usize, name: &str, tty: bool) {
         println!("   … {compiled} crates so far ({name})");
     }
     let _ = std::io::stdout().flush();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What `cargo run` set for the runner is taken out of its cargo commands; what a user set to steer
+    /// cargo stays.
+    #[test]
+    fn child_cargo_forgets_the_runners_own_variables() {
+        // This test binary runs under `cargo test`, which sets the same variables `cargo run` does.
+        assert!(
+            std::env::var_os("CARGO_MANIFEST_DIR").is_some(),
+            "cargo sets CARGO_MANIFEST_DIR for the programs it runs"
+        );
+        let cmd = command();
+        let removed: Vec<String> = cmd
+            .get_envs()
+            .filter(|(_, v)| v.is_none())
+            .map(|(k, _)| k.to_string_lossy().into_owned())
+            .collect();
+        for name in ["CARGO_MANIFEST_DIR", "CARGO_PKG_NAME"] {
+            assert!(
+                removed.iter().any(|r| r == name),
+                "{name} not removed: {removed:?}"
+            );
+        }
+        for kept in [
+            "CARGO_TARGET_DIR",
+            "CARGO_HOME",
+            "CARGO_INCREMENTAL",
+            "CARGO",
+            "CARGO_PROFILE_DEV_DEBUG",
+        ] {
+            assert!(
+                !set_by_cargo_run(kept),
+                "{kept} is the user's, not cargo run's"
+            );
+        }
+        // And the child really runs without them: `env` in its place prints what it inherits.
+        let mut env = Command::new("env");
+        for (k, v) in cmd.get_envs() {
+            match v {
+                Some(v) => env.env(k, v),
+                None => env.env_remove(k),
+            };
+        }
+        let out = String::from_utf8(env.output().expect("env runs").stdout).unwrap();
+        assert!(
+            !out.lines().any(|l| l.starts_with("CARGO_MANIFEST_DIR=")),
+            "{out}"
+        );
+        assert!(!out.lines().any(|l| l.starts_with("CARGO_PKG_")), "{out}");
+    }
 }

@@ -267,7 +267,7 @@ fn run(stage: &Stage, mode: Mode, progress: Progress, pick: Pick<'_>) -> Result<
         if mode.solution { "-solution" } else { "" }
     ));
     let _ = std::fs::remove_file(&report);
-    let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    let mut cmd = cargo::command();
     cmd.current_dir(&stage.dir)
         .args([
             "test",
@@ -597,7 +597,7 @@ fn verify() -> Result<bool, String> {
         }
     }
     // The reference solutions are code learners read: lint them as the project's own code.
-    let mut clippy = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    let mut clippy = cargo::command();
     clippy.current_dir(workspace()?).arg("clippy");
     for s in &all {
         clippy.args(["-p", &s.package]);

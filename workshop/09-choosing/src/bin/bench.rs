@@ -3,6 +3,10 @@
 //! tandem's, every operation verified, and prints your table beside the essay's figures. `--quick` is
 //! SQLite, 1,000 and 10,000 rows, parallelism 1 and 4, three iterations: under a minute.
 //!
+//! `bench --service [--quick] [--db …]` runs chapter 9's service instead: `/db` and `/queries?q=20` from 16
+//! and 256 connections on each of the four executors (a thread per connection for the blocking ones, a
+//! tokio task per connection for the async ones), every answer checked; `--quick` is one second a load.
+//!
 //! Run it in release mode — debug builds measure the compiler, not the executors:
 //! `cargo run --release -p workshop-09-choosing --bin bench -- --quick`.
 
@@ -38,6 +42,7 @@ fn main() -> ExitCode {
     let rows: Vec<u64> = list(&args, "--rows", vec![1_000, 10_000]);
     let partitions: Vec<usize> = list(&args, "--partitions", vec![1, 4]);
     let iterations = list(&args, "--iterations", vec![if quick { 3 } else { 5 }])[0];
+    let service = args.iter().any(|a| a == "--service");
     let dir = std::env::temp_dir().join(format!("workshop-bench-{}", std::process::id()));
     let _ = std::fs::create_dir_all(&dir);
     let mut cells = Vec::new();
@@ -59,6 +64,14 @@ fn main() -> ExitCode {
                 return ExitCode::from(2);
             }
         };
+        if service {
+            let took = if quick { 1 } else { 3 };
+            if let Err(e) = run_service(db, &url, std::time::Duration::from_secs(took)) {
+                eprintln!("failed: {e}");
+                return ExitCode::FAILURE;
+            }
+            continue;
+        }
         let mut workloads: Vec<Workload> =
             rows.iter().map(|&rows| Workload::Seed { rows }).collect();
         for &r in &rows {
@@ -90,6 +103,9 @@ fn main() -> ExitCode {
         }
     }
     let _ = std::fs::remove_dir_all(&dir);
+    if service {
+        return ExitCode::SUCCESS;
+    }
     println!("{}", table(&cells));
     for line in far_off(&cells) {
         println!("{line}");
@@ -130,4 +146,85 @@ fn far_off(cells: &[bench::workloads::Cell]) -> Vec<String> {
         }
     }
     out
+}
+
+/// The service on `db`: each load on each side, every answer checked, then a table of right answers per
+/// second and p99 latency, and yours ÷ tandem's for each model.
+fn run_service(db: &str, url: &str, took: std::time::Duration) -> Result<(), String> {
+    use bench::service::{WORLD_ROWS, drive, seed_world, serve};
+    seed_world(url, WORLD_ROWS)?;
+    let loads = [
+        ("/db", 16),
+        ("/db", 256),
+        ("/queries?q=20", 16),
+        ("/queries?q=20", 256),
+    ];
+    let mut rates = std::collections::HashMap::new();
+    let mut lines = Vec::new();
+    for side in Side::ALL {
+        let server = serve(url, side, WORLD_ROWS)?;
+        for (target, connections) in loads {
+            eprint!("{db} service {target} × {connections} {side} … ");
+            let load = drive(server.addr, target, connections, took, WORLD_ROWS);
+            if load.errors > 0 {
+                return Err(format!(
+                    "{side}: {} wrong or failed answers; the first: {:?}",
+                    load.errors, load.problems
+                ));
+            }
+            eprintln!("{:.0} req/s", load.per_sec());
+            rates.insert((side, target, connections), load.per_sec());
+            lines.push((side, target, connections, load));
+        }
+    }
+    println!(
+        "\nservice on {db}: right answers per second, p99 in ms ({} s a load)",
+        took.as_secs()
+    );
+    println!(
+        "{:<15} {:>5}  {:>17} {:>17} {:>17} {:>17}  {:>9} {:>9}",
+        "request",
+        "conns",
+        Side::MineBlocking,
+        Side::MineAsync,
+        Side::TandemBlocking,
+        Side::TandemAsync,
+        "blocking",
+        "async"
+    );
+    println!("{:>62}{:>43}", "", "(mine ÷ tandem)");
+    for (target, connections) in loads {
+        let cell = |side| {
+            lines
+                .iter()
+                .find(|l| l.0 == side && l.1 == target && l.2 == connections)
+                .map(|l| {
+                    format!(
+                        "{:.0} ({:.1})",
+                        l.3.per_sec(),
+                        l.3.quantile(0.99).as_secs_f64() * 1e3
+                    )
+                })
+                .unwrap_or_else(|| "-".into())
+        };
+        let ratio = |mine, theirs| match (
+            rates.get(&(mine, target, connections)),
+            rates.get(&(theirs, target, connections)),
+        ) {
+            (Some(m), Some(t)) if *t > 0.0 => format!("{:.2}", m / t),
+            _ => "-".into(),
+        };
+        println!(
+            "{:<15} {:>5}  {:>17} {:>17} {:>17} {:>17}  {:>9} {:>9}",
+            target,
+            connections,
+            cell(Side::MineBlocking),
+            cell(Side::MineAsync),
+            cell(Side::TandemBlocking),
+            cell(Side::TandemAsync),
+            ratio(Side::MineBlocking, Side::TandemBlocking),
+            ratio(Side::MineAsync, Side::TandemAsync),
+        );
+    }
+    Ok(())
 }
