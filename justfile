@@ -221,11 +221,18 @@ book: playground-build book-text
     rm -rf book/book/playground && cp -r "{{site}}" book/book/playground
     @echo "book: book/book/index.html, the playground in book/book/playground/"
 
+# The version of mdbook the book is built with (CI installs this one too).
+mdbook_version := "0.5.4"
+
 # The book without building the playground (seconds, where the playground's WebAssembly takes minutes the
-# first time): every chapter and its code, the playground's page left out.
+# first time): every chapter and its code, the playground's page left out. Installs mdbook when missing.
 book-text:
     #!/usr/bin/env bash
     set -euo pipefail
+    if ! command -v mdbook >/dev/null 2>&1; then
+        echo "book: mdbook is not installed; installing mdbook {{mdbook_version}} with cargo (once: about five minutes on two cores)…"
+        cargo install mdbook --version "{{mdbook_version}}" --no-default-features --features search
+    fi
     missing=0
     while IFS= read -r inc; do
         spec=${inc#\{\{#include }; spec=${spec%\}\}}
@@ -241,41 +248,61 @@ book-text:
     if grep -qE "ERROR|WARN" target/mdbook.log; then echo "book: mdbook reported problems"; exit 1; fi
     echo "book: book/book/index.html (text only: \`just book\` adds the playground)"
 
-# The workshop's own program, built by the first `just check` or `just next` (said so, since cargo runs quiet).
+# The book, to read: the chapters built (mdbook installed the first time) and opened in a browser where one
+# can be opened here, else the file to open named.
+read: book-text
+    #!/usr/bin/env bash
+    page="$PWD/book/book/index.html"
+    for open in xdg-open open; do
+        if command -v "$open" >/dev/null 2>&1 && "$open" "$page" >/dev/null 2>&1; then echo "book: opened $page"; exit 0; fi
+    done
+    echo "book: open file://$page in a browser"
+
+# The workshop's own program, built by the first `just check` or `just next`.
 workshop_bin := env("CARGO_TARGET_DIR", justfile_directory() / "target") / "debug/workshop"
+
+# Runs the workshop's program (built first when its code changed). Not `cargo run -q`: that also hides
+# cargo's "Blocking waiting for file lock" (another build holds the target directory), and a check sat
+# silent for minutes; here that line is said in plain words and cargo's routine lines are left out.
+[private]
+[no-exit-message]
+_workshop *ARGS:
+    #!/usr/bin/env bash
+    set -uo pipefail
+    [ -x "{{workshop_bin}}" ] || echo "building the workshop's runner first (once: about two minutes on two cores)…"
+    cargo run -p workshop-runner -- {{ARGS}} 2> >(sed -u -E \
+        -e '/^ +(Compiling|Finished|Running|Fresh|Checking|Locking|Adding|Updating|Downloading|Downloaded) /d' \
+        -e 's/^ +Blocking waiting for file lock on (.*)$/   waiting for another cargo on this machine to finish: it holds the lock on the \1 (an editor, another just check, another terminal)…/' >&2)
+    status=$?
+    wait $! 2>/dev/null
+    exit $status
 
 # The workshop: run stage NN's tests on your code (`workshop/NN-*/src/exercise.rs`) with a verdict. By default
 # the stage builds on the reference solutions of the stages before it; `just check NN --mine` builds it on
 # yours. `--verbose` shows whole failure messages and every compile error.
 [no-exit-message]
-check NN *FLAGS:
-    @[ -x "{{workshop_bin}}" ] || echo "building the workshop's runner first (once: about half a minute)…"
-    @cargo run -q -p workshop-runner -- check {{NN}} {{FLAGS}}
+check NN *FLAGS: (_workshop "check" NN FLAGS)
 
 # The workshop: the first stage whose tests do not pass yet.
 [no-exit-message]
-next:
-    @[ -x "{{workshop_bin}}" ] || echo "building the workshop's runner first (once: about half a minute)…"
-    @cargo run -q -p workshop-runner -- next
+next: (_workshop "next")
 
 # The workshop: stage NN's reference solution, and how your code differs from it.
-solve NN:
-    @cargo run -q -p workshop-runner -- solve {{NN}}
+solve NN: (_workshop "solve" NN)
 
 # The workshop: put stage NN's starter back in src/exercise.rs (your file is kept as src/exercise.rs.bak).
 [no-exit-message]
-reset NN:
-    @cargo run -q -p workshop-runner -- reset {{NN}}
+reset NN: (_workshop "reset" NN)
 
 # The workshop: remove the server containers `just check` started where PostgreSQL or MariaDB was missing.
-workshop-down:
-    @cargo run -q -p workshop-runner -- down
+workshop-down: (_workshop "down")
 
 # The workshop, for CI: every reference solution passes its tests and every starter fails all of them;
 # every mistake planted in a solution (workshop/NN-*/mutants) fails its check; the stages whose checks race
 # (threads, tasks, servers) pass TIMES runs in a row (5 in CI, to keep its time; `just workshop-verify 50`
 # before changing one of those checks).
 workshop-verify TIMES="10":
+    cargo test -q -p workshop-harness -p workshop-runner
     cargo run -q -p workshop-runner -- verify
     cargo run -q -p workshop-runner -- repeat {{TIMES}} 04 06 07 08
 

@@ -9,6 +9,8 @@
 //! (what differs between two SQL texts, said so a learner can act on it) and [`proptest_config`].
 
 #[cfg(feature = "checks")]
+pub mod limit;
+#[cfg(feature = "checks")]
 mod panics;
 #[cfg(feature = "checks")]
 pub mod ui;
@@ -152,11 +154,19 @@ impl Check {
 #[cfg(feature = "checks")]
 fn in_own_process(name: &str) {
     let exe = std::env::current_exe().expect("the test binary's path");
-    let out = std::process::Command::new(exe)
+    let child = std::process::Command::new(exe)
         .env(ALONE_VAR, name)
         .env_remove(REPORT_VAR)
-        .output()
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
         .expect("start the check's own process");
+    let pid = child.id();
+    limit::child_started(pid);
+    let out = child
+        .wait_with_output()
+        .expect("the check's own process ends");
+    limit::child_ended(pid);
     if !out.status.success() {
         let said = String::from_utf8_lossy(&out.stderr);
         let message = said
@@ -222,8 +232,10 @@ pub fn main(checks: Vec<Check>) {
             };
             Trial::test(c.name, move || {
                 let mark = panics::start();
+                limit::started(c.name, alone);
                 let result = catch_unwind(AssertUnwindSafe(run))
                     .map_err(|p| panics::failure(&panics::text(&*p), &mark));
+                limit::finished(c.name);
                 outcomes
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
@@ -236,9 +248,30 @@ pub fn main(checks: Vec<Check>) {
             })
         })
         .collect();
+    // A check past its time bound ends the run: it fails with what its thread was doing, the checks
+    // still running with it are cut short, and the report says so.
+    let cut_short = outcomes.clone();
+    limit::watch(move |said| {
+        let mut done = cut_short.lock().unwrap_or_else(|e| e.into_inner());
+        for (name, message) in said {
+            eprintln!("\nCHECK STOPPED: {message}");
+            done.push(Outcome {
+                name: name.to_owned(),
+                passed: false,
+                message: Some(message),
+            });
+        }
+        write_report(done.clone());
+    });
     let conclusion = libtest_mimic::run(&args, trials);
+    write_report(outcomes.lock().unwrap_or_else(|e| e.into_inner()).clone());
+    conclusion.exit();
+}
+
+#[cfg(feature = "checks")]
+/// Writes the report where [`REPORT_VAR`] says, when it says so.
+fn write_report(mut checks: Vec<Outcome>) {
     if let Ok(path) = std::env::var(REPORT_VAR) {
-        let mut checks = outcomes.lock().unwrap_or_else(|e| e.into_inner()).clone();
         checks.sort_by(|a, b| a.name.cmp(&b.name));
         let report = Report { checks };
         let json = serde_json::to_string_pretty(&report).expect("a report serializes");
@@ -247,7 +280,6 @@ pub fn main(checks: Vec<Check>) {
             std::process::exit(101);
         }
     }
-    conclusion.exit();
 }
 
 /// Reads a report written by [`main`].

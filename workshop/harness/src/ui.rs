@@ -23,7 +23,14 @@ pub enum Expect {
     /// Fail with a type error: a mismatched type (E0308), an unmet trait bound (E0277) or a type that does
     /// not match an associated type (E0271).
     TypeError,
+    /// Fail because a name it uses is not there (E0412, E0425, E0433): for a macro that must refuse a
+    /// name that is not declared (a table's key that is not one of its columns). Pair it with a case that
+    /// compiles, so that a typo in the case itself cannot pass for the refusal.
+    NameError,
 }
+
+/// The error codes that mean "no such name".
+const NAME_ERRORS: [&str; 3] = ["E0412", "E0425", "E0433"];
 
 /// The error codes that mean "the types refused it".
 const TYPE_ERRORS: [&str; 3] = ["E0308", "E0277", "E0271"];
@@ -45,6 +52,15 @@ impl Case {
         Case {
             name,
             expect: Expect::Compiles,
+            source: source.into(),
+        }
+    }
+
+    /// A case that must fail to compile because a name it uses is not declared.
+    pub fn name_error(name: &'static str, source: impl Into<String>) -> Case {
+        Case {
+            name,
+            expect: Expect::NameError,
             source: source.into(),
         }
     }
@@ -187,6 +203,9 @@ pub fn check(krate: &Crate, cases: &[Case]) {
             Expect::TypeError => {
                 matches!(first, Some((Some(code), _)) if TYPE_ERRORS.contains(&code.as_str()))
             }
+            Expect::NameError => {
+                matches!(first, Some((Some(code), _)) if NAME_ERRORS.contains(&code.as_str()))
+            }
         };
         if ok {
             continue;
@@ -201,6 +220,15 @@ pub fn check(krate: &Crate, cases: &[Case]) {
             }
             (Expect::TypeError, Some((code, msg))) => format!(
                 "must fail with a type error (E0308 / E0277 / E0271), but the compiler's first error is {}:\n{}",
+                code.as_deref().unwrap_or("without a code"),
+                indent(msg)
+            ),
+            (Expect::NameError, None) => {
+                "must be refused, but it compiles: the name it uses is not checked".to_owned()
+            }
+            (Expect::NameError, Some((code, msg))) => format!(
+                "must fail because a name is not declared (E0412 / E0425 / E0433), but the compiler's first \
+                 error is {}:\n{}",
                 code.as_deref().unwrap_or("without a code"),
                 indent(msg)
             ),

@@ -1,7 +1,7 @@
 //! Running cargo for a stage: its JSON messages read as they arrive, so that a long first build says what it
 //! is doing instead of sitting silent, and compile errors come back as the compiler rendered them.
 
-use std::io::{BufRead, BufReader, IsTerminal, Read, Write};
+use std::io::{BufRead, BufReader, IsTerminal, Write};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -75,11 +75,21 @@ pub fn run(mut cmd: Command, progress: Progress, package: &str) -> Result<Built,
         .stderr(Stdio::piped())
         .spawn()
         .map_err(|e| format!("cannot run cargo: {e}"))?;
-    // Read stderr on its own thread so that neither pipe fills up and stalls cargo.
-    let mut stderr = child.stderr.take().ok_or("cargo's stderr")?;
+    // Read stderr on its own thread so that neither pipe fills up and stalls cargo; a wait for another
+    // build's lock is said as it starts (it can last minutes, and would otherwise look like a hang).
+    let stderr = child.stderr.take().ok_or("cargo's stderr")?;
     let stderr = std::thread::spawn(move || {
         let mut s = String::new();
-        let _ = stderr.read_to_string(&mut s);
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if progress == Progress::Show
+                && let Some(note) = lock_wait(&line)
+            {
+                println!("{note}");
+                let _ = std::io::stdout().flush();
+            }
+            s.push_str(&line);
+            s.push('\n');
+        }
         s
     });
     let stdout = child.stdout.take().ok_or("cargo's stdout")?;
@@ -161,6 +171,18 @@ pub fn run(mut cmd: Command, progress: Progress, package: &str) -> Result<Built,
     }
 }
 
+/// What to tell the learner when cargo says it waits for another cargo's lock (on the build directory or
+/// the package cache), which `just`'s quiet cargo would otherwise keep to itself.
+pub fn lock_wait(cargo_said: &str) -> Option<String> {
+    let what = cargo_said
+        .trim_start()
+        .strip_prefix("Blocking waiting for file lock on ")?;
+    Some(format!(
+        "   waiting for another cargo on this machine to finish: it holds the lock on the {what} (an editor's \
+         rust-analyzer, another `just check`, a build in another terminal); the check goes on when it ends"
+    ))
+}
+
 /// Rebuilding a stage's own crates and its tests is quick; more than this many crates is a first build.
 const NOTICE_AFTER: usize = 10;
 
@@ -188,6 +210,17 @@ fn report_artifact(compiled: usize, name: &str, tty: bool) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// cargo's lock waits are told in the learner's words, and nothing else is.
+    #[test]
+    fn lock_waits_are_said() {
+        let note = lock_wait("    Blocking waiting for file lock on build directory").unwrap();
+        assert!(
+            note.contains("another cargo") && note.contains("build directory"),
+            "{note}"
+        );
+        assert!(lock_wait("   Compiling ring v0.17.14").is_none());
+    }
 
     /// What `cargo run` set for the runner is taken out of its cargo commands; what a user set to steer
     /// cargo stays.

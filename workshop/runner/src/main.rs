@@ -17,6 +17,7 @@
 //! build progress, and the JSON report the stage's harness writes (`workshop-harness`) for each check.
 
 mod cargo;
+mod fresh;
 mod mutants;
 mod servers;
 
@@ -207,12 +208,33 @@ fn built_on(stage: &Stage, mode: Mode) -> Result<String, String> {
             .collect()
     };
     let (mine, reference) = (numbers(true), numbers(false));
+    // Which of the learner's versions: the file as it is now, which passed its check at this time.
+    let when: Vec<String> = earlier
+        .iter()
+        .filter(|(_, passed)| *passed)
+        .filter_map(|(s, _)| {
+            let at = std::fs::metadata(pass_record(s)?).ok()?.modified().ok()?;
+            Some(format!(
+                "{} passed {}",
+                s.number.trim_start_matches('0'),
+                ago(at.elapsed().unwrap_or_default())
+            ))
+        })
+        .collect();
+    let when = if when.is_empty() {
+        String::new()
+    } else {
+        format!(
+            " — your files as they are now, as they passed their checks: {}",
+            when.join(", ")
+        )
+    };
     let stages = |n: &[String]| match n {
         [one] => format!("stage {one}"),
         _ => format!("stages {}", n.join(", ")),
     };
     Ok(match (mine.is_empty(), reference.is_empty()) {
-        (_, true) => format!("your own {} (--mine)", stages(&mine)),
+        (_, true) => format!("your own {} (--mine){when}", stages(&mine)),
         (true, false) => format!(
             "the reference solutions of {} — none of yours has passed `just check` as it is now \
              (--mine uses each of your stages once it passes)",
@@ -220,11 +242,21 @@ fn built_on(stage: &Stage, mode: Mode) -> Result<String, String> {
         ),
         (false, false) => format!(
             "your {} · the reference solutions of {} (yours have not passed `just check` as they are \
-             now)",
+             now){when}",
             stages(&mine),
             stages(&reference)
         ),
     })
+}
+
+/// How long ago, in words: "just now", "12 min ago", "3 h ago", "2 days ago".
+fn ago(d: std::time::Duration) -> String {
+    match d.as_secs() {
+        s if s < 60 => "just now".to_owned(),
+        s if s < 3_600 => format!("{} min ago", s / 60),
+        s if s < 2 * 86_400 => format!("{} h ago", s / 3_600),
+        s => format!("{} days ago", s / 86_400),
+    }
 }
 
 /// Whether a stage's checks reach the servers (they ask for a server target or loop over the engines).
@@ -306,6 +338,12 @@ fn run(stage: &Stage, mode: Mode, progress: Progress, pick: Pick<'_>) -> Result<
             cmd.env(workshop_harness::SKIP_ALONE_VAR, "1");
         }
     }
+    // Code put back with an older time than the last build (`mv`, `just reset`'s `.bak`) is built anew.
+    let root = workspace()?;
+    fresh::touch_changed(
+        &fresh::stage_sources(&root.join("workshop")),
+        &root.join("target/workshop-sources"),
+    );
     match cargo::run(cmd, progress, &stage.package)? {
         Built::Failed(errors) => Ok(Run::DoesNotCompile(errors)),
         Built::Ok(warnings, tests) => {
@@ -332,7 +370,7 @@ fn shown_message(message: &str, verbose: bool) -> Vec<String> {
                     .iter()
                     .any(|p| l.trim_start().starts_with(p))
         })
-        .map(str::to_owned)
+        .map(|l| cut_line(l, verbose))
         .collect();
     const MAX: usize = 14;
     if !verbose && lines.len() > MAX {
@@ -341,6 +379,20 @@ fn shown_message(message: &str, verbose: bool) -> Vec<String> {
         lines.push(format!("… {more} more lines (--verbose shows them)"));
     }
     lines
+}
+
+/// A line of a message, cut to its first 300 characters unless `verbose`: a failing check's values can be
+/// a 20,000-row INSERT on one line, and the difference is in what the check says around it.
+fn cut_line(line: &str, verbose: bool) -> String {
+    const WIDTH: usize = 300;
+    match line.char_indices().nth(WIDTH) {
+        Some((at, _)) if !verbose => format!(
+            "{}… ({} more characters; --verbose shows them)",
+            &line[..at],
+            line[at..].chars().count()
+        ),
+        _ => line.to_owned(),
+    }
 }
 
 /// The first compiler errors, and how many more there were.
@@ -903,6 +955,20 @@ mod tests {
         let shown = shown_message(&long, false);
         assert_eq!(shown.len(), 15);
         assert!(shown[14].contains("26 more lines"));
+        // A 20,000-row INSERT on one line: its start, and how much was left out.
+        let insert = format!(
+            "left: \"INSERT INTO t VALUES {}\"",
+            "(?, ?), ".repeat(20_000)
+        );
+        let shown = shown_message(&insert, false);
+        assert!(shown[0].chars().count() < 400, "{}", shown[0].len());
+        assert!(shown[0].starts_with("left: \"INSERT INTO t VALUES (?, ?)"));
+        assert!(
+            shown[0].contains("159729 more characters; --verbose shows them"),
+            "{}",
+            shown[0]
+        );
+        assert_eq!(shown_message(&insert, true), std::slice::from_ref(&insert));
     }
 
     /// Only a starter's own `compile_error!("TODO …")` counts as the intended first stop.
