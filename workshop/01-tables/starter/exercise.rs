@@ -103,6 +103,7 @@ pub trait Column: Copy + Default + 'static {
 }
 // ANCHOR_END: traits
 
+// ANCHOR: schema
 /// A table's schema: what `CREATE TABLE` needs to know.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Schema {
@@ -124,6 +125,7 @@ pub struct ColumnDef {
     /// Whether it is the table's key, which the database generates.
     pub primary_key: bool,
 }
+// ANCHOR_END: schema
 
 // ANCHOR: macro
 /// Declares a table: `table! { users (id) { id: i64, name: String } }` makes the module `users` with the

@@ -438,7 +438,8 @@ fn create_table_runs_on_sqlite() {
 }
 
 /// The types refuse what the chapter says they refuse. The two helpers are the shapes stage 2's `eq` and
-/// `filter` will have: a value of the column's type, a column of the query's table.
+/// `filter` will have: a value of the column's type, a column of the query's table. And `table!` refuses
+/// a key that is not one of the table's columns.
 fn types_refuse_mismatches() {
     let prelude = r#"
 use tables::{Column, Table, table};
@@ -468,6 +469,11 @@ fn filter<T: Table, C: Column<Table = T>>(_from: T, _on: C) {}
             ui::Case::type_error(
                 "column_of_another_table",
                 case("filter(users::table, orders::total);"),
+            ),
+            // A misspelt key would otherwise make a table with no key, silently: the macro refuses it.
+            ui::Case::name_error(
+                "a_key_that_is_not_a_column",
+                "use tables::table;\ntable! { people (idd) { id: i64, name: String } }\nfn main() {}\n",
             ),
         ],
     );

@@ -460,7 +460,8 @@ fn examples_from_the_chapter() {
     assert_eq!(<t::table as Table>::NAME, "t");
 }
 
-/// The types refuse a value of the wrong type, LIKE on a number, and one condition over two tables.
+/// The types refuse a value of the wrong type (in every comparison), LIKE on a number, and one condition
+/// over two tables.
 fn types_refuse_mismatches() {
     let prelude = r#"
 use expressions::ColumnExt;
@@ -480,6 +481,12 @@ table! { orders (id) { id: i64, total: f64 } }
             ),
             ui::Case::type_error("int_column_with_a_string", case("users::age.eq(\"36\")")),
             ui::Case::type_error("like_on_a_number", case("users::age.like(\"1%\")")),
+            // Every comparison, not only `eq`: each takes a value of the column's type.
+            ui::Case::type_error("ne_with_a_float", case("users::age.ne(2.5)")),
+            ui::Case::type_error("lt_with_a_string", case("users::age.lt(\"x\")")),
+            ui::Case::type_error("le_with_a_float", case("users::age.le(1.5)")),
+            ui::Case::type_error("gt_with_a_float", case("users::age.gt(1.5)")),
+            ui::Case::type_error("ge_with_a_string", case("users::age.ge(\"18\")")),
             ui::Case::type_error(
                 "two_tables_in_one_condition",
                 case("users::age.ge(18).and(orders::total.gt(10.0))"),

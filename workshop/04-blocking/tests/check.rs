@@ -551,12 +551,30 @@ fn forced_deadlock(d: Dialect) -> Statement {
     })
 }
 
-/// On the servers, a transaction whose statement fails as a deadlock every time runs exactly `ATTEMPTS`
-/// times, each rerun at least `RETRY_PAUSE` after the failure before it, and returns the deadlock; one that
-/// fails once commits its second run (and only that).
+/// A transaction whose statement fails for good (not busy, not a deadlock, not a serialization failure)
+/// runs once, on every engine. On the servers, a transaction whose statement fails as a deadlock every
+/// time runs exactly `ATTEMPTS` times, each rerun at least `RETRY_PAUSE` after the failure before it, the
+/// pause doubling each time, and returns the deadlock; one that fails once commits its second run (and
+/// only that).
 fn retries_pause_then_give_up() {
     on_engines::<accounts::table>("w4pause", 2, |db, _| {
         let d = db.dialect();
+        let mut runs = 0;
+        let r = db.transaction(|tx| {
+            runs += 1;
+            tx.execute(&sql("UPDATE accounts SET no_such_column = 1"))
+                .map(drop)
+        });
+        assert!(
+            r.is_err(),
+            "{d}: an UPDATE of a column that does not exist fails"
+        );
+        assert_eq!(
+            runs, 1,
+            "{d}: a transaction whose statement fails for good (an unknown column) ran {runs} times: retry \
+             only what `is_retriable` says may succeed the next time (busy, deadlock, serialization) — a \
+             rerun cannot fix the others, and repeats whatever the closure did outside the database"
+        );
         if d == Dialect::Sqlite {
             return;
         }
@@ -583,11 +601,14 @@ fn retries_pause_then_give_up() {
             "{d}: a transaction that deadlocks every time runs ATTEMPTS times, then returns the deadlock"
         );
         for (i, gap) in gaps.iter().enumerate() {
+            let pause = RETRY_PAUSE * 2u32.pow(i as u32);
             assert!(
-                *gap >= RETRY_PAUSE,
-                "{d}: run {} began {gap:?} after run {} deadlocked: pause RETRY_PAUSE ({RETRY_PAUSE:?}, \
-                 doubled each time) before a retry, so that the transaction that won can finish first",
+                *gap >= pause,
+                "{d}: run {} began {gap:?} after run {} deadlocked: pause before each retry, so that the \
+                 transaction that won can finish first — RETRY_PAUSE before the first, doubled before each \
+                 further one (here {pause:?}, before retry {})",
                 i + 2,
+                i + 1,
                 i + 1
             );
         }

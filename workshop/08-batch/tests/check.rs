@@ -159,7 +159,8 @@ fn the_job_writes_every_row_once() {
             assert_eq!(
                 (report.read, report.written, report.resumed),
                 (3_000, 3_000, false),
-                "{}: {runner} runner, {partitions} partitions",
+                "{}: {runner} runner, {partitions} partitions — (rows read, rows written, resumed?) of a \
+                 first run over 3,000 source rows",
                 db.dialect()
             );
             exactly_once(db, &format!("{runner}, {partitions} partitions"));
@@ -173,7 +174,11 @@ fn the_job_writes_every_row_once() {
 fn an_empty_source_completes() {
     on_engines("w8empty", 0, |db, url| {
         let report = run(db, url, "blocking", &Job::new("empty"));
-        assert_eq!((report.read, report.written), (0, 0));
+        assert_eq!(
+            (report.read, report.written),
+            (0, 0),
+            "(rows read, rows written) of a job over an empty source"
+        );
         exactly_once(db, "an empty source");
     });
 }

@@ -87,7 +87,10 @@ pub fn table(cells: &[Cell]) -> String {
 /// Row `id` of the service's `world (id, randomnumber)` table on your blocking executor, as `(id,
 /// randomnumber)`; `None` when there is no such row. One select by primary key, the id a parameter (in the
 /// engine's placeholder).
-pub fn world_row_blocking(db: &blocking::Database, id: i64) -> blocking::Result<Option<(i64, i64)>> {
+pub fn world_row_blocking(
+    db: &blocking::Database,
+    id: i64,
+) -> blocking::Result<Option<(i64, i64)>> {
     todo!("one world row on your blocking executor")
 }
 
