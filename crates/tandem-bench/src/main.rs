@@ -11,6 +11,7 @@ mod chart;
 mod e2e;
 mod essay;
 mod instructions;
+mod page;
 mod point;
 mod pool;
 mod raw;
@@ -304,10 +305,21 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     }
     if let Some(Scenario::Chart { from }) = &cli.scenario {
         let results = Results::read_csv(from)?;
-        for chart in chart::write(&results, &cli.common.out)? {
+        let mut charts = chart::write(&results, &cli.common.out)?;
+        for chart in &charts {
             println!("{}", chart.display());
         }
-        if let Some(chart) = service::chart::write(&results, &cli.common.out)? {
+        let service_chart = service::chart::write(&results, &cli.common.out)?;
+        charts.extend(service_chart.clone());
+        let report = page::write(
+            &cli.common.out,
+            &essay::markdown(&results),
+            &charts,
+            &results.machine,
+            &command_line(),
+        )?;
+        println!("{}", report.display());
+        if let Some(chart) = service_chart {
             println!("{}", chart.display());
             // The service's tables too: they are drawn from the same figures.
             let mut md = String::new();
@@ -406,20 +418,38 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     let (json, csv) = ctx.results.write(&ctx.out)?;
     let mut charts = chart::write(&ctx.results, &ctx.out)?;
     charts.extend(service::chart::write(&ctx.results, &ctx.out)?);
-    let page = ctx.out.join("results.md");
-    std::fs::write(&page, essay::markdown(&ctx.results))
-        .with_context(|| format!("writing {}", page.display()))?;
+    let results_md = ctx.out.join("results.md");
+    let markdown = essay::markdown(&ctx.results);
+    std::fs::write(&results_md, &markdown)
+        .with_context(|| format!("writing {}", results_md.display()))?;
     println!(
         "\nresults: {}, {}, {}",
         json.display(),
         csv.display(),
-        page.display()
+        results_md.display()
     );
-    for c in charts {
+    for c in &charts {
         println!("charts:  {}", c.display());
     }
     for (k, v) in &ctx.results.machine {
         println!("  {k}: {v}");
     }
+    let report = page::write(
+        &ctx.out,
+        &markdown,
+        &charts,
+        &ctx.results.machine,
+        &command_line(),
+    )?;
+    println!("\nthe whole run on one page: {}", report.display());
     Ok(())
+}
+
+/// The command that made this run, as a user would type it (`tandem-bench` for the program's path).
+fn command_line() -> String {
+    let mut words: Vec<String> = std::env::args().collect();
+    if let Some(first) = words.first_mut() {
+        *first = "tandem-bench".to_owned();
+    }
+    words.join(" ")
 }
