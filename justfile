@@ -274,7 +274,8 @@ _workshop *ARGS:
         -e '/^ +(Compiling|Finished|Running|Fresh|Checking|Locking|Adding|Updating|Downloading|Downloaded) /d' \
         -e 's/^ +Blocking waiting for file lock on (.*)$/   waiting for another cargo on this machine to finish: it holds the lock on the \1 (an editor, another just check, another terminal)…/' >&2)
     status=$?
-    wait $! 2>/dev/null
+    # The filter's last lines before the prompt (bash sets $! to it, where it tracks process substitutions).
+    [ -z "${!:-}" ] || wait "$!" 2>/dev/null || true
     exit $status
 
 # The workshop: run stage NN's tests on your code (`workshop/NN-*/src/exercise.rs`) with a verdict. By default
