@@ -80,6 +80,10 @@ enum Scenario {
         /// Rounds: the variants take turns in each, the median round is kept.
         #[arg(long, default_value_t = 3)]
         rounds: usize,
+        /// Measure only these paths (as the cells name them: `/db`, `/queries?q=20`, `/wait?ms=500`, …),
+        /// comma-separated; every cell when absent.
+        #[arg(long, value_delimiter = ',')]
+        paths: Vec<String>,
     },
     /// The service's server for one variant (started by `service`; prints `listening <addr>`, serves until
     /// its stdin closes).
@@ -380,8 +384,13 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             &dbs,
             &pool::Plan::full(Duration::from_millis(cell_ms), cli.common.iterations),
         )?,
-        Some(Scenario::Service { seconds, rounds }) => {
-            service::run(&mut ctx, &dbs, &service::Plan::full(seconds, rounds))?
+        Some(Scenario::Service {
+            seconds,
+            rounds,
+            paths,
+        }) => {
+            let plan = service::Plan::full(seconds, rounds).only_paths(&paths)?;
+            service::run(&mut ctx, &dbs, &plan)?
         }
         Some(Scenario::Chart { .. } | Scenario::Instructions { .. } | Scenario::ServeWorld(_)) => {
             unreachable!("handled above")

@@ -146,6 +146,25 @@ impl Plan {
         }
     }
 
+    /// The cells of these paths only (all when `paths` is empty); a path no cell serves is an error that
+    /// lists the ones there are.
+    pub fn only_paths(mut self, paths: &[String]) -> anyhow::Result<Plan> {
+        if paths.is_empty() {
+            return Ok(self);
+        }
+        let known: Vec<&str> = self.cells.iter().map(|c| c.target).collect();
+        if let Some(unknown) = paths.iter().find(|p| !known.contains(&p.as_str())) {
+            let mut names = known.clone();
+            names.dedup();
+            anyhow::bail!(
+                "--paths: no cell serves {unknown:?}; the paths are {}",
+                names.join(", ")
+            );
+        }
+        self.cells.retain(|c| paths.iter().any(|p| p == c.target));
+        Ok(self)
+    }
+
     /// The main job's: a second each of `/db`, `/queries`, `/updates` and a short open loop on 16 to 64
     /// connections, four variants.
     pub fn short() -> Plan {
@@ -666,6 +685,43 @@ mod tests {
                     .all(|c| c.target.starts_with("/updates"))
             );
         }
+    }
+
+    /// `--paths` keeps the cells of the paths named, in the plan's order, and names the paths there are
+    /// when one is not.
+    #[test]
+    fn only_paths_keeps_the_cells_named() {
+        let names = |p: &Plan| {
+            p.cells
+                .iter()
+                .map(|c| (c.target, c.conns))
+                .collect::<Vec<_>>()
+        };
+        let paths = ["/queries?q=20".to_string(), "/db".to_string()];
+        let plan = Plan::full(1, 1).only_paths(&paths).unwrap();
+        assert_eq!(
+            names(&plan),
+            [
+                ("/db", 16),
+                ("/db", 256),
+                ("/db", 4_096),
+                ("/queries?q=20", 16),
+                ("/queries?q=20", 256)
+            ]
+        );
+        assert_eq!(
+            names(&Plan::full(1, 1).only_paths(&[]).unwrap()),
+            names(&Plan::full(1, 1))
+        );
+        let err = Plan::full(1, 1)
+            .only_paths(&["/dbs".to_string()])
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            err.contains("\"/dbs\"") && err.contains("/queries?q=20, "),
+            "{err}"
+        );
     }
 
     /// One table per test type, one row per engine and connection count, whatever order the cells came in.
