@@ -8,8 +8,10 @@
 //! # Layout
 //! - [`PoolConfig`] (`config`): size, warm-up, timeouts, pending bound, lifetimes, validation; the
 //!   `default()` and `high_throughput(max_size)` presets.
-//! - [`Gate`] (`gate`): at most `max_size` permits and a bounded first-come-first-served queue of waiters,
-//!   threads and tasks alike; typed [`AdmissionError::Saturated`] and [`AdmissionError::Timeout`].
+//! - [`Gate`] (`gate`): at most `max_size` permits and a bounded queue of waiters, threads and tasks
+//!   alike, served in arrival order (a running caller may take a freed permit before the waiter told of
+//!   it, the oldest waiter passed over at most [`FAIR_EVERY`]` − 1` times in a row); typed
+//!   [`AdmissionError::Saturated`] and [`AdmissionError::Timeout`].
 //! - [`Admission`] (`admission`): the gate, the one acquire deadline and the counters as an executor embeds
 //!   them, and the [`PoolMetrics`] snapshot.
 //! - [`LossClock`] (`losses`): once a connection was found dead, idle connections older than that are
@@ -33,7 +35,7 @@ mod writer;
 
 pub use admission::{Admission, InUse, PoolMetrics};
 pub use config::{PoolConfig, warm_up_size};
-pub use gate::{AdmissionError, Counters, Gate, GateConfig, GateMetrics, Permit};
+pub use gate::{AdmissionError, Counters, FAIR_EVERY, Gate, GateConfig, GateMetrics, Permit};
 pub use losses::{ConnHealth, LossClock};
 pub use writer::WriterGate;
 

@@ -1,7 +1,7 @@
 //! The writer gate: SQLite lets one connection write at a time. Left to itself, a connection that finds the
 //! write lock taken sleeps in SQLite's busy handler (1, 2, 5, 10 … 100 ms) and tries again, so writers of one
 //! database that take turns lose most of their time asleep, and the longest waiter is not served first. The
-//! gate queues a database's write transactions in front of `BEGIN IMMEDIATE`, first come first served: the
+//! gate queues a database's write transactions in front of `BEGIN IMMEDIATE`, in arrival order: the
 //! next writer starts the moment the previous one ends, and a writer waits without holding a connection.
 //!
 //! It lines up the transactions of one database handle (one pool, and its clones) only. Other

@@ -1,4 +1,5 @@
-//! Deterministic tests of the gate: saturation, timeout, arrival order, cancellation, metrics.
+//! Deterministic tests of the gate: saturation, timeout, arrival order, who takes a freed permit, the
+//! bound on passing a waiter over, cancellation, metrics.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -108,6 +109,120 @@ fn first_come_first_served() {
     assert_eq!(*order.lock().unwrap(), (0..8).collect::<Vec<_>>());
 }
 
+/// A permit free now, without waiting or queueing (what a running caller's acquire does first).
+fn take_now(g: &Gate) -> Option<Permit> {
+    g.inner.take_available().then(|| g.permit())
+}
+
+/// A task's acquire that has joined the queue: polled once, by hand, so it looks only when the test says.
+fn queued_task(
+    rt: &tokio::runtime::Runtime,
+    g: &Gate,
+) -> std::pin::Pin<Box<impl Future<Output = Result<Permit, AdmissionError>> + use<>>> {
+    let g = g.clone();
+    let mut fut = Box::pin(async move { g.acquire().await });
+    rt.block_on(async {
+        assert!(poll_once(&mut fut).is_pending());
+    });
+    fut
+}
+
+fn poll_once<F: Future + Unpin>(fut: &mut F) -> std::task::Poll<F::Output> {
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    std::pin::Pin::new(fut).poll(&mut cx)
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// A released permit goes back to the free count and the waiter is told; a caller running meanwhile
+/// takes it first, and the waiter, looking, finds none and waits on — until the next release.
+#[test]
+fn a_running_caller_takes_a_freed_permit_before_a_told_waiter() {
+    let rt = runtime();
+    let g = gate(1, 4, 5_000);
+    let held = g.acquire_blocking().unwrap();
+    let mut waiter = queued_task(&rt, &g);
+    drop(held);
+    let (again, waited) = g.acquire_blocking_waited().unwrap();
+    assert_eq!(waited, Duration::ZERO, "taken without queueing");
+    rt.block_on(async { assert!(poll_once(&mut waiter).is_pending()) });
+    assert_eq!(g.metrics().waiting, 1);
+    drop(again);
+    let got = rt.block_on(async { poll_once(&mut waiter) });
+    assert!(matches!(got, std::task::Poll::Ready(Ok(_))));
+    drop(got);
+    let m = g.metrics();
+    assert_eq!((m.in_use, m.waiting, m.counters.acquired), (0, 0, 3));
+}
+
+/// The waiter that has waited longest is passed over at most `FAIR_EVERY − 1` times in a row: the next
+/// release grants it the permit, and nobody can take it first. A granted permit whose waiter is dropped
+/// unread comes back to the free count, not counted as acquired.
+#[test]
+fn a_waiter_is_passed_over_at_most_fair_every_minus_one_times() {
+    let rt = runtime();
+    let g = gate(1, 4, 5_000);
+    for dropped_unread in [true, false] {
+        let mut held = Some(g.acquire_blocking().unwrap());
+        let before = g.metrics().counters.acquired;
+        let mut waiter = queued_task(&rt, &g);
+        let mut passed_over = 0;
+        loop {
+            drop(held.take());
+            match take_now(&g) {
+                Some(p) if passed_over < 10 * FAIR_EVERY => {
+                    passed_over += 1;
+                    held = Some(p);
+                }
+                _ => break,
+            }
+        }
+        assert_eq!(passed_over, FAIR_EVERY - 1);
+        assert_eq!(g.metrics().in_use, 1, "granted to the waiter");
+        if dropped_unread {
+            drop(waiter);
+            let back = take_now(&g).expect("the dropped waiter's permit came back");
+            drop(back);
+            let m = g.metrics();
+            assert_eq!(m.counters.acquired, before + u64::from(passed_over) + 1);
+        } else {
+            let got = rt.block_on(async { poll_once(&mut waiter) });
+            assert!(matches!(got, std::task::Poll::Ready(Ok(_))));
+        }
+        let m = g.metrics();
+        assert_eq!((m.in_use, m.waiting), (0, 0));
+    }
+}
+
+/// Two permits freed at once while two waiters wait: both are told, each takes one.
+#[test]
+fn permits_freed_together_reach_as_many_waiters() {
+    let rt = runtime();
+    let g = gate(2, 4, 5_000);
+    let (a, b) = (g.acquire_blocking().unwrap(), g.acquire_blocking().unwrap());
+    let mut first = queued_task(&rt, &g);
+    let mut second = queued_task(&rt, &g);
+    drop(a);
+    drop(b);
+    rt.block_on(async {
+        assert!(matches!(
+            poll_once(&mut second),
+            std::task::Poll::Ready(Ok(_))
+        ));
+        assert!(matches!(
+            poll_once(&mut first),
+            std::task::Poll::Ready(Ok(_))
+        ));
+    });
+    let m = g.metrics();
+    assert_eq!((m.in_use, m.waiting), (0, 0));
+}
+
 /// A dropped async acquire frees its place and loses no permit, even when one was already on its way.
 #[test]
 fn cancelled_acquires_leak_nothing() {
@@ -142,7 +257,7 @@ fn cancelled_acquires_leak_nothing() {
     drop(again);
     assert_eq!(g.metrics().in_use, 0);
 
-    // A permit sent to a waiter that is dropped before reading it comes back too.
+    // A permit freed for a waiter that is dropped before it looks stays free too.
     let held = g.acquire_blocking().unwrap();
     let fut = {
         let g = g.clone();
@@ -155,8 +270,8 @@ fn cancelled_acquires_leak_nothing() {
         assert!(fut.as_mut().poll(&mut cx).is_pending());
     });
     until_waiting(&g, 1);
-    drop(held); // sent into the waiting future's channel
-    drop(fut); // …which is dropped unread
+    drop(held); // the waiting future is told…
+    drop(fut); // …and dropped before it looks
     let again = g.acquire_blocking().unwrap();
     drop(again);
     assert_eq!(g.metrics().in_use, 0);
