@@ -138,7 +138,18 @@ fn draw(cells: &[&Record], engines: &[&str], path: &Path) -> anyhow::Result<()> 
                 .margin(8)
                 .x_label_area_size(28)
                 .y_label_area_size(48);
-            let x_range = ((x0 * 0.8)..(x1 * 1.25)).log_scale();
+            // Ticks at the loads measured (16, 256, 4,096 …): a log axis's own ticks fall on powers of
+            // ten, which label none of them.
+            let mut measured: Vec<f64> = (lines.iter())
+                .flat_map(|(_, p)| p.iter().map(|&(x, _)| x))
+                .collect();
+            measured.sort_by(f64::total_cmp);
+            // Requests in flight differ a little between variants (128, 129, 131 …): one label for loads
+            // closer than 15 %, which would print over each other.
+            measured.dedup_by(|next, kept| *next < *kept * 1.15);
+            let x_range = ((x0 * 0.8)..(x1 * 1.25))
+                .log_scale()
+                .with_key_points(measured);
             macro_rules! plot {
                 ($chart:expr) => {{
                     let mut chart = $chart;
@@ -248,6 +259,14 @@ mod tests {
             );
         }
         assert!(!svg.contains("not measured"));
+        // Each load measured labels the x axis: connections on the closed loops' panels, requests in
+        // flight (half the connections here) on the open loop's.
+        let texts: Vec<&str> = (svg.split("<text ").skip(1))
+            .filter_map(|t| Some(t[t.find('>')? + 1..t.find("</text>")?].trim()))
+            .collect();
+        for load in ["16", "256", "4096", "8", "128", "2048"] {
+            assert!(texts.contains(&load), "no x axis label {load}: {texts:?}");
+        }
         let cut = crate::chart::overflowing_texts(&svg);
         assert!(cut.is_empty(), "texts cut at the edges: {cut:#?}");
         std::fs::remove_dir_all(&dir).unwrap();
