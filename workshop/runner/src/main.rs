@@ -342,7 +342,8 @@ fn run(stage: &Stage, mode: Mode, progress: Progress, pick: Pick<'_>) -> Result<
     let root = workspace()?;
     fresh::touch_changed(
         &fresh::stage_sources(&root.join("workshop")),
-        &root.join("target/workshop-sources"),
+        &root,
+        &fresh::record_path(&root),
     );
     match cargo::run(cmd, progress, &stage.package)? {
         Built::Failed(errors) => Ok(Run::DoesNotCompile(errors)),
