@@ -356,6 +356,20 @@ fn run(stage: &Stage, mode: Mode, progress: Progress, pick: Pick<'_>) -> Result<
     }
 }
 
+/// The failing checks grouped by what they said, in the order they failed: checks that all stop at the
+/// same `todo!` (or fail the same way) are shown once.
+fn same_failures<'r>(failed: &[&'r Outcome]) -> Vec<(Vec<&'r str>, &'r str)> {
+    let mut groups: Vec<(Vec<&str>, &str)> = Vec::new();
+    for f in failed {
+        let message = f.message.as_deref().unwrap_or("");
+        match groups.iter_mut().find(|(_, m)| *m == message) {
+            Some((names, _)) => names.push(&f.name),
+            None => groups.push((vec![&f.name], message)),
+        }
+    }
+    groups
+}
+
 fn failing(report: &Report) -> Vec<&Outcome> {
     report.checks.iter().filter(|c| !c.passed).collect()
 }
@@ -518,14 +532,33 @@ fn check(stage: &Stage, mode: Mode, verbose: bool) -> Result<bool, String> {
                 total - failed.len(),
                 failed.len()
             );
-            for f in failed {
-                let lines = shown_message(f.message.as_deref().unwrap_or(""), verbose);
+            for (names, message) in same_failures(&failed) {
+                let lines = shown_message(message, verbose);
                 let (first, rest) = lines
                     .split_first()
                     .map_or(("", &[][..]), |(a, b)| (a.as_str(), b));
-                println!("   ✗ {} — {first}", f.name);
+                match names.as_slice() {
+                    [one] => println!("   ✗ {one} — {first}"),
+                    [one, others @ ..] => {
+                        println!("   ✗ {one} and {} more — {first}", others.len())
+                    }
+                    [] => {}
+                }
                 for l in rest {
                     println!("       {l}");
+                }
+                if names.len() > 1 {
+                    // One unwritten piece stops every check that needs it: one line, not ten alike.
+                    let mut line = String::from("       the same in:");
+                    for (i, name) in names[1..].iter().enumerate() {
+                        let sep = if i + 2 < names.len() { "," } else { "" };
+                        if line.len() + name.len() + 2 > 110 {
+                            println!("{line}");
+                            line = String::from("        ");
+                        }
+                        line.push_str(&format!(" {name}{sep}"));
+                    }
+                    println!("{line}");
                 }
             }
             show_warnings(&warnings, verbose);
@@ -890,6 +923,32 @@ fn main() -> ExitCode {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Checks that stop at the same `todo!` are one line; a different message is a line of its own, and
+    /// the order is the order they failed in.
+    #[test]
+    fn checks_failing_alike_are_shown_once() {
+        let outcome = |name: &str, message: &str| Outcome {
+            name: name.into(),
+            passed: false,
+            message: Some(message.into()),
+        };
+        let todo = "not yet implemented: open a database\nat exercise.rs:332:9";
+        let failed = [
+            outcome("a", todo),
+            outcome("b", "left: 1, right: 2"),
+            outcome("c", todo),
+            outcome("d", todo),
+        ];
+        let refs: Vec<&Outcome> = failed.iter().collect();
+        assert_eq!(
+            same_failures(&refs),
+            vec![
+                (vec!["a", "c", "d"], todo),
+                (vec!["b"], "left: 1, right: 2")
+            ]
+        );
+    }
 
     /// Every stage directory is found, in order, with its package and title.
     #[test]
