@@ -593,7 +593,12 @@ fn next() -> Result<bool, String> {
                 ))
             }
             Run::DoesNotCompile(errors) if is_todo_stop(&errors) => {
-                Some("the first piece to write stops the build (just check says which)".to_owned())
+                // The starter's own words name the piece: no second command needed to read them.
+                let first = errors[0].trim_start().lines().next().unwrap_or_default();
+                Some(format!(
+                    "the first piece to write stops the build: {}",
+                    first.trim_start_matches("error: ")
+                ))
             }
             Run::DoesNotCompile(_) => Some("the code does not compile yet".to_owned()),
         };
