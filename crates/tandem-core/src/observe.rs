@@ -314,12 +314,15 @@ impl PoolGauges {
         self.counts.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Changes the counts and sets the three gauges from them before another change can.
+    /// Changes the counts and sets the three gauges from them before another change can. A connection in
+    /// use is open: the size reported is never below the count in use, even when the open count lags (a
+    /// driver pool's own count sampled while it was still opening one, as sqlx's can be; a connection
+    /// counted closed a moment before it is counted back), so `size = idle + in_use` in every scrape.
     fn update(&self, change: impl FnOnce(&mut (i64, i64))) {
         let mut counts = self.counts();
         change(&mut counts);
         let (open, busy) = *counts;
-        self.size.set(open as f64);
+        self.size.set(open.max(busy) as f64);
         self.in_use.set(busy as f64);
         self.idle.set((open - busy).max(0) as f64);
     }
@@ -866,6 +869,30 @@ mod tests {
             "all returned and closed"
         );
         assert!(looks > 0, "the reader looked while the writers ran");
+    }
+
+    /// A driver pool's count that lags behind a checkout (sampled at 0 while one connection is in use)
+    /// is reported as at least the connections in use: size = idle + in use still.
+    #[test]
+    fn pool_size_is_never_below_in_use() {
+        let recorder = LastValues::default();
+        let gauges = metrics::with_local_recorder(&recorder, || {
+            PoolGauges::new(Side::Async, Dialect::Sqlite)
+        });
+        gauges.open_now(0);
+        gauges.checked_out();
+        let look = || {
+            (
+                recorder.get(POOL_SIZE),
+                recorder.get(POOL_IDLE),
+                recorder.get(POOL_IN_USE),
+            )
+        };
+        assert_eq!(look(), (1.0, 0.0, 1.0));
+        gauges.open_now(2);
+        assert_eq!(look(), (2.0, 1.0, 1.0));
+        gauges.returned();
+        assert_eq!(look(), (2.0, 2.0, 0.0));
     }
 
     #[test]
