@@ -687,9 +687,9 @@ impl Drop for Conn {
             if self.closing || self.in_transaction || self.mid_statement {
                 match std::mem::replace(&mut self.link, Link::Abandoned) {
                     #[cfg(feature = "postgres")]
-                    Link::Pg(c) => drop(deadpool::managed::Object::take(c)),
+                    Link::Pg(c) => c.discard(),
                     #[cfg(feature = "mysql")]
-                    Link::My(c) => drop(deadpool::managed::Object::take(c)),
+                    Link::My(c) => c.discard(),
                     _ => {}
                 }
             }

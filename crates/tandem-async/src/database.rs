@@ -115,7 +115,12 @@ impl Database {
             config.max_lifetime = None;
         }
         let dialect = options.dialect;
-        let admission = Admission::observed(&config, PoolGauges::new(Side::Async, dialect));
+        let gauges = PoolGauges::new(Side::Async, dialect);
+        // tandem's own pools keep only idle connections: the gate is what bounds them (one gate, not two).
+        let admission = match options.async_driver {
+            tandem_core::AsyncDriver::Native => Admission::bounding(&config, gauges),
+            _ => Admission::observed(&config, gauges),
+        };
         let created = admission.created_counter();
         let server: crate::conn::Server = Default::default();
         let pools = match dialect {
@@ -312,25 +317,17 @@ impl Database {
                 .map(|(c, w)| (c, w, Some(p.size()))),
             #[cfg(feature = "sqlite")]
             Pools::Rusqlite(p) => {
-                let admission = &self.inner.admission;
-                let (permit, waited) = admission.acquire_waited().await?;
-                let conn = |w| {
-                    let observer = self.inner.observer.clone();
-                    Conn::new(Link::Rusqlite(w), permit, None, None, None, observer, None)
+                // The gate's permit is a right to a worker: an idle one, or a new one. The path a warm
+                // pool takes all day — admitted at once, a worker idle — sets no timer, as on the
+                // blocking side: the deadline only matters to a wait, and the gate's.
+                let (permit, waited) = self.inner.admission.acquire_waited().await?;
+                let w = match p.take_idle() {
+                    Some(w) => w,
+                    None => p.open_one().await?,
                 };
-                // The path a warm pool takes all day — admitted at once, a worker idle — reads no clock
-                // and sets no timer, as on the blocking side: the deadline only matters to a wait.
-                if waited.is_zero()
-                    && let Some(w) = p.checkout_idle().await?
-                {
-                    return Ok((conn(w), waited, None));
-                }
-                let now = Instant::now();
-                let started = now.checked_sub(waited).unwrap_or(now);
-                match p.checkout(Some(admission.remaining(started))).await? {
-                    Some(w) => Ok((conn(w), started.elapsed(), None)),
-                    None => Err(admission.timed_out(started).into()),
-                }
+                let observer = self.inner.observer.clone();
+                let conn = Conn::new(Link::Rusqlite(w), permit, None, None, None, observer, None);
+                Ok((conn, waited, None))
             }
         }
     }
@@ -348,37 +345,29 @@ impl Database {
         let admission = &self.inner.admission;
         let (permit, waited) = admission.acquire_waited().await?;
         let losses = admission.losses();
-        // The path a warm pool takes all day — admitted at once, a connection idle and not suspect — reads
-        // no clock and sets no timer: the deadline only matters to a wait.
+        // The gate's permit is a right to a connection: an idle one, or a new one — the pool has no wait
+        // of its own. The path a warm pool takes all day — admitted at once, a connection idle and not
+        // suspect — sets no timer and reads the clock only for the pool's age rules.
         let mut started = None;
         loop {
-            let idle = match (waited.is_zero(), started) {
-                (true, None) => p.checkout_idle().await?,
-                _ => None,
-            };
-            let mut c = match idle {
+            let mut c = match p.take_idle() {
                 Some(c) => c,
                 None => {
-                    let now = Instant::now();
-                    let since = *started.get_or_insert(now.checked_sub(waited).unwrap_or(now));
-                    match p.checkout(Some(admission.remaining(since))).await? {
-                        Some(c) => c,
-                        None => return Err(admission.timed_out(since).into()),
-                    }
+                    started.get_or_insert_with(Instant::now);
+                    p.open_one().await?
                 }
             };
             let check = self.inner.config.validate_on_checkout
-                || (losses.any_loss()
-                    && losses.suspect_idle(deadpool::managed::Object::metrics(&c).last_used()));
+                || (losses.any_loss() && losses.suspect_idle(c.idle_since().elapsed()));
             if check && !Box::pin(O::answers(&mut c)).await {
-                drop(deadpool::managed::Object::take(c));
+                c.discard();
                 started.get_or_insert_with(Instant::now);
                 continue;
             }
             let observer = self.inner.observer.clone();
             let losses = Some(losses.clone());
             let conn = Conn::new(wrap(c), permit, losses, None, None, observer, None);
-            let waited = started.map_or(waited, |s| s.elapsed());
+            let waited = started.map_or(waited, |s| waited + s.elapsed());
             return Ok((conn, waited, None));
         }
     }

@@ -61,7 +61,6 @@ const STATEMENTS_KEPT: usize = 64;
 
 impl Opener for MyOpener {
     type Conn = MyLink;
-    const WHAT: &'static str = "the MySQL pool";
 
     /// The first server of the URL's list that answers within the connect timeout (the walk of
     /// `tandem_core::hosts`, the same as the blocking pool's); a URL with one server is not walked.

@@ -38,7 +38,6 @@ pub(crate) type PooledPg = Pooled<PgOpener>;
 
 impl Opener for PgOpener {
     type Conn = PgLink;
-    const WHAT: &'static str = "the PostgreSQL pool";
 
     /// The first server of the URL's list that answers within the connect timeout and is the kind
     /// `target_session_attrs=` asks for (the walk of `tandem_core::hosts`, the same as the blocking

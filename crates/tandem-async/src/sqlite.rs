@@ -12,8 +12,8 @@
 //! for the worker, and only if SQLite can answer it without waiting for another connection's lock
 //! (otherwise it goes to the worker like any call). The two wake-ups cost more than the lookup itself.
 //!
-//! The pool in front of the workers is the executor's [`NativePool`] (deadpool behind the admission gate,
-//! idle workers most recently used first); [`SqliteOpener`] opens them.
+//! The pool in front of the workers is the executor's [`NativePool`] (idle workers, most recently used
+//! first, behind the admission gate that bounds them); [`SqliteOpener`] opens them.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -245,7 +245,6 @@ pub(crate) struct SqliteOpener {
 
 impl Opener for SqliteOpener {
     type Conn = Worker;
-    const WHAT: &'static str = "the SQLite pool";
 
     async fn open(&self) -> Result<Worker> {
         Worker::spawn(&self.options).await

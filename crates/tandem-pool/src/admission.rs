@@ -59,7 +59,8 @@ pub struct PoolMetrics {
     pub in_use: u32,
     /// Acquires waiting in the admission queue.
     pub waiting: u32,
-    /// Acquires that got a connection (through the gate; 0 without admission control).
+    /// Acquires that got a connection through the gate (0 with `max_pending: None` on a driver pool that
+    /// queues them itself: r2d2's, sqlx's).
     pub acquired: u64,
     /// Acquires that waited past the timeout.
     pub timed_out: u64,
@@ -91,13 +92,26 @@ impl Admission {
     /// `tandem_core::observe`): the waiting gauge, timeouts and rejections here; checkouts, the acquire
     /// wait and the connection counts through [`Admission::checked_out`].
     pub fn observed(config: &PoolConfig, gauges: PoolGauges) -> Admission {
+        Admission::with_gate(config, gauges, config.max_pending.map(|p| p as usize))
+    }
+
+    /// Admission for a pool that has no bound of its own (tandem's own pools of native connections keep
+    /// only the idle ones): the gate is on whatever `max_pending` says — without it, the queue has no
+    /// limit — and so it alone keeps the connections in use at `max_size`, with one deadline and the
+    /// same metrics.
+    pub fn bounding(config: &PoolConfig, gauges: PoolGauges) -> Admission {
+        let pending = config.max_pending.map_or(usize::MAX, |p| p as usize);
+        Admission::with_gate(config, gauges, Some(pending))
+    }
+
+    fn with_gate(config: &PoolConfig, gauges: PoolGauges, pending: Option<usize>) -> Admission {
         let max_size = config.effective_max_size();
         Admission {
-            gate: config.max_pending.map(|pending| {
+            gate: pending.map(|pending| {
                 Gate::observed(
                     GateConfig {
                         max_size: max_size as usize,
-                        max_pending: pending as usize,
+                        max_pending: pending,
                         timeout: config.acquire_timeout,
                     },
                     gauges.waiting.clone(),
@@ -252,6 +266,29 @@ mod tests {
         assert!(off.acquire_blocking().unwrap().is_none());
         let m = off.metrics(3, 1);
         assert_eq!((m.in_use, m.acquired), (2, 0));
+    }
+
+    /// A pool with no bound of its own gets the gate without `max_pending` too: the permits run out at
+    /// `max_size` (the next acquire waits, here until its timeout), and a waiter is never refused.
+    #[test]
+    fn bounding_gates_without_max_pending() {
+        let a = Admission::bounding(
+            &PoolConfig {
+                max_size: 1,
+                max_pending: None,
+                acquire_timeout: Duration::from_millis(50),
+                ..PoolConfig::default()
+            },
+            PoolGauges::none(),
+        );
+        let p = a.acquire_blocking().unwrap();
+        assert!(p.is_some());
+        assert!(matches!(
+            a.acquire_blocking(),
+            Err(AdmissionError::Timeout { max_size: 1, .. })
+        ));
+        drop(p);
+        assert!(a.acquire_blocking().unwrap().is_some());
     }
 
     /// The pool's share of the timeout is what the gate left, and the error carries the whole wait.

@@ -18,8 +18,9 @@ pub struct PoolConfig {
     /// Default 30 s. Always finite: an acquire that could wait forever hides an overloaded database.
     pub acquire_timeout: Duration,
     /// Acquires allowed to wait at once; one more fails at once with a "saturated" error instead of joining
-    /// the queue. Default `Some(1_000)`. `None` turns admission control off: acquires then queue inside the
-    /// driver's pool without bound (r2d2's and sqlx's own behaviour), which is there for comparison.
+    /// the queue. Default `Some(1_000)`. `None` lets the queue grow without bound: acquires then queue inside the
+    /// driver's pool (r2d2's and sqlx's own behaviour), which is there for comparison — or, on the async
+    /// executor's own pools (its default drivers), in the gate, which is what bounds those pools.
     pub max_pending: Option<u32>,
     /// A connection idle for this long is closed (down to `min_idle`). Default 10 min; `None` keeps idle
     /// connections open. (The blocking executor keeps a SQLite connection with the thread that used it

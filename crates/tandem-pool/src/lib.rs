@@ -22,21 +22,24 @@
 //! An [`AdmissionError`] becomes `tandem_core::Error`'s `PoolSaturated` or `PoolTimeout`.
 //!
 //! The executors take a permit first and a connection second — `tandem-blocking` from r2d2 (SQLite's through
-//! the thread "homes" in front of it), `tandem-async` from sqlx's pool for the servers or a deadpool of
-//! worker threads for SQLite — so no more than `max_size` callers ever wait inside a pool and everyone else
-//! is either queued here, in order, or refused at once.
+//! the thread "homes" in front of it), `tandem-async` from its own stack of idle connections (tokio-postgres,
+//! mysql_async, SQLite worker threads; there the gate alone bounds the connections, see
+//! [`Admission::bounding`]) or from sqlx's pool with `?driver=sqlx` — so no more than `max_size` callers ever
+//! wait inside a pool and everyone else is either queued here, in order, or refused at once.
 #![forbid(unsafe_code)]
 
 mod admission;
 mod config;
 mod gate;
 mod losses;
+mod shelf;
 mod writer;
 
 pub use admission::{Admission, InUse, PoolMetrics};
 pub use config::{PoolConfig, warm_up_size};
 pub use gate::{AdmissionError, Counters, FAIR_EVERY, Gate, GateConfig, GateMetrics, Permit};
 pub use losses::{ConnHealth, LossClock};
+pub use shelf::{Lent, Shelf};
 pub use writer::WriterGate;
 
 impl From<AdmissionError> for tandem_core::Error {

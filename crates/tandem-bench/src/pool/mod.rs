@@ -1,7 +1,7 @@
 //! `pool`: the essay's pool measurements, on both executors (threads for blocking, tokio tasks for async).
 //!
 //! - throughput: 8 workers against a pool of 16, each op = check a connection out, `SELECT 1` (checked),
-//!   hold it 0, 1 or 5 ms, give it back; the bare driver pool (no admission control) beside the `default`
+//!   hold it 0, 1 or 5 ms, give it back; the bare driver pool (no bound on waiters) beside the `default`
 //!   and `high_throughput` presets, so the cost of the gate is measured in the same run.
 //! - contention: 64 workers against max size 4, 8 and 16, holding 10 or 50 ms, `default` vs
 //!   `high_throughput`: acquired, rejected and timed-out counts, waits of completed acquires (p50, p99,
@@ -35,7 +35,8 @@ pub use tables::{find, print};
 /// The pool presets a cell runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Preset {
-    /// `PoolConfig::default()` with admission control off: r2d2's and sqlx's own unbounded queue.
+    /// `PoolConfig::default()` with no bound on waiters: r2d2's and sqlx's own unbounded queue; on the async
+    /// executor's own pools (no queue of their own), its gate with no limit on waiters.
     Bare,
     /// `PoolConfig::default()`.
     Default,
