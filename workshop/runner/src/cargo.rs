@@ -2,6 +2,7 @@
 //! is doing instead of sitting silent, and compile errors come back as the compiler rendered them.
 
 use std::io::{BufRead, BufReader, IsTerminal, Write};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -69,7 +70,12 @@ fn set_by_cargo_run(name: &str) -> bool {
 
 /// Runs `cmd` (a cargo command with `--message-format=json`), following its build; `package` is the stage
 /// whose library's warnings are kept.
-pub fn run(mut cmd: Command, progress: Progress, package: &str) -> Result<Built, String> {
+/// Also returns the outputs the build used (see [`crate::fresh`]).
+pub fn run(
+    mut cmd: Command,
+    progress: Progress,
+    package: &str,
+) -> Result<(Built, Vec<crate::fresh::Artifact>), String> {
     let mut child = cmd
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -98,6 +104,7 @@ pub fn run(mut cmd: Command, progress: Progress, package: &str) -> Result<Built,
     let mut errors = Vec::new();
     let mut warnings = Vec::new();
     let mut built = None;
+    let mut artifacts = Vec::new();
     let mut tests_started = Instant::now();
     for line in BufReader::new(stdout).lines() {
         let line = line.map_err(|e| e.to_string())?;
@@ -105,6 +112,19 @@ pub fn run(mut cmd: Command, progress: Progress, package: &str) -> Result<Built,
         let Ok(msg) = serde_json::from_str::<serde_json::Value>(&line) else {
             continue;
         };
+        if msg["reason"] == "compiler-artifact"
+            && let (Some(manifest), Some(file)) =
+                (msg["manifest_path"].as_str(), msg["filenames"][0].as_str())
+        {
+            artifacts.push(crate::fresh::Artifact {
+                package_dir: Path::new(manifest)
+                    .parent()
+                    .unwrap_or(Path::new(""))
+                    .to_owned(),
+                file: file.into(),
+                fresh: msg["fresh"] == true,
+            });
+        }
         match msg["reason"].as_str() {
             Some("compiler-artifact") if msg["fresh"] == false => {
                 compiled += 1;
@@ -155,7 +175,7 @@ pub fn run(mut cmd: Command, progress: Progress, package: &str) -> Result<Built,
     }
     let _ = child.wait().map_err(|e| e.to_string())?;
     let stderr = stderr.join().unwrap_or_default();
-    match built {
+    let built = match built {
         Some(true) => Ok(Built::Ok(warnings, {
             let said = workshop_harness::Engines::read(&stderr);
             TestRun {
@@ -168,7 +188,8 @@ pub fn run(mut cmd: Command, progress: Progress, package: &str) -> Result<Built,
             "cargo stopped before compiling anything:\n{stderr}"
         )])),
         _ => Ok(Built::Failed(errors)),
-    }
+    };
+    built.map(|b| (b, artifacts))
 }
 
 /// What to tell the learner when cargo says it waits for another cargo's lock (on the build directory or

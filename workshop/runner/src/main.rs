@@ -299,53 +299,76 @@ fn run(stage: &Stage, mode: Mode, progress: Progress, pick: Pick<'_>) -> Result<
         if mode.solution { "-solution" } else { "" }
     ));
     let _ = std::fs::remove_file(&report);
-    let mut cmd = cargo::command();
-    cmd.current_dir(&stage.dir)
-        .args([
-            "test",
-            "-q",
-            "-p",
-            &stage.package,
-            "--test",
-            "check",
-            "--message-format=json",
-        ])
-        .env(REPORT_VAR, &report);
-    if needs_servers(stage) {
-        cmd.envs(server_env()?.iter().map(|(k, v)| (k, v)));
-    }
-    if mode.solution {
-        cmd.args(["--features", "solution"]);
-    }
-    if mode.mine {
-        // The learner's earlier stages that passed as they are now; the reference for the others.
-        cmd.arg("--no-default-features");
-        let reference: Vec<String> = earlier_stages(stage)?
-            .into_iter()
-            .filter(|(_, passed)| !passed)
-            .map(|(s, _)| format!("{}/solution", s.package))
-            .collect();
-        if !reference.is_empty() {
-            cmd.args(["--features", &reference.join(",")]);
+    let command = || -> Result<std::process::Command, String> {
+        let mut cmd = cargo::command();
+        cmd.current_dir(&stage.dir)
+            .args([
+                "test",
+                "-q",
+                "-p",
+                &stage.package,
+                "--test",
+                "check",
+                "--message-format=json",
+            ])
+            .env(REPORT_VAR, &report);
+        if needs_servers(stage) {
+            cmd.envs(server_env()?.iter().map(|(k, v)| (k, v)));
         }
-    }
-    match pick {
-        Pick::All => {}
-        Pick::Only(name) => {
-            cmd.args(["--", "--exact", name]);
+        if mode.solution {
+            cmd.args(["--features", "solution"]);
         }
-        Pick::Racing => {
-            cmd.env(workshop_harness::SKIP_ALONE_VAR, "1");
+        if mode.mine {
+            // The learner's earlier stages that passed as they are now; the reference for the others.
+            cmd.arg("--no-default-features");
+            let reference: Vec<String> = earlier_stages(stage)?
+                .into_iter()
+                .filter(|(_, passed)| !passed)
+                .map(|(s, _)| format!("{}/solution", s.package))
+                .collect();
+            if !reference.is_empty() {
+                cmd.args(["--features", &reference.join(",")]);
+            }
         }
-    }
-    // Code put back with an older time than the last build (`mv`, `just reset`'s `.bak`) is built anew.
+        match pick {
+            Pick::All => {}
+            Pick::Only(name) => {
+                cmd.args(["--", "--exact", name]);
+            }
+            Pick::Racing => {
+                cmd.env(workshop_harness::SKIP_ALONE_VAR, "1");
+            }
+        }
+        Ok(cmd)
+    };
+    // Code put back with an older time than the last build (`mv`, `just reset`'s `.bak`), or built since
+    // by something the runner did not follow, is built anew (see `fresh`).
     let root = workspace()?;
-    fresh::touch_changed(
-        &fresh::stage_sources(&root.join("workshop")),
+    let record_path = fresh::record_path(&root);
+    let mut record = fresh::Record::load(&record_path);
+    let now = fresh::Current::read(
+        &fresh::stage_sources_upto(&root.join("workshop"), &stage.number),
         &root,
-        &fresh::record_path(&root),
     );
-    match cargo::run(cmd, progress, &stage.package)? {
+    record.prepare(&now);
+    let (mut built, artifacts) = cargo::run(command()?, progress, &stage.package)?;
+    let unvouched = record.settle(&now, &artifacts, false);
+    if !unvouched.is_empty() {
+        if progress == Progress::Show {
+            println!(
+                "   cargo reused a build of {} that may hold other code than yours (made by another \
+                 checkout or a plain cargo): building it again and checking once more",
+                unvouched.join(", ")
+            );
+        }
+        now.touch_stages(&unvouched);
+        let _ = std::fs::remove_file(&report);
+        let (again, artifacts) = cargo::run(command()?, progress, &stage.package)?;
+        record.settle(&now, &artifacts, true);
+        built = again;
+    }
+    record.save(&record_path);
+    match built {
         Built::Failed(errors) => Ok(Run::DoesNotCompile(errors)),
         Built::Ok(warnings, tests) => {
             let report = workshop_harness::read_report(&report).map_err(|e| {
