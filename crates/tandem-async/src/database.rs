@@ -87,7 +87,10 @@ fn link<DB: sqlx::Database>(
     pool: &sqlx::Pool<DB>,
     wrap: fn(sqlx::pool::PoolConnection<DB>) -> Link,
 ) -> impl Future<Output = std::result::Result<Link, sqlx::Error>> + use<DB> {
-    let acquire = pool.acquire();
+    // Boxed where it is made: sqlx's acquire future holds a whole connect (tens of KiB). Made straight into
+    // its box, it is not copied again through the futures that await it — boxing it further out cost ten
+    // copies of it per checkout (callgrind: 27k instructions, more than the select itself).
+    let acquire = Box::pin(pool.acquire());
     async move { acquire.await.map(wrap) }
 }
 
@@ -395,7 +398,7 @@ impl Database {
         let result = loop {
             let left = admission.remaining(started);
             let wait = left.min(self.inner.config.connect_timeout);
-            match tokio::time::timeout(wait, Box::pin(pool_acquire())).await {
+            match tokio::time::timeout(wait, pool_acquire()).await {
                 Ok(Ok(link)) => {
                     let losses = Some(admission.losses().clone());
                     let (bound, at) = (self.inner.options.socket_timeout, &self.inner.server);
