@@ -13,7 +13,9 @@
 //! ```
 //!
 //! The text between `<<<` and `===` must occur exactly once in `solution/exercise.rs`; it is replaced by
-//! the text between `===` and `>>>` (here: nothing). Lines starting with `#` outside a mutant are comments.
+//! the text between `===` and `>>>` (here: nothing). A mistake made of changes in several places has a
+//! `<<<` … `>>>` block for each, one right after the other, applied in order. Lines starting with `#`
+//! outside a mutant are comments.
 
 /// One planted mistake.
 #[derive(Debug, PartialEq, Eq)]
@@ -22,8 +24,8 @@ pub struct Mutant {
     pub name: String,
     /// The check that must fail on it.
     pub fails: String,
-    find: String,
-    replace: String,
+    /// Each change: the text to find, and what replaces it.
+    edits: Vec<(String, String)>,
 }
 
 /// The mutants of a `mutants` file.
@@ -48,53 +50,63 @@ pub fn parse(text: &str) -> Result<Vec<Mutant>, String> {
         if lines.next().map(|(_, l)| l) != Some("<<<") {
             return Err(format!("mutant `{name}`: `<<<` must follow `fails:`"));
         }
-        let mut block = |end: &str| -> Result<String, String> {
-            let mut taken = Vec::new();
-            for (_, l) in lines.by_ref() {
-                if l == end {
-                    return Ok(taken.join("\n"));
+        let mut edits = Vec::new();
+        loop {
+            let mut block = |end: &str| -> Result<String, String> {
+                let mut taken = Vec::new();
+                for (_, l) in lines.by_ref() {
+                    if l == end {
+                        return Ok(taken.join("\n"));
+                    }
+                    taken.push(l);
                 }
-                taken.push(l);
+                Err(format!("mutant `{name}`: no `{end}`"))
+            };
+            let find = block("===")?;
+            let replace = block(">>>")?;
+            if find.is_empty() {
+                return Err(format!("mutant `{name}`: nothing to find"));
             }
-            Err(format!("mutant `{name}`: no `{end}`"))
-        };
-        let find = block("===")?;
-        let replace = block(">>>")?;
-        if find.is_empty() {
-            return Err(format!("mutant `{name}`: nothing to find"));
+            edits.push((find, replace));
+            if lines.next_if(|(_, l)| *l == "<<<").is_none() {
+                break;
+            }
         }
-        out.push(Mutant {
-            name,
-            fails,
-            find,
-            replace,
-        });
+        out.push(Mutant { name, fails, edits });
     }
     Ok(out)
 }
 
-/// The solution with the mistake planted; an error unless the text to find occurs exactly once.
+/// The solution with the mistake planted; an error unless each text to find occurs exactly once (in the
+/// solution as the changes before it left it).
 pub fn apply(solution: &str, m: &Mutant) -> Result<String, String> {
-    match solution.matches(&m.find).count() {
-        1 => Ok(solution.replacen(&m.find, &m.replace, 1)),
-        n => Err(format!(
-            "mutant `{}`: its text occurs {n} times in the solution, not once",
-            m.name
-        )),
+    let mut planted = solution.to_owned();
+    for (i, (find, replace)) in m.edits.iter().enumerate() {
+        planted = match planted.matches(find.as_str()).count() {
+            1 => planted.replacen(find.as_str(), replace, 1),
+            n => {
+                return Err(format!(
+                    "mutant `{}`: the text of its change {} occurs {n} times in the solution, not once",
+                    m.name,
+                    i + 1
+                ));
+            }
+        };
     }
+    Ok(planted)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    const FILE: &str = "# comment\n\n## no pause\nfails: pauses\n<<<\n    sleep();\n    go();\n===\n    go();\n>>>\n\n## gone\nfails: other\n<<<\nx\n===\n>>>\n";
+    const FILE: &str = "# comment\n\n## no pause\nfails: pauses\n<<<\n    sleep();\n    go();\n===\n    go();\n>>>\n\n## gone\nfails: other\n<<<\nx\n===\n>>>\n\n## two places\nfails: both\n<<<\na\n===\nb\n>>>\n<<<\nb b\n===\nc\n>>>\n";
 
     /// Mutants parse with their multi-line texts; an empty replacement removes the text.
     #[test]
     fn parses_and_applies() {
         let ms = parse(FILE).unwrap();
-        assert_eq!(ms.len(), 2);
+        assert_eq!(ms.len(), 3);
         assert_eq!(ms[0].name, "no pause");
         assert_eq!(ms[0].fails, "pauses");
         assert_eq!(
@@ -102,6 +114,9 @@ mod tests {
             "fn f() {\n    go();\n}"
         );
         assert_eq!(apply("a x b", &ms[1]).unwrap(), "a  b");
+        // The second change finds what the first one made.
+        assert_eq!(ms[2].edits.len(), 2);
+        assert_eq!(apply("[a b]", &ms[2]).unwrap(), "[c]");
     }
 
     /// A text found twice or not at all, a missing `fails:` or end marker: errors that say which mutant.
@@ -110,6 +125,12 @@ mod tests {
         let ms = parse(FILE).unwrap();
         assert!(apply("x x", &ms[1]).unwrap_err().contains("2 times"));
         assert!(apply("y", &ms[1]).unwrap_err().contains("0 times"));
+        assert!(
+            apply("[a b a]", &ms[2])
+                .unwrap_err()
+                .contains("change 1 occurs 2 times")
+        );
+        assert!(apply("[a]", &ms[2]).unwrap_err().contains("change 2"));
         assert!(
             parse("## a\n<<<\nx\n===\n>>>")
                 .unwrap_err()
