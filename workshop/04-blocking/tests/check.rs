@@ -7,13 +7,14 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, Barrier, mpsc};
 use std::time::{Duration, Instant};
 
+use blocking::drivers::{self, Conn};
 use blocking::{
-    ATTEMPTS, Database, DbErrorKind, Error, Executor, RETRY_PAUSE, TransferError, accounts,
-    transfer,
+    ATTEMPTS, Database, DbErrorKind, Error, Executor, Pool, PoolStatus, RETRY_PAUSE, TransferError,
+    accounts, transfer,
 };
 use dialects::{GeneratedKey, Insert, Order, Select, Statement, Update};
 use expressions::ColumnExt;
-use tables::{Dialect, Table, Value, table};
+use tables::{Dialect, SqlValue, Table, Value, table};
 
 table! {
     /// One of each type.
@@ -45,6 +46,30 @@ fn on_engines<T: Table>(name: &str, max: usize, f: impl Fn(&Database, &str)) {
             .unwrap_or_else(|e| panic!("{d}: CREATE TABLE: {e}"));
         f(&db, &url);
     }
+}
+
+/// Runs `f` on one connection of your `Conn` — no pool, no `Database` yet — to a fresh database on every
+/// engine that answers, with `T`'s table created in it.
+fn on_connections<T: Table>(name: &str, f: impl Fn(&mut Conn)) {
+    for d in Dialect::ALL {
+        let Some(target) = workshop_support::db::target_or_skip(tandem_dialect(d), name) else {
+            continue;
+        };
+        let url = target.url();
+        let mut conn =
+            drivers::connect(&url).unwrap_or_else(|e| panic!("{d}: connect to {url}: {e}"));
+        conn.batch(&T::schema().create_table(d))
+            .unwrap_or_else(|e| panic!("{d}: CREATE TABLE: {e}"));
+        f(&mut conn);
+    }
+}
+
+/// A fresh SQLite file's URL (SQLite is always there).
+fn sqlite_url(name: &str) -> (workshop_support::db::TestTarget, String) {
+    let target = workshop_support::db::target_or_skip(tandem_sql::Dialect::Sqlite, name)
+        .expect("SQLite needs no server");
+    let url = target.url();
+    (target, url)
 }
 
 /// SQL without parameters, as a statement.
@@ -100,6 +125,110 @@ fn names(x: &impl Executor) -> Vec<String> {
 
 fn thing(name: &str) -> Thing {
     (0, name.to_owned(), 1, 0.5, true, None)
+}
+
+/// Your `Conn` alone (sections 1 and 2 of the chapter): a statement says how many rows it changed and —
+/// SQLite, MySQL — which key it generated (PostgreSQL's comes back as a row, through `RETURNING`); a query
+/// gives every row's values in column order; `batch` runs `BEGIN` and `ROLLBACK`, and the ROLLBACK undoes
+/// the insert between them.
+fn one_connection_runs_statements_and_reads_rows() {
+    on_connections::<things::table>("w4conn", |conn| {
+        let d = conn.dialect();
+        let insert = |name: &str, n: i32| {
+            Insert::into(things::table, vec!["name", "n", "x", "on"])
+                .row(vec![
+                    Value::Text(name.to_owned()),
+                    Value::I32(n),
+                    Value::F64(0.5),
+                    Value::Bool(true),
+                ])
+                .returning_key()
+                .render(d)
+                .unwrap()
+        };
+        let mut expected = Vec::new();
+        for (name, n) in [("ada", 36), ("o'brien ü", -7)] {
+            let st = insert(name, n);
+            let key = match st.key {
+                GeneratedKey::Returning => {
+                    let rows = conn
+                        .query(&st)
+                        .unwrap_or_else(|e| panic!("{d}: {e}: {}", st.sql));
+                    assert_eq!(rows.len(), 1, "{d}: one row back from {}", st.sql);
+                    i64::from_value(rows[0][0].clone())
+                        .unwrap_or_else(|e| panic!("{d}: the key RETURNING gave: {e}"))
+                }
+                _ => {
+                    let done = conn
+                        .execute(&st)
+                        .unwrap_or_else(|e| panic!("{d}: {e}: {}", st.sql));
+                    assert_eq!(done.rows_affected, 1, "{d}: rows_affected of one INSERT");
+                    done.last_insert_id.unwrap_or_else(|| {
+                        panic!("{d}: last_insert_id of an INSERT that generated a key")
+                    })
+                }
+            };
+            expected.push((key, name.to_owned(), n));
+        }
+        let all = Select::from(things::table)
+            .order_by(things::id, Order::Asc)
+            .render(d)
+            .unwrap();
+        let read = |conn: &mut Conn| -> Vec<(i64, String, i32)> {
+            let rows = conn
+                .query(&all)
+                .unwrap_or_else(|e| panic!("{d}: {e}: {}", all.sql));
+            rows.into_iter()
+                .map(|row| {
+                    assert_eq!(
+                        row.len(),
+                        6,
+                        "{d}: a row of `things` has six values: {row:?}"
+                    );
+                    let decoded = (
+                        i64::from_value(row[0].clone()),
+                        String::from_value(row[1].clone()),
+                        i32::from_value(row[2].clone()),
+                    );
+                    match decoded {
+                        (Ok(id), Ok(name), Ok(n)) => (id, name, n),
+                        _ => panic!("{d}: (id, name, n) of {row:?}"),
+                    }
+                })
+                .collect()
+        };
+        assert_eq!(
+            read(conn),
+            expected,
+            "{d}: (id, name, n) of each row as read back, keys as the inserts reported them"
+        );
+        let all_n = Update::table(things::table)
+            .set(things::n, 0)
+            .render(d)
+            .unwrap();
+        let changed = conn
+            .execute(&all_n)
+            .unwrap_or_else(|e| panic!("{d}: {e}: {}", all_n.sql));
+        assert_eq!(
+            changed.rows_affected, 2,
+            "{d}: rows_affected of an UPDATE of both rows"
+        );
+        conn.batch("BEGIN")
+            .unwrap_or_else(|e| panic!("{d}: BEGIN: {e}"));
+        let st = insert("rolled back", 1);
+        match st.key {
+            GeneratedKey::Returning => conn.query(&st).map(drop),
+            _ => conn.execute(&st).map(drop),
+        }
+        .unwrap_or_else(|e| panic!("{d}: an insert after BEGIN: {e}"));
+        conn.batch("ROLLBACK")
+            .unwrap_or_else(|e| panic!("{d}: ROLLBACK: {e}"));
+        assert_eq!(
+            read(conn).len(),
+            2,
+            "{d}: the insert between BEGIN and ROLLBACK was undone"
+        );
+    });
 }
 
 /// Values of every type go in and come back as they were — NULL, negative numbers, text with quotes and
@@ -171,14 +300,14 @@ fn values_round_trip_on_every_engine() {
     });
 }
 
-/// The executor tells a unique violation from other failures, and neither is retriable.
+/// Your classification, on failures of your `Conn`: a unique violation is told from other failures, and
+/// neither is retriable; a URL of no known engine is `Error::Connect`.
 fn errors_are_classified() {
-    on_engines::<things::table>("w4errors", 2, |db, _| {
-        let d = db.dialect();
-        let id = insert_thing(db, &thing("a"));
-        let again = Insert::into(things::table, vec!["id", "name", "n", "x", "on"])
+    on_connections::<things::table>("w4errors", |conn| {
+        let d = conn.dialect();
+        let row = Insert::into(things::table, vec!["id", "name", "n", "x", "on"])
             .row(vec![
-                Value::I64(id),
+                Value::I64(7),
                 Value::Text("b".into()),
                 Value::I32(1),
                 Value::F64(0.0),
@@ -186,24 +315,26 @@ fn errors_are_classified() {
             ])
             .render(d)
             .unwrap();
-        let e = db.execute(&again).unwrap_err();
+        conn.execute(&row)
+            .unwrap_or_else(|e| panic!("{d}: {e}: {}", row.sql));
+        let e = conn.execute(&row).unwrap_err();
         assert_eq!(
             e.kind(),
             Some(DbErrorKind::UniqueViolation),
             "{d}: a duplicate key: {e}"
         );
-        assert!(!e.is_retriable());
-        let e = db.execute(&sql("SELEKT 1")).unwrap_err();
+        assert!(!e.is_retriable(), "{d}: a duplicate key is not retriable");
+        let e = conn.execute(&sql("SELEKT 1")).unwrap_err();
         assert_eq!(e.kind(), Some(DbErrorKind::Other), "{d}: bad SQL: {e}");
-        assert!(!e.is_retriable());
-        assert!(
-            matches!(
-                Database::open("oracle://nowhere", 1),
-                Err(Error::Connect(_))
-            ),
-            "an unknown URL scheme"
-        );
+        assert!(!e.is_retriable(), "{d}: bad SQL is not retriable");
     });
+    assert!(
+        matches!(
+            Database::open("oracle://nowhere", 1),
+            Err(Error::Connect(_))
+        ),
+        "an unknown URL scheme"
+    );
 }
 
 /// `Ok` commits, `Err` rolls back, a failing savepoint undoes only its own work, a successful one is
@@ -339,6 +470,177 @@ fn the_pool_is_bounded_and_times_out() {
             }
         });
         assert_eq!(db.pool().status().open, db.pool().status().idle);
+    });
+}
+
+/// Your pool counts a connection as open from the moment it decides to open one — under the lock, before
+/// connecting — so eight callers arriving together at a pool of two never open more than two at a time;
+/// and a connect that fails gives its place back at once, so that the next caller tries instead of waiting
+/// for `PoolTimeout`. No database needed: the "server" here accepts each connection and closes it 200 ms
+/// later without a word, so every connect fails, slowly.
+fn the_pool_never_opens_more_than_its_size() {
+    let server = workshop_support::NoLogin::start(Duration::from_millis(200));
+    let pool = Pool::new(
+        &format!("postgres://w4@127.0.0.1:{}/w4", server.port()),
+        2,
+        Duration::from_secs(4),
+    );
+    let together = Barrier::new(8);
+    let outcomes: Vec<Result<(), Error>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..8)
+            .map(|_| {
+                s.spawn(|| {
+                    together.wait();
+                    pool.get().map(drop)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| workshop_support::joined(h.join()))
+            .collect()
+    });
+    let peak = server.peak();
+    assert!(
+        peak <= 2,
+        "eight callers at once, a pool of 2: {peak} connections were being opened at the same time. \
+         Count a connection as open when you decide to open it — raise the count under the lock, before \
+         connecting — or callers that arrive together all see room and all connect"
+    );
+    for outcome in &outcomes {
+        match outcome {
+            Err(Error::Connect(_)) => {}
+            Err(Error::PoolTimeout { .. }) => panic!(
+                "a caller got PoolTimeout while no connection was open: a failed connect kept its place \
+                 in the count, so after two failures the pool believed itself full. When connecting \
+                 fails, lower the count and wake a waiter"
+            ),
+            other => panic!(
+                "the server never lets anyone log in, so every caller's connect fails: expected \
+                 Err(Error::Connect(..)), got {other:?}"
+            ),
+        }
+    }
+    assert_eq!(
+        server.accepted(),
+        8,
+        "connections the server saw: each of the eight callers connects once"
+    );
+    assert_eq!(
+        pool.status(),
+        PoolStatus { open: 0, idle: 0 },
+        "every connect failed: none is open"
+    );
+}
+
+/// A connection given back unbroken stays open and idle, and is lent again; one marked broken is closed
+/// when dropped and no longer counted, so that its place in the pool is free for a new one.
+fn a_broken_connection_is_closed_and_frees_its_place() {
+    let (_file, url) = sqlite_url("w4broken");
+    let pool = Pool::new(&url, 1, Duration::from_millis(300));
+    drop(pool.get().unwrap_or_else(|e| panic!("SQLite: {e}")));
+    assert_eq!(
+        pool.status(),
+        PoolStatus { open: 1, idle: 1 },
+        "a connection given back stays open, idle"
+    );
+    let mut conn = pool.get().unwrap_or_else(|e| panic!("SQLite: {e}"));
+    assert_eq!(
+        pool.status(),
+        PoolStatus { open: 1, idle: 0 },
+        "the idle connection is lent again, not a new one opened"
+    );
+    conn.mark_broken();
+    drop(conn);
+    assert_eq!(
+        pool.status(),
+        PoolStatus { open: 0, idle: 0 },
+        "a connection marked broken is closed when dropped, and the count of open connections goes \
+         down — else its place is lost for good and the pool shrinks with every broken connection"
+    );
+    pool.get().unwrap_or_else(|e| {
+        panic!("a pool of one whose only connection was broken and closed opens a new one: {e}")
+    });
+}
+
+/// A transaction whose ROLLBACK fails closes its connection instead of lending it again: it is in a state
+/// nobody should inherit. On the servers the closure ends its own session (as a server restart or a cut
+/// network would) and the ROLLBACK finds the connection dead; on SQLite the closure commits behind the
+/// executor's back and the ROLLBACK finds no transaction.
+fn a_connection_that_cannot_roll_back_is_closed() {
+    on_engines::<things::table>("w4norollback", 1, |db, _| {
+        let d = db.dialect();
+        let (end_it, kept) = match d {
+            Dialect::Sqlite => ("COMMIT", vec!["left behind"]),
+            Dialect::Postgres => ("SELECT pg_terminate_backend(pg_backend_pid())", vec![]),
+            Dialect::MySql => ("KILL CONNECTION_ID()", vec![]),
+        };
+        let r: Result<(), Error> = db.transaction(|tx| {
+            insert_thing(tx, &thing("left behind"));
+            let _ = tx.execute(&sql(end_it));
+            Err(Error::Connect("the closure gives up".into()))
+        });
+        assert!(r.is_err(), "{d}: the closure's error is the transaction's");
+        assert_eq!(
+            db.pool().status(),
+            PoolStatus { open: 0, idle: 0 },
+            "{d}: the transaction's ROLLBACK failed (after `{end_it}` in the closure) and its connection \
+             went back to the pool: mark a connection whose ROLLBACK fails broken, so that it is closed"
+        );
+        assert_eq!(
+            names(db),
+            kept,
+            "{d}: what the next connection reads (after `{end_it}`)"
+        );
+    });
+}
+
+/// A COMMIT that fails is rolled back. SQLite keeps the transaction open when its COMMIT fails (here a
+/// foreign key checked at COMMIT is still violated): a connection given back in the middle of it runs the
+/// next caller's statements inside it, and they are never committed. (PostgreSQL and MariaDB end a
+/// transaction whose COMMIT failed themselves: this check runs on SQLite.)
+fn a_failed_commit_is_rolled_back() {
+    on_engines::<things::table>("w4commit", 1, |db, url| {
+        if db.dialect() != Dialect::Sqlite {
+            return;
+        }
+        for ddl in [
+            "CREATE TABLE owners (id INTEGER PRIMARY KEY)",
+            "CREATE TABLE pets (id INTEGER PRIMARY KEY, \
+             owner INTEGER REFERENCES owners (id) DEFERRABLE INITIALLY DEFERRED)",
+            // Per connection, and the pool's one connection is the transaction's too.
+            "PRAGMA foreign_keys = ON",
+        ] {
+            db.execute(&sql(ddl))
+                .unwrap_or_else(|e| panic!("SQLite: {e}: {ddl}"));
+        }
+        let r = db.transaction(|tx| {
+            tx.execute(&sql("INSERT INTO pets (id, owner) VALUES (1, 7)"))?;
+            Ok::<_, Error>(())
+        });
+        assert!(
+            r.is_err(),
+            "SQLite: a pet of an owner that does not exist, the foreign key checked at COMMIT: the \
+             COMMIT fails, and the transaction with it"
+        );
+        db.execute(&sql("INSERT INTO owners (id) VALUES (7)"))
+            .unwrap_or_else(|e| panic!("SQLite: a statement after the failed transaction: {e}"));
+        let path = url
+            .strip_prefix("sqlite://")
+            .expect("a SQLite URL names its file");
+        let other = rusqlite::Connection::open(path).expect("a second connection to the file");
+        let count = |table: &str| -> i64 {
+            other
+                .query_row(&format!("SELECT count(*) FROM {table}"), [], |r| r.get(0))
+                .unwrap_or_else(|e| panic!("SQLite: count {table}: {e}"))
+        };
+        assert_eq!(
+            (count("owners"), count("pets")),
+            (1, 0),
+            "SQLite, (owners, pets) another connection reads: the insert after the failed COMMIT was \
+             not committed — the connection went back to the pool still inside the transaction, and the \
+             next statement ran in it. Roll back after a failed COMMIT"
+        );
     });
 }
 
@@ -747,11 +1049,16 @@ fn transfers_lock_rows_in_key_order() {
 }
 
 workshop_harness::checks!(
-    values_round_trip_on_every_engine,
+    one_connection_runs_statements_and_reads_rows,
     errors_are_classified,
+    the_pool_never_opens_more_than_its_size,
+    a_broken_connection_is_closed_and_frees_its_place,
+    values_round_trip_on_every_engine,
     transactions_commit_roll_back_and_nest,
     a_panic_rolls_back_and_leaves_the_pool_clean,
     the_pool_is_bounded_and_times_out,
+    a_connection_that_cannot_roll_back_is_closed,
+    a_failed_commit_is_rolled_back,
     money_is_neither_created_nor_lost,
     conflicts_are_waited_for_or_retried,
     retries_pause_then_give_up,

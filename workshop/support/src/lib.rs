@@ -99,3 +99,78 @@ impl LockProbe {
         .expect("the lock probe's thread")
     }
 }
+
+/// A server on loopback that accepts every connection, holds it for a while without a word, then closes
+/// it: every login fails, slowly — and it counts how many connections it held at once. For checks of a
+/// pool's count of open connections that need no database: connecting takes as long as the hold, so
+/// callers that arrive together are all connecting at the same time.
+pub struct NoLogin {
+    port: u16,
+    accepted: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    peak: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl NoLogin {
+    /// Starts listening on a free port of 127.0.0.1; each connection is closed `hold` after it was
+    /// accepted.
+    pub fn start(hold: std::time::Duration) -> NoLogin {
+        use std::sync::Arc;
+        use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a local port");
+        let port = listener.local_addr().expect("its address").port();
+        let (accepted, peak, stop) = (
+            Arc::new(AtomicUsize::new(0)),
+            Arc::new(AtomicUsize::new(0)),
+            Arc::new(AtomicBool::new(false)),
+        );
+        let held = Arc::new(AtomicUsize::new(0));
+        let (counted, highest, stopped) = (accepted.clone(), peak.clone(), stop.clone());
+        std::thread::spawn(move || {
+            for client in listener.incoming().flatten() {
+                if stopped.load(Ordering::SeqCst) {
+                    break;
+                }
+                counted.fetch_add(1, Ordering::SeqCst);
+                let now = held.fetch_add(1, Ordering::SeqCst) + 1;
+                highest.fetch_max(now, Ordering::SeqCst);
+                let held = held.clone();
+                std::thread::spawn(move || {
+                    std::thread::sleep(hold);
+                    // Counted out before the client can see the close, and so before it can try again.
+                    held.fetch_sub(1, Ordering::SeqCst);
+                    drop(client);
+                });
+            }
+        });
+        NoLogin {
+            port,
+            accepted,
+            peak,
+            stop,
+        }
+    }
+
+    /// The port it listens on.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Connections accepted so far.
+    pub fn accepted(&self) -> usize {
+        self.accepted.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// The most connections it held at one time.
+    pub fn peak(&self) -> usize {
+        self.peak.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+impl Drop for NoLogin {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        // Wakes the accept loop, which then sees `stop` and drops the listener.
+        let _ = std::net::TcpStream::connect(("127.0.0.1", self.port));
+    }
+}
