@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use asynchronous::{Database, Transaction, transfer};
+use asynchronous::{Database, Pool, Transaction, transfer};
 use blocking::{ATTEMPTS, DbErrorKind, Error, RETRY_PAUSE, TransferError, accounts};
 use dialects::{GeneratedKey, Insert, Order, Select, Statement};
 use futures_util::StreamExt;
@@ -256,8 +256,11 @@ fn cancelled_futures_leave_the_pool_usable() {
                 }
                 assert!(
                     free,
-                    "{d}: a transfer cancelled at its await point {n} still held its locks a second later: \
-                     roll back at once (Pooled's Drop spawns the rollback), not when the connection is next lent"
+                    "{d}: a transfer cancelled at its await point {n} still held its locks a second later. \
+                     Two ways to get there: the connection went back not marked \"in a transaction\" — mark \
+                     it before BEGIN is sent, since a future dropped while BEGIN runs leaves the transaction \
+                     open — or its rollback waits until the connection is next lent (Pooled's Drop must \
+                     spawn it at once)"
                 );
                 // Both connections, at once: each can run a whole transfer, so neither was left inside a
                 // transaction or a half-read result.
@@ -516,6 +519,8 @@ fn sqlite_never_blocks_the_runtime() {
             }
             worst
         });
+        // The ticker is running before the query starts: a query that blocks this thread then stops it.
+        tokio::time::sleep(Duration::from_millis(20)).await;
         let started = Instant::now();
         let n: Vec<(i64,)> = db.fetch(&slow).await.unwrap();
         let query_took = started.elapsed();
@@ -524,7 +529,122 @@ fn sqlite_never_blocks_the_runtime() {
         assert!(
             worst < query_took / 2 || query_took < Duration::from_millis(100),
             "the runtime's only thread stalled for {worst:?} while a {query_took:?} SQLite query ran: \
-             did the query run on it?"
+             either the query ran on it, or the caller blocked it waiting for the worker's answer (a \
+             std channel's `recv`). Run the query on the worker and await its answer (a tokio oneshot)"
+        );
+    });
+}
+
+/// A `get` that took its slot and then failed to open a connection — or was dropped while opening one —
+/// gives the slot back: a pool of one whose only connect failed is not full. No database needed: the
+/// "server" here accepts each connection and closes it 300 ms later without a word.
+fn a_failed_or_dropped_open_frees_its_slot() {
+    let server = workshop_support::NoLogin::start(Duration::from_millis(300));
+    let url = format!("postgres://w6@127.0.0.1:{}/w6", server.port());
+    runtime().block_on(async {
+        let pool = Pool::new(&url, 1, Duration::from_secs(2));
+        let expect_connect = |what: &str, got: Result<(), Error>| match got {
+            Err(Error::Connect(_)) => {}
+            Err(Error::PoolTimeout { .. }) => panic!(
+                "{what}: PoolTimeout from a pool of one with no connection lent — a `get` before it \
+                 kept its slot. Give the slot back whenever a `get` ends without a connection: when \
+                 opening fails, and when the future is dropped while opening"
+            ),
+            other => panic!(
+                "{what}: the server never lets anyone log in, so opening fails: expected \
+                 Err(Error::Connect(..)), got {other:?}"
+            ),
+        };
+        expect_connect("the first get", pool.get().await.map(drop));
+        expect_connect("a second get, after the first failed", pool.get().await.map(drop));
+        assert_eq!(
+            pool.status().in_use,
+            0,
+            "no connection is lent after two failed opens"
+        );
+        let dropped = tokio::time::timeout(Duration::from_millis(50), pool.get()).await;
+        assert!(
+            dropped.is_err(),
+            "a get whose connect takes 300 ms is still under way after 50 ms"
+        );
+        assert_eq!(
+            pool.status().in_use,
+            0,
+            "a get dropped while it was opening a connection holds no slot"
+        );
+        expect_connect("a get after one was dropped while opening", pool.get().await.map(drop));
+    });
+    assert_eq!(
+        server.accepted(),
+        4,
+        "connections the server saw: one per get"
+    );
+}
+
+/// A COMMIT the database refuses is an error, from `commit` and from `transaction` — here a foreign key
+/// checked at COMMIT is still violated (SQLite and PostgreSQL; MariaDB checks every key at once, so this
+/// check skips it) — and the connection comes back usable: the next statement commits on its own.
+fn a_failed_commit_is_an_error() {
+    on_engines("w6commit", 1, async |db, url| {
+        let d = db.dialect();
+        if d == Dialect::MySql {
+            return;
+        }
+        let mut setup = vec![
+            "CREATE TABLE owners (id BIGINT PRIMARY KEY)",
+            "CREATE TABLE pets (id BIGINT PRIMARY KEY, \
+             owner BIGINT REFERENCES owners (id) DEFERRABLE INITIALLY DEFERRED)",
+        ];
+        if d == Dialect::Sqlite {
+            // Per connection; the pool's one connection is every transaction's here.
+            setup.push("PRAGMA foreign_keys = ON");
+        }
+        for ddl in setup {
+            db.execute(&sql(ddl))
+                .await
+                .unwrap_or_else(|e| panic!("{d}: {e}: {ddl}"));
+        }
+        let mut tx = db
+            .begin()
+            .await
+            .unwrap_or_else(|e| panic!("{d}: begin: {e}"));
+        tx.execute(&sql("INSERT INTO pets (id, owner) VALUES (1, 7)"))
+            .await
+            .unwrap_or_else(|e| panic!("{d}: a pet, its owner checked only at COMMIT: {e}"));
+        let r = tx.commit().await;
+        assert!(
+            r.is_err(),
+            "{d}: the COMMIT of a pet whose owner does not exist (the foreign key is checked at COMMIT) \
+             fails, and `commit` must say so: got {r:?}"
+        );
+        let r = db
+            .transaction(async |tx| {
+                tx.execute(&sql("INSERT INTO pets (id, owner) VALUES (2, 8)"))
+                    .await?;
+                Ok::<_, Error>(())
+            })
+            .await;
+        assert!(
+            r.is_err(),
+            "{d}: a transaction whose COMMIT failed is an error: got {r:?}"
+        );
+        db.execute(&sql("INSERT INTO owners (id) VALUES (7)"))
+            .await
+            .unwrap_or_else(|e| panic!("{d}: a statement after the failed COMMITs: {e}"));
+        let other = Database::open(&url, 1)
+            .await
+            .unwrap_or_else(|e| panic!("{d}: a second database: {e}"));
+        let counts: Vec<(i64, i64)> = other
+            .fetch(&sql(
+                "SELECT (SELECT count(*) FROM owners), (SELECT count(*) FROM pets)",
+            ))
+            .await
+            .unwrap_or_else(|e| panic!("{d}: {e}"));
+        assert_eq!(
+            counts,
+            [(1, 0)],
+            "{d}: (owners, pets) another connection reads: neither pet was committed, and the owner \
+             inserted after them was"
         );
     });
 }
@@ -536,6 +656,8 @@ workshop_harness::checks!(
     the_transaction_closure_commits_rolls_back_and_retries,
     money_is_neither_created_nor_lost,
     the_pool_is_bounded_and_times_out,
+    a_failed_or_dropped_open_frees_its_slot,
+    a_failed_commit_is_an_error,
     sqlite_never_blocks_the_runtime;
     // Measures this process's memory: in a process of its own, so that no other check's rows count.
     alone: a_million_rows_stream_in_flat_memory,
