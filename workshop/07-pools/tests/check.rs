@@ -113,21 +113,30 @@ fn callers_get_in_in_arrival_order() {
 /// A full line refuses the next caller at once with `Saturated`, thread or task; the line never grows
 /// past its bound.
 fn a_full_line_refuses_at_once() {
-    // No room in line at all: whoever finds no permit is refused.
-    let no_line = gate(1, 0, 30_000);
+    // No room in line at all: whoever finds no permit is refused. The deadline (5 s) only tells a refusal
+    // from a wait: a gate that lets callers line up past `max_waiting` answers Timeout after it.
+    let no_line = gate(1, 0, 5_000);
     let only = no_line.enter_blocking().unwrap();
+    let start = Instant::now();
     assert_eq!(
         no_line.enter_blocking().err(),
-        Some(GateError::Saturated { waiting: 0 })
+        Some(GateError::Saturated { waiting: 0 }),
+        "a thread that finds no permit at a gate with no room in line (max_waiting 0), after {:?}: \
+         refused at once, not put in line",
+        start.elapsed()
     );
+    let start = Instant::now();
     assert_eq!(
         runtime().block_on(no_line.enter()).err(),
-        Some(GateError::Saturated { waiting: 0 })
+        Some(GateError::Saturated { waiting: 0 }),
+        "a task that finds no permit at a gate with no room in line (max_waiting 0), after {:?}: \
+         refused at once, not put in line",
+        start.elapsed()
     );
     drop(only);
     assert!(no_line.enter_blocking().is_ok(), "a free permit is taken");
 
-    let g = gate(4, 8, 30_000);
+    let g = gate(4, 8, 5_000);
     let held: Vec<_> = (0..4).map(|_| g.enter_blocking().unwrap()).collect();
     let waiting: Vec<_> = (0..8)
         .map(|i| {
@@ -139,9 +148,19 @@ fn a_full_line_refuses_at_once() {
         .collect();
     let start = Instant::now();
     let refused = g.enter_blocking().err();
-    assert_eq!(refused, Some(GateError::Saturated { waiting: 8 }));
+    assert_eq!(
+        refused,
+        Some(GateError::Saturated { waiting: 8 }),
+        "a ninth thread while eight wait in a line of eight, after {:?}: refused at once",
+        start.elapsed()
+    );
     let async_refused = runtime().block_on(g.enter()).err();
-    assert_eq!(async_refused, Some(GateError::Saturated { waiting: 8 }));
+    assert_eq!(
+        async_refused,
+        Some(GateError::Saturated { waiting: 8 }),
+        "a ninth task while eight wait in a line of eight, after {:?}: refused at once",
+        start.elapsed()
+    );
     assert!(
         start.elapsed() < Duration::from_secs(1),
         "refused after {:?}: a refusal must not wait",
@@ -189,6 +208,123 @@ fn a_waiter_times_out() {
     assert_eq!(g.status().waiting, 0, "the line is empty again");
 }
 
+/// A waiter's deadline runs from when it came to the gate, however often it is woken before its turn:
+/// here the second in line is still waiting when the first is let in — a gate that wakes every waiter on
+/// each release wakes it then — and it gives up 400 ms after it arrived, not 400 ms after that wake-up.
+/// Threads, then tasks.
+fn a_woken_waiter_keeps_its_deadline() {
+    let deadline = Duration::from_millis(400);
+    let g = gate(1, 4, 400);
+    let held = g.enter_blocking().unwrap();
+    let (second, waited) = std::thread::scope(|s| {
+        let g = &g;
+        let first = s.spawn(move || {
+            let permit = g.enter_blocking();
+            // Holds the gate until well past the second's deadline.
+            std::thread::sleep(Duration::from_millis(600));
+            permit.is_ok()
+        });
+        until_waiting(g, 1);
+        let second = s.spawn(move || {
+            let arrived = Instant::now();
+            (g.enter_blocking().err(), arrived.elapsed())
+        });
+        until_waiting(g, 2);
+        std::thread::sleep(Duration::from_millis(300));
+        drop(held);
+        let out = workshop_support::joined(second.join());
+        assert!(
+            workshop_support::joined(first.join()),
+            "the first in line got in"
+        );
+        out
+    });
+    match second {
+        Some(GateError::Timeout { .. }) => {}
+        None => panic!(
+            "a thread second in line, deadline {deadline:?}, got in {waited:?} after it arrived, when the \
+             first left: it should have given up at its deadline. A deadline that starts again on each \
+             wake-up never ends while wake-ups keep coming"
+        ),
+        Some(e) => {
+            panic!("a thread second in line while the first holds the gate: {e:?}, not Timeout")
+        }
+    }
+    assert_eq!(
+        second,
+        Some(GateError::Timeout { waited: deadline }),
+        "a thread second in line while the first holds the gate past its deadline"
+    );
+    assert!(
+        waited < deadline + Duration::from_millis(200),
+        "a thread with a deadline of {deadline:?} gave up {waited:?} after it arrived: its deadline \
+         started again when it was woken (as the first in line got in, 300 ms after it arrived). Fix \
+         the deadline once, when the caller arrives, and wait for what is left of it"
+    );
+    let rt = runtime();
+    let g = gate(1, 4, 400);
+    let (second, waited) = rt.block_on(async {
+        let held = g.enter().await.unwrap();
+        let first = {
+            let g = g.clone();
+            tokio::spawn(async move {
+                let permit = g.enter().await;
+                tokio::time::sleep(Duration::from_millis(600)).await;
+                permit.is_ok()
+            })
+        };
+        until_waiting_async(&g, 1).await;
+        let second = {
+            let g = g.clone();
+            tokio::spawn(async move {
+                let arrived = Instant::now();
+                (g.enter().await.err(), arrived.elapsed())
+            })
+        };
+        until_waiting_async(&g, 2).await;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        drop(held);
+        let out = second.await.unwrap();
+        assert!(first.await.unwrap(), "the first task in line got in");
+        out
+    });
+    match second {
+        Some(GateError::Timeout { .. }) => {}
+        None => panic!(
+            "a task second in line, deadline {deadline:?}, got in {waited:?} after it arrived, when the \
+             first left: it should have given up at its deadline. A deadline that starts again on each \
+             wake-up never ends while wake-ups keep coming"
+        ),
+        Some(e) => {
+            panic!("a task second in line while the first holds the gate: {e:?}, not Timeout")
+        }
+    }
+    assert_eq!(
+        second,
+        Some(GateError::Timeout { waited: deadline }),
+        "a task second in line while the first holds the gate past its deadline"
+    );
+    assert!(
+        waited < deadline + Duration::from_millis(200),
+        "a task with a deadline of {deadline:?} gave up {waited:?} after it arrived: its deadline \
+         started again when it was woken (as the first in line got in, 300 ms after it arrived). Fix \
+         the deadline once, when the task arrives, and wait until it"
+    );
+}
+
+/// [`until_waiting`], from a task.
+async fn until_waiting_async(g: &Gate, waiting: usize) {
+    let start = Instant::now();
+    while g.status().waiting < waiting {
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "{waiting} tasks never got in line: {:?}",
+            g.status()
+        );
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+}
+
 /// Tasks cancelled while in line leave it; a permit that reaches a task as it is cancelled goes on to the
 /// next: after any number of cancellations every permit comes back.
 fn cancelled_waiters_leak_no_permit() {
@@ -215,10 +351,26 @@ fn cancelled_waiters_leak_no_permit() {
         for t in tasks {
             let _ = t.await;
         }
-        // Cancellations racing with hand-overs: a waiter cancelled just as the permit reaches it.
+        // Cancellations racing with hand-overs: a waiter cancelled just as the permit reaches it. Nothing
+        // else holds a permit between rounds: one that does not come back within two seconds was lost.
+        let enter = async |round: u64| match tokio::time::timeout(Duration::from_secs(2), g.enter()).await
+        {
+            Ok(Ok(p)) => p,
+            Ok(Err(e)) => panic!("round {round}: {e:?} from a gate nobody else holds"),
+            Err(_) => panic!(
+                "round {round}: no permit within 2 s from a gate of two that nobody holds ({:?}): a \
+                 permit was lost — {}",
+                g.status(),
+                if round == 0 {
+                    "when a waiter was cancelled (ten of the twenty tasks in line were aborted)"
+                } else {
+                    "when a waiter was cancelled just as the permit reached it (every other round)"
+                }
+            ),
+        };
         for i in 0..200u64 {
-            let p = g.enter().await.unwrap();
-            let p2 = g.enter().await.unwrap();
+            let p = enter(i).await;
+            let p2 = enter(i).await;
             let g2 = g.clone();
             let waiter = tokio::spawn(async move { g2.enter().await.map(drop) });
             while g.status().waiting < 1 {
@@ -356,6 +508,7 @@ workshop_harness::checks!(
     callers_get_in_in_arrival_order,
     a_full_line_refuses_at_once,
     a_waiter_times_out,
+    a_woken_waiter_keeps_its_deadline,
     cancelled_waiters_leak_no_permit,
     sixty_four_workers_against_four_connections,
 );
