@@ -399,9 +399,10 @@ async fn run_step_async(
     }
 }
 
-/// A chunk and its checkpoint in one transaction, run again after a deadlock. By hand (`begin`, `commit`):
-/// the partition runs in a spawned task, whose future must be `Send`, which an `AsyncFnMut` transaction's
-/// cannot be shown to be on stable Rust.
+/// A chunk and its checkpoint in one transaction, run again after a deadlock or a serialization failure,
+/// after the pause the blocking `transaction` makes (`RETRY_PAUSE`, doubled before each further run; on a
+/// timer, holding no thread). By hand (`begin`, `commit`): the partition runs in a spawned task, whose
+/// future must be `Send`, which an `AsyncFnMut` transaction's cannot be shown to be on stable Rust.
 async fn write_chunk_async(
     db: &asynchronous::Database,
     chunk: &[Statement],
@@ -420,7 +421,10 @@ async fn write_chunk_async(
             Ok::<_, Error>(n)
         };
         match once.await {
-            Err(e) if e.is_retriable() && attempt < blocking::ATTEMPTS => attempt += 1,
+            Err(e) if e.is_retriable() && attempt < blocking::ATTEMPTS => {
+                tokio::time::sleep(blocking::RETRY_PAUSE * 2u32.pow(attempt - 1)).await;
+                attempt += 1;
+            }
             done => return done,
         }
     }

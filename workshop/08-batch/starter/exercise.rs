@@ -5,7 +5,7 @@
 // while the bodies are `todo!()`s (unused parameters, imports, helpers); then its warnings are worth reading.
 #![allow(unused_variables, unused_imports, dead_code)]
 
-use blocking::{ATTEMPTS, Error, Executor, Result};
+use blocking::{ATTEMPTS, Error, Executor, RETRY_PAUSE, Result};
 use dialects::{GeneratedKey, Insert, OnConflict, Order, Select, Statement, Update};
 use expressions::ColumnExt;
 use tables::{Dialect, Value};

@@ -39,13 +39,13 @@ proptest! {
         }
         let keys = (hi - lo + 1) as usize;
         prop_assert_eq!(parts.len(), n.max(1).min(keys), "how many partitions");
-        prop_assert_eq!(parts[0].0, lo);
-        prop_assert_eq!(parts[parts.len() - 1].1, hi);
+        prop_assert_eq!(parts[0].0, lo, "the first partition starts at lo: {:?}", parts);
+        prop_assert_eq!(parts[parts.len() - 1].1, hi, "the last partition ends at hi: {:?}", parts);
         for w in parts.windows(2) {
             prop_assert_eq!(w[1].0, w[0].1 + 1, "contiguous: {:?}", parts);
         }
         let sizes: Vec<i64> = parts.iter().map(|(a, b)| b - a + 1).collect();
-        prop_assert!(sizes.iter().all(|s| *s >= 1));
+        prop_assert!(sizes.iter().all(|s| *s >= 1), "no partition is empty: {:?}", parts);
         prop_assert!(sizes.iter().max().unwrap() - sizes.iter().min().unwrap() <= 1, "sizes {:?}", sizes);
     }
 }
@@ -53,9 +53,17 @@ proptest! {
 /// Even the widest range splits without overflow.
 fn split_handles_the_whole_range() {
     let parts = split(i64::MIN, i64::MAX, 3);
-    assert_eq!(parts.len(), 3);
-    assert_eq!(parts[0].0, i64::MIN);
-    assert_eq!(parts[2].1, i64::MAX);
+    assert_eq!(
+        parts.len(),
+        3,
+        "partitions of the whole i64 range: {parts:?}"
+    );
+    assert_eq!(
+        parts[0].0,
+        i64::MIN,
+        "the first starts at i64::MIN: {parts:?}"
+    );
+    assert_eq!(parts[2].1, i64::MAX, "the last ends at i64::MAX: {parts:?}");
 }
 
 /// A fresh database on every engine that answers, with the job's tables and `rows` source rows (keys
@@ -217,6 +225,92 @@ fn a_key_at_i64_min_is_refused() {
     });
 }
 
+/// The writes a trigger refuses in [`a_failed_write_stops_the_job_and_loses_nothing`]: what, the table,
+/// the event, and the condition (on the row `NEW`, and `OLD` for an update).
+const REFUSALS: [(&str, &str, &str, &str); 3] = [
+    (
+        "a chunk's row (key 1,500)",
+        "benchmark_target",
+        "INSERT",
+        "NEW.id = 1500",
+    ),
+    (
+        "a checkpoint (past key 1,500)",
+        "batch_step_execution",
+        "UPDATE",
+        "NEW.checkpoint <> OLD.checkpoint AND NEW.checkpoint >= 1500",
+    ),
+    (
+        "the run's step rows",
+        "batch_step_execution",
+        "INSERT",
+        "1 = 1",
+    ),
+];
+
+/// Makes the database refuse a write — `event` on `table` where `when` holds — with a trigger; with
+/// `when` `None`, drops it. Through a connection of stage 4's `Conn` (`batch`: MySQL cannot prepare a
+/// CREATE TRIGGER).
+fn refuse(url: &str, table: &str, event: &str, when: Option<&str>) {
+    let mut conn = blocking::drivers::connect(url).unwrap_or_else(|e| panic!("{url}: {e}"));
+    let d = conn.dialect();
+    let sql = match (d, when) {
+        (Dialect::Sqlite, Some(w)) => format!(
+            "CREATE TRIGGER refuse BEFORE {event} ON {table} FOR EACH ROW WHEN {w} \
+             BEGIN SELECT RAISE(ABORT, 'refused by the check'); END"
+        ),
+        (Dialect::Postgres, Some(w)) => format!(
+            "CREATE OR REPLACE FUNCTION refuse_write() RETURNS trigger LANGUAGE plpgsql AS \
+             $$BEGIN RAISE EXCEPTION 'refused by the check'; END$$; \
+             CREATE TRIGGER refuse BEFORE {event} ON {table} FOR EACH ROW WHEN ({w}) \
+             EXECUTE FUNCTION refuse_write()"
+        ),
+        (Dialect::MySql, Some(w)) => format!(
+            "CREATE TRIGGER refuse BEFORE {event} ON {table} FOR EACH ROW BEGIN IF {w} THEN \
+             SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'refused by the check'; END IF; END"
+        ),
+        (Dialect::Postgres, None) => format!("DROP TRIGGER refuse ON {table}"),
+        (_, None) => "DROP TRIGGER refuse".to_owned(),
+    };
+    conn.batch(&sql)
+        .unwrap_or_else(|e| panic!("{d}: {e}: {sql}"));
+}
+
+/// A job fails on its own when a write fails: a chunk's rows, a checkpoint, the run's step rows — here a
+/// trigger refuses one of them. The job must end with that error (not go on to the next chunk, not report
+/// success); once the trigger is gone, a rerun finishes it exactly once — which it can only if the chunk
+/// and its checkpoint were one transaction, and the run and its step rows another. Both runners.
+fn a_failed_write_stops_the_job_and_loses_nothing() {
+    for (what, table, event, when) in REFUSALS {
+        for runner in ["blocking", "async"] {
+            on_engines("w8refused", 3_000, |db, url| {
+                let d = db.dialect();
+                refuse(url, table, event, Some(when));
+                let job = Job::new("essay");
+                let first = match runner {
+                    "blocking" => run_blocking(db, &job),
+                    _ => run_async_at(url, &job),
+                };
+                if let Ok(report) = first {
+                    panic!(
+                        "{d}, {runner} runner: the database refused {what}, yet the job ended with \
+                         Ok({report:?}). A failed write must stop the job with its error: a job that goes \
+                         on has lost those rows, and one that reports success will not be run again"
+                    );
+                }
+                refuse(url, table, event, None);
+                let again = run(db, url, runner, &job);
+                exactly_once(
+                    db,
+                    &format!(
+                        "{runner} runner: {what} refused, the job failed, then a rerun {again:?}"
+                    ),
+                );
+            });
+        }
+    }
+}
+
 /// The async runner on a database of its own at `url`, on a two-worker runtime of its own.
 fn run_async_at(url: &str, job: &Job) -> Result<batch::job::Report, blocking::Error> {
     tokio::runtime::Builder::new_multi_thread()
@@ -306,6 +400,9 @@ fn a_killed_job_resumes_exactly_once() {
             kills.iter().filter(|k| k.2.is_none()).count() >= 3,
             "{d}: the job finished before most kills could interrupt it: {kills:?}"
         );
+        // What the killed runs committed: the last run may find more (a COMMIT still on its way to
+        // the server as its client died), never less.
+        let done_before = progress(db);
         let last = run(
             db,
             url,
@@ -314,6 +411,14 @@ fn a_killed_job_resumes_exactly_once() {
                 partitions: 4,
                 ..Job::new("essay")
             },
+        );
+        let left = ROWS - done_before;
+        assert!(
+            last.already_completed || last.read as i64 <= left,
+            "{d}: the last run read {} rows, but the checkpoints left only {left} unwritten: it read \
+             rows again from before a checkpoint. Resume each partition after its checkpoint, not from \
+             its first key",
+            last.read
         );
         eprintln!("{d}: killed after {kills:?}, then {last:?}");
         let context =
@@ -332,5 +437,6 @@ workshop_harness::checks!(
     a_key_at_i64_min_is_refused,
     the_job_writes_every_row_once,
     an_empty_source_completes,
+    a_failed_write_stops_the_job_and_loses_nothing,
     a_killed_job_resumes_exactly_once,
 );
