@@ -230,6 +230,36 @@ fn measure_warms_up_on_a_clean_slate_each_time() {
     }
 }
 
+/// Both of your sides run the job with the partitions the cell names — no more, no fewer — so that the two
+/// are compared on the same work: the job's step rows (one per partition) say how many its last run had.
+fn each_side_runs_the_partitions_it_is_given() {
+    use tandem::blocking::Executor as _;
+    let target = workshop_support::db::target_or_skip(tandem_sql::Dialect::Sqlite, "w9parts")
+        .expect("SQLite is always there");
+    let url = target.url();
+    for side in [Side::MineBlocking, Side::MineAsync] {
+        for partitions in [1, 3] {
+            let w = Workload::EndToEnd {
+                rows: 300,
+                partitions,
+            };
+            measure(&url, side, w, 1).unwrap_or_else(|e| panic!("{side} {w:?}: {e}"));
+            let db = tandem::blocking::Database::connect(&url).unwrap();
+            let steps: Vec<(i64,)> = db
+                .fetch_all(&tandem::sql::raw(
+                    "SELECT count(*) FROM batch_step_execution",
+                    vec![],
+                ))
+                .unwrap();
+            assert_eq!(
+                steps[0].0, partitions as i64,
+                "{side}, {w:?}: the job's last run had this many partitions (its step rows): run the job \
+                 with the cell's partitions, on both sides alike"
+            );
+        }
+    }
+}
+
 /// The clock starts once the database is open: with every new connection to the server made to take
 /// 400 ms (a proxy in front of it), your sides' samples of a small seed stay well under 400 ms. A sample
 /// that counts opening the pool measures the network's handshake, not the executor.
@@ -310,6 +340,7 @@ workshop_harness::checks!(
     the_spread_says_how_far_to_trust_the_median,
     measure_refuses_a_wrong_result,
     measure_warms_up_on_a_clean_slate_each_time,
+    each_side_runs_the_partitions_it_is_given,
     the_clock_starts_after_the_database_opens,
     the_median_is_the_middle,
     verification_catches_what_the_essay_missed,
