@@ -239,28 +239,7 @@ fn a_woken_waiter_keeps_its_deadline() {
         );
         out
     });
-    match second {
-        Some(GateError::Timeout { .. }) => {}
-        None => panic!(
-            "a thread second in line, deadline {deadline:?}, got in {waited:?} after it arrived, when the \
-             first left: it should have given up at its deadline. A deadline that starts again on each \
-             wake-up never ends while wake-ups keep coming"
-        ),
-        Some(e) => {
-            panic!("a thread second in line while the first holds the gate: {e:?}, not Timeout")
-        }
-    }
-    assert_eq!(
-        second,
-        Some(GateError::Timeout { waited: deadline }),
-        "a thread second in line while the first holds the gate past its deadline"
-    );
-    assert!(
-        waited < deadline + Duration::from_millis(200),
-        "a thread with a deadline of {deadline:?} gave up {waited:?} after it arrived: its deadline \
-         started again when it was woken (as the first in line got in, 300 ms after it arrived). Fix \
-         the deadline once, when the caller arrives, and wait for what is left of it"
-    );
+    kept_its_deadline("thread", second, waited, deadline);
     let rt = runtime();
     let g = gate(1, 4, 400);
     let (second, waited) = rt.block_on(async {
@@ -288,27 +267,33 @@ fn a_woken_waiter_keeps_its_deadline() {
         assert!(first.await.unwrap(), "the first task in line got in");
         out
     });
+    kept_its_deadline("task", second, waited, deadline);
+}
+
+/// The second in line of [`a_woken_waiter_keeps_its_deadline`] (a thread or a task: `who`) gave up with
+/// `Timeout`, about `deadline` after it arrived (it waited `waited`).
+fn kept_its_deadline(who: &str, second: Option<GateError>, waited: Duration, deadline: Duration) {
     match second {
         Some(GateError::Timeout { .. }) => {}
         None => panic!(
-            "a task second in line, deadline {deadline:?}, got in {waited:?} after it arrived, when the \
+            "a {who} second in line, deadline {deadline:?}, got in {waited:?} after it arrived, when the \
              first left: it should have given up at its deadline. A deadline that starts again on each \
              wake-up never ends while wake-ups keep coming"
         ),
         Some(e) => {
-            panic!("a task second in line while the first holds the gate: {e:?}, not Timeout")
+            panic!("a {who} second in line while the first holds the gate: {e:?}, not Timeout")
         }
     }
     assert_eq!(
         second,
         Some(GateError::Timeout { waited: deadline }),
-        "a task second in line while the first holds the gate past its deadline"
+        "a {who} second in line while the first holds the gate past its deadline"
     );
     assert!(
         waited < deadline + Duration::from_millis(200),
-        "a task with a deadline of {deadline:?} gave up {waited:?} after it arrived: its deadline \
+        "a {who} with a deadline of {deadline:?} gave up {waited:?} after it arrived: its deadline \
          started again when it was woken (as the first in line got in, 300 ms after it arrived). Fix \
-         the deadline once, when the task arrives, and wait until it"
+         the deadline once, when the {who} arrives, and wait for what is left of it"
     );
 }
 
