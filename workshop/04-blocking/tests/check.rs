@@ -233,8 +233,15 @@ fn one_connection_runs_statements_and_reads_rows() {
 
 /// Values of every type go in and come back as they were — NULL, negative numbers, text with quotes and
 /// accents, booleans (integers on SQLite and MySQL) — with the key the database generated; a row read
-/// into the wrong shape or type is a typed error.
+/// into the wrong shape or type is a typed error; a URL of no known engine is `Error::Connect`.
 fn values_round_trip_on_every_engine() {
+    assert!(
+        matches!(
+            Database::open("oracle://nowhere", 1),
+            Err(Error::Connect(_))
+        ),
+        "an unknown URL scheme"
+    );
     on_engines::<things::table>("w4values", 2, |db, _| {
         let d = db.dialect();
         // Nothing inserted yet: the engines' "0" is no key.
@@ -301,7 +308,7 @@ fn values_round_trip_on_every_engine() {
 }
 
 /// Your classification, on failures of your `Conn`: a unique violation is told from other failures, and
-/// neither is retriable; a URL of no known engine is `Error::Connect`.
+/// neither is retriable.
 fn errors_are_classified() {
     on_connections::<things::table>("w4errors", |conn| {
         let d = conn.dialect();
@@ -328,13 +335,6 @@ fn errors_are_classified() {
         assert_eq!(e.kind(), Some(DbErrorKind::Other), "{d}: bad SQL: {e}");
         assert!(!e.is_retriable(), "{d}: bad SQL is not retriable");
     });
-    assert!(
-        matches!(
-            Database::open("oracle://nowhere", 1),
-            Err(Error::Connect(_))
-        ),
-        "an unknown URL scheme"
-    );
 }
 
 /// `Ok` commits, `Err` rolls back, a failing savepoint undoes only its own work, a successful one is
@@ -511,9 +511,9 @@ fn the_pool_never_opens_more_than_its_size() {
         match outcome {
             Err(Error::Connect(_)) => {}
             Err(Error::PoolTimeout { .. }) => panic!(
-                "a caller got PoolTimeout while no connection was open: a failed connect kept its place \
-                 in the count, so after two failures the pool believed itself full. When connecting \
-                 fails, lower the count and wake a waiter"
+                "a caller got PoolTimeout while no connection was open: after a failed connect, either \
+                 its place stayed in the count (so after two failures the pool believed itself full) or \
+                 no waiter was woken to use it. When connecting fails, lower the count and wake a waiter"
             ),
             other => panic!(
                 "the server never lets anyone log in, so every caller's connect fails: expected \

@@ -287,11 +287,7 @@ fn a_failed_write_stops_the_job_and_loses_nothing() {
                 let d = db.dialect();
                 refuse(url, table, event, Some(when));
                 let job = Job::new("essay");
-                let first = match runner {
-                    "blocking" => run_blocking(db, &job),
-                    _ => run_async_at(url, &job),
-                };
-                if let Ok(report) = first {
+                if let Ok(report) = try_run(db, url, runner, &job) {
                     panic!(
                         "{d}, {runner} runner: the database refused {what}, yet the job ended with \
                          Ok({report:?}). A failed write must stop the job with its error: a job that goes \
@@ -324,11 +320,22 @@ fn run_async_at(url: &str, job: &Job) -> Result<batch::job::Report, blocking::Er
         })
 }
 
-fn run(db: &Database, url: &str, runner: &str, job: &Job) -> batch::job::Report {
+/// The job on `runner` ("blocking", or the async runner on a database of its own at `url`).
+fn try_run(
+    db: &Database,
+    url: &str,
+    runner: &str,
+    job: &Job,
+) -> Result<batch::job::Report, blocking::Error> {
     match runner {
-        "blocking" => run_blocking(db, job).unwrap_or_else(|e| panic!("{}: {e}", db.dialect())),
-        _ => run_async_at(url, job).unwrap_or_else(|e| panic!("{e}")),
+        "blocking" => run_blocking(db, job),
+        _ => run_async_at(url, job),
     }
+}
+
+/// [`try_run`], which must succeed.
+fn run(db: &Database, url: &str, runner: &str, job: &Job) -> batch::job::Report {
+    try_run(db, url, runner, job).unwrap_or_else(|e| panic!("{} {runner}: {e}", db.dialect()))
 }
 
 /// Rows written so far by the job's partitions, as their step rows say (none before the run has begun).
