@@ -162,7 +162,8 @@ pub struct Outcome {
     /// The key the connection generated last (SQLite and MySQL report one; PostgreSQL does not). Both
     /// report 0 for "none" — SQLite before the connection's first insert, MySQL for a statement that
     /// generated no key (an UPDATE, an INSERT IGNORE that inserted nothing) — and 0 is never a generated
-    /// key: that is `None`.
+    /// key: that is `None`. SQLite's is the connection's last INSERT's, whatever ran since (an UPDATE
+    /// after an INSERT reports the INSERT's key): read it after an INSERT only.
     pub last_insert_id: Option<i64>,
 }
 
