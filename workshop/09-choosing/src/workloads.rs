@@ -160,6 +160,18 @@ pub fn resets(url: &str) -> usize {
 static RESETS: std::sync::Mutex<std::collections::BTreeMap<String, usize>> =
     std::sync::Mutex::new(std::collections::BTreeMap::new());
 
+/// Makes every later [`reset`] at `url` take `by` longer, in this process (what a check uses to see whether
+/// a sample's clock ran while the slate was cleaned: on SQLite a reset is too quick to show it otherwise).
+pub fn slow_resets(url: &str, by: std::time::Duration) {
+    SLOW_RESETS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(url.to_owned(), by);
+}
+
+static SLOW_RESETS: std::sync::Mutex<std::collections::BTreeMap<String, std::time::Duration>> =
+    std::sync::Mutex::new(std::collections::BTreeMap::new());
+
 /// A clean slate for one iteration: the workload's tables dropped and created again — yours (stage 8's)
 /// for your side, tandem's for tandem's — and, for the job, its `rows` source rows written (not timed).
 pub fn reset(url: &str, side: Side, workload: Workload) -> Result<(), String> {
@@ -168,6 +180,14 @@ pub fn reset(url: &str, side: Side, workload: Workload) -> Result<(), String> {
         .unwrap_or_else(|e| e.into_inner())
         .entry(url.to_owned())
         .or_default() += 1;
+    let slower = SLOW_RESETS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get(url)
+        .copied();
+    if let Some(by) = slower {
+        std::thread::sleep(by);
+    }
     let db = tandem::blocking::Database::connect(url).map_err(err)?;
     for t in [
         "benchmark_target",

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use bench::workloads::{Cell, Mismatch, Side, Workload, reset, resets, written};
+use bench::workloads::{Cell, Mismatch, Side, Workload, reset, resets, slow_resets, written};
 use bench::{
     measure, median, ops_per_sec, seed_async, seed_blocking, service, spread, table, verify,
 };
@@ -230,6 +230,27 @@ fn measure_warms_up_on_a_clean_slate_each_time() {
     }
 }
 
+/// The clock runs for the operation only, not while `reset` cleans the slate: with every reset made to
+/// take 500 ms, your sides' samples of a 200-row seed on SQLite (a few milliseconds of work) stay under it.
+fn the_clock_leaves_out_the_reset() {
+    const SLOW: Duration = Duration::from_millis(500);
+    let target = workshop_support::db::target_or_skip(tandem_sql::Dialect::Sqlite, "w9reset")
+        .expect("SQLite is always there");
+    let url = target.url();
+    slow_resets(&url, SLOW);
+    for side in [Side::MineBlocking, Side::MineAsync] {
+        let cell = measure(&url, side, Workload::Seed { rows: 200 }, 2)
+            .unwrap_or_else(|e| panic!("{side}: {e}"));
+        for sample in &cell.samples {
+            assert!(
+                *sample < SLOW,
+                "{side}: a seed of 200 rows took {sample:?} with a `reset` that takes {SLOW:?}: start the \
+                 clock after the reset (and after opening the database), not before"
+            );
+        }
+    }
+}
+
 /// Both of your sides run the job with the partitions the cell names — no more, no fewer — so that the two
 /// are compared on the same work: the job's step rows (one per partition) say how many its last run had.
 fn each_side_runs_the_partitions_it_is_given() {
@@ -341,6 +362,7 @@ workshop_harness::checks!(
     measure_refuses_a_wrong_result,
     measure_warms_up_on_a_clean_slate_each_time,
     each_side_runs_the_partitions_it_is_given,
+    the_clock_leaves_out_the_reset,
     the_clock_starts_after_the_database_opens,
     the_median_is_the_middle,
     verification_catches_what_the_essay_missed,

@@ -97,7 +97,7 @@ fn say(line: &str) {
 /// What a run of a stage's checks wrote.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Report {
-    /// Every check that ran (filtered-out checks are not listed).
+    /// Every check that ran (filtered-out checks are not listed), in the order the stage declares them.
     pub checks: Vec<Outcome>,
 }
 
@@ -219,6 +219,8 @@ pub fn main(checks: Vec<Check>) {
     panics::install(false);
     let outcomes = Arc::new(Mutex::new(Vec::new()));
     let skip_alone = std::env::var_os(SKIP_ALONE_VAR).is_some();
+    // The report lists the checks in the stage's order (the chapter's), not as they finished.
+    let order: Vec<&'static str> = checks.iter().map(|c| c.name).collect();
     let trials = checks
         .into_iter()
         .filter(|c| !(skip_alone && c.alone))
@@ -251,6 +253,7 @@ pub fn main(checks: Vec<Check>) {
     // A check past its time bound ends the run: it fails with what its thread was doing, the checks
     // still running with it are cut short, and the report says so.
     let cut_short = outcomes.clone();
+    let watched_order = order.clone();
     limit::watch(move |said| {
         let mut done = cut_short.lock().unwrap_or_else(|e| e.into_inner());
         for (name, message) in said {
@@ -261,25 +264,42 @@ pub fn main(checks: Vec<Check>) {
                 message: Some(message),
             });
         }
-        write_report(done.clone());
+        write_report(done.clone(), &watched_order);
     });
     let conclusion = libtest_mimic::run(&args, trials);
-    write_report(outcomes.lock().unwrap_or_else(|e| e.into_inner()).clone());
+    write_report(
+        outcomes.lock().unwrap_or_else(|e| e.into_inner()).clone(),
+        &order,
+    );
     conclusion.exit();
 }
 
 #[cfg(feature = "checks")]
-/// Writes the report where [`REPORT_VAR`] says, when it says so.
-fn write_report(mut checks: Vec<Outcome>) {
+/// Writes the report where [`REPORT_VAR`] says, when it says so, the checks in `order` (the stage's).
+fn write_report(checks: Vec<Outcome>, order: &[&str]) {
     if let Ok(path) = std::env::var(REPORT_VAR) {
-        checks.sort_by(|a, b| a.name.cmp(&b.name));
-        let report = Report { checks };
+        let report = Report {
+            checks: in_order(checks, order),
+        };
         let json = serde_json::to_string_pretty(&report).expect("a report serializes");
         if let Err(e) = std::fs::write(&path, json) {
             eprintln!("cannot write the workshop report to {path}: {e}");
             std::process::exit(101);
         }
     }
+}
+
+/// The outcomes in `order` (the names as the stage declares its checks), whatever order they finished
+/// in; a name not in `order` goes last.
+#[cfg(any(feature = "checks", test))]
+fn in_order(mut checks: Vec<Outcome>, order: &[&str]) -> Vec<Outcome> {
+    checks.sort_by_key(|c| {
+        order
+            .iter()
+            .position(|n| *n == c.name)
+            .unwrap_or(order.len())
+    });
+    checks
 }
 
 /// Reads a report written by [`main`].
@@ -338,6 +358,28 @@ fn floor_char(s: &str, i: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The report keeps the stage's order (the chapter's), not the order the checks finished in, nor
+    /// their names' alphabetical order.
+    #[test]
+    fn the_report_lists_checks_in_the_stages_order() {
+        let outcome = |name: &str| Outcome {
+            name: name.to_owned(),
+            passed: false,
+            message: None,
+        };
+        let finished = vec![
+            outcome("b_second"),
+            outcome("z_first"),
+            outcome("stray"),
+            outcome("a_third"),
+        ];
+        let names: Vec<String> = in_order(finished, &["z_first", "b_second", "a_third"])
+            .into_iter()
+            .map(|o| o.name)
+            .collect();
+        assert_eq!(names, ["z_first", "b_second", "a_third", "stray"]);
+    }
 
     /// Each engine and each skip is read once, in order; a marker that another thread's output broke
     /// (not at the start of a line, or an unknown engine name) is not read as one.
