@@ -13,7 +13,7 @@ use tandem_core::{ConnectOptions, DbErrorKind, Error};
 use tandem_pool::PoolConfig;
 use tandem_sql::{Dialect, raw};
 use tandem_test_support::proxy::{self, Proxy};
-use tandem_test_support::{db, harness};
+use tandem_test_support::{db, harness, pools};
 
 fn config() -> PoolConfig {
     PoolConfig {
@@ -207,9 +207,15 @@ fn pool_follows(dialect: Dialect) {
         let rt = harness::runtime();
         let blocking;
         let asynchronous;
-        let mut run: Box<dyn FnMut() -> Result<i64, Error>> = if side == "blocking" {
+        type Metrics<'a> = Box<dyn Fn() -> tandem_pool::PoolMetrics + 'a>;
+        let (mut run, metrics): (Box<dyn FnMut() -> Result<i64, Error>>, Metrics) = if side
+            == "blocking"
+        {
             blocking = tandem_blocking::Database::connect_with(&url, config()).unwrap();
-            Box::new(|| blocking.fetch_one::<(i64,)>(&stmt).map(|(v,)| v))
+            (
+                Box::new(|| blocking.fetch_one::<(i64,)>(&stmt).map(|(v,)| v)),
+                Box::new(|| blocking.pool_metrics()),
+            )
         } else {
             asynchronous = rt
                 .block_on(tandem_async::Database::connect_with(
@@ -217,14 +223,24 @@ fn pool_follows(dialect: Dialect) {
                     config(),
                 ))
                 .unwrap();
-            Box::new(|| {
-                rt.block_on(asynchronous.fetch_one::<(i64,)>(&stmt))
-                    .map(|(v,)| v)
-            })
+            (
+                Box::new(|| {
+                    rt.block_on(asynchronous.fetch_one::<(i64,)>(&stmt))
+                        .map(|(v,)| v)
+                }),
+                Box::new(|| asynchronous.pool_metrics()),
+            )
         };
         for _ in 0..8 {
             run().unwrap();
         }
+        // Every connection back in the pool before the cut. (sqlx puts a connection back on a task of its
+        // own, after the call returned: one still on its way back when the first failure is noted would
+        // be handed out later as if it had been idle since after the loss.)
+        pools::until("every connection idle before the cut", || {
+            let m = metrics();
+            m.in_use == 0 && m.idle == m.size
+        });
         assert!(
             a.accepted() > 0,
             "{side}: the pool starts on the first server"
@@ -365,6 +381,13 @@ fn silent_server_is_passed_over(dialect: Dialect) {
         for _ in 0..8 {
             run().unwrap();
         }
+        // The first call after the silence is to find an idle connection, as a call on a busy pool does:
+        // sqlx puts each connection back on a task of its own, and a call made before it is back opens a
+        // new one (to the silent server: a connect timeout, not the call's own socket timeout).
+        pools::until("every connection idle before the silence", || {
+            let m = exec.metrics();
+            m.in_use == 0 && m.idle == m.size
+        });
         assert_eq!(
             b.accepted(),
             0,

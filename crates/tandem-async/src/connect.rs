@@ -23,6 +23,12 @@ use crate::driver::error;
 /// The longest a suspect idle connection's ping may take before the connection is replaced.
 const PING_BOUND: Duration = Duration::from_secs(1);
 
+/// How much earlier than sqlx's idle time a connection is taken to have been last known good. sqlx puts a
+/// connection back on a task of its own, after tandem let go of it: one whose server vanished while it was
+/// on its way back enters the pool *after* the loss was noted, and by its idle time alone would be handed
+/// out unchecked. Only connections put back within this long after a loss pay a ping for it.
+const RETURN_SLACK: Duration = Duration::from_secs(1);
+
 pub(crate) fn pool_options<DB: sqlx::Database>(
     config: &PoolConfig,
     created: Arc<AtomicU64>,
@@ -48,7 +54,7 @@ where
         // Once a connection was found dead, one idle since before that is pinged before it is handed out
         // (and replaced when the ping fails, or is not answered within `socket_timeout`): see `LossClock`.
         .before_acquire(move |conn, meta| {
-            let suspect = losses.suspect_idle(meta.idle_for);
+            let suspect = losses.suspect_idle(meta.idle_for + RETURN_SLACK);
             Box::pin(async move {
                 if !suspect {
                     return Ok(true);
