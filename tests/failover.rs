@@ -208,29 +208,28 @@ fn pool_follows(dialect: Dialect) {
         let blocking;
         let asynchronous;
         type Metrics<'a> = Box<dyn Fn() -> tandem_pool::PoolMetrics + 'a>;
-        let (mut run, metrics): (Box<dyn FnMut() -> Result<i64, Error>>, Metrics) = if side
-            == "blocking"
-        {
-            blocking = tandem_blocking::Database::connect_with(&url, config()).unwrap();
-            (
-                Box::new(|| blocking.fetch_one::<(i64,)>(&stmt).map(|(v,)| v)),
-                Box::new(|| blocking.pool_metrics()),
-            )
-        } else {
-            asynchronous = rt
-                .block_on(tandem_async::Database::connect_with(
-                    &db::with_driver(&url),
-                    config(),
-                ))
-                .unwrap();
-            (
-                Box::new(|| {
-                    rt.block_on(asynchronous.fetch_one::<(i64,)>(&stmt))
-                        .map(|(v,)| v)
-                }),
-                Box::new(|| asynchronous.pool_metrics()),
-            )
-        };
+        let (mut run, metrics): (Box<dyn FnMut() -> Result<i64, Error>>, Metrics) =
+            if side == "blocking" {
+                blocking = tandem_blocking::Database::connect_with(&url, config()).unwrap();
+                (
+                    Box::new(|| blocking.fetch_one::<(i64,)>(&stmt).map(|(v,)| v)),
+                    Box::new(|| blocking.pool_metrics()),
+                )
+            } else {
+                asynchronous = rt
+                    .block_on(tandem_async::Database::connect_with(
+                        &db::with_driver(&url),
+                        config(),
+                    ))
+                    .unwrap();
+                (
+                    Box::new(|| {
+                        rt.block_on(asynchronous.fetch_one::<(i64,)>(&stmt))
+                            .map(|(v,)| v)
+                    }),
+                    Box::new(|| asynchronous.pool_metrics()),
+                )
+            };
         for _ in 0..8 {
             run().unwrap();
         }
