@@ -342,6 +342,65 @@ fn validation_replaces_dead_connections() {
     }
 }
 
+/// An acquire that must open a connection is bounded by the acquire timeout, connecting included: with
+/// one connection held and the server fallen silent (a proxy that accepts and never answers), the next
+/// call fails with a timeout within the 400 ms acquire timeout, not after the 5 s connect timeout.
+fn a_connect_is_bounded_by_the_acquire_timeout() {
+    const ACQUIRE: Duration = Duration::from_millis(400);
+    for dialect in [Dialect::Postgres, Dialect::MySql] {
+        for side in [Side::Blocking, Side::Async] {
+            let target = db::target(dialect, "connectbound");
+            let upstream = target.options.target();
+            let proxy = tandem_test_support::proxy::start(&upstream, |_| true);
+            let url = target
+                .url()
+                .replacen(&upstream, &format!("127.0.0.1:{}", proxy.port), 1);
+            let config = PoolConfig {
+                max_size: 2,
+                acquire_timeout: ACQUIRE,
+                connect_timeout: Duration::from_secs(5),
+                ..PoolConfig::default()
+            };
+            // The held connection is given back without a word to the silent server (a checkout, not a
+            // transaction whose end would wait for an answer).
+            let rt = harness::runtime();
+            let select = raw("SELECT 1", vec![]);
+            let (took, err) = match side {
+                Side::Blocking => {
+                    let db = tandem_blocking::Database::connect_with(&url, config).unwrap();
+                    let _held = db.checkout().unwrap();
+                    proxy.silence();
+                    let started = Instant::now();
+                    let err = db.fetch_one::<(i64,)>(&select).unwrap_err();
+                    (started.elapsed(), err)
+                }
+                Side::Async => rt.block_on(async {
+                    use tandem_async::Executor as _;
+                    let db = tandem_async::Database::connect_with(&db::with_driver(&url), config)
+                        .await
+                        .unwrap();
+                    let _held = db.checkout().await.unwrap();
+                    proxy.silence();
+                    let started = Instant::now();
+                    let err = db.fetch_one::<(i64,)>(&select).await.unwrap_err();
+                    (started.elapsed(), err)
+                }),
+            };
+            assert!(
+                matches!(
+                    err,
+                    Error::PoolTimeout { .. } | Error::ConnectTimeout { .. }
+                ),
+                "{side:?} {dialect}: a timeout, got {err:?}"
+            );
+            assert!(
+                took < ACQUIRE + Duration::from_secs(1),
+                "{side:?} {dialect}: the acquire timeout is {ACQUIRE:?}, the call failed after {took:?}"
+            );
+        }
+    }
+}
+
 /// `pg_terminate_backend` of every pool connection while eight workers run: the pool drops the broken
 /// connections, serves new ones, and the server ends up with exactly the connections the pool holds.
 fn recovers_after_every_connection_is_terminated() {
@@ -618,6 +677,13 @@ fn main() {
                 harness::Case::new(
                     "validation_replaces_dead_connections",
                     validation_replaces_dead_connections,
+                )
+                .needs(&[Dialect::Postgres, Dialect::MySql]),
+            ],
+            vec![
+                harness::Case::new(
+                    "a_connect_is_bounded_by_the_acquire_timeout",
+                    a_connect_is_bounded_by_the_acquire_timeout,
                 )
                 .needs(&[Dialect::Postgres, Dialect::MySql]),
             ],

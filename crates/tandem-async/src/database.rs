@@ -351,21 +351,27 @@ impl Database {
         // The gate's permit is a right to a connection: an idle one, or a new one — the pool has no wait
         // of its own. The path a warm pool takes all day — admitted at once, a connection idle and not
         // suspect — sets no timer and reads the clock only for the pool's age rules.
+        // What is slow — a connect, the check of a suspect connection — runs within what is left of the
+        // acquire timeout (connecting included, as `PoolConfig::acquire_timeout` says): past it, the
+        // acquire fails with `PoolTimeout`, even when the connect timeout is longer.
+        // (The acquire began `waited` before `started`, the first moment one of them was needed.)
         let mut started = None;
         loop {
             let mut c = match p.take_idle() {
                 Some(c) => c,
                 None => {
-                    started.get_or_insert_with(Instant::now);
-                    p.open_one().await?
+                    let began = *started.get_or_insert_with(Instant::now) - waited;
+                    within(admission, began, p.open_one()).await??
                 }
             };
             let check = self.inner.config.validate_on_checkout
                 || (losses.any_loss() && losses.suspect_idle(c.idle_since().elapsed()));
-            if check && !Box::pin(O::answers(&mut c)).await {
-                c.discard();
-                started.get_or_insert_with(Instant::now);
-                continue;
+            if check {
+                let began = *started.get_or_insert_with(Instant::now) - waited;
+                if !within(admission, began, Box::pin(O::answers(&mut c))).await? {
+                    c.discard();
+                    continue;
+                }
             }
             let observer = self.inner.observer.clone();
             let losses = Some(losses.clone());
@@ -725,4 +731,17 @@ impl crate::executor::sealed::Run for Database {
 #[cfg(any(feature = "postgres", feature = "mysql"))]
 fn set_server(server: &crate::conn::Server, chosen: &ConnectOptions) {
     *server.lock().unwrap_or_else(|p| p.into_inner()) = tandem_core::hosts::Remote::of(chosen);
+}
+
+/// `slow` (a connect, a check) within what is left of the acquire timeout for an acquire that began at
+/// `began`; past it, the acquire's timeout error.
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+async fn within<T>(
+    admission: &tandem_pool::Admission,
+    began: Instant,
+    slow: impl Future<Output = T>,
+) -> Result<T> {
+    tokio::time::timeout(admission.remaining(began), slow)
+        .await
+        .map_err(|_| admission.timed_out(began).into())
 }

@@ -32,8 +32,8 @@ pub struct PoolConfig {
     /// How long opening one connection may take, handshake and authentication included (a server that
     /// accepts the TCP connection and never answers fails with a connect-timeout error naming it), and how
     /// long warm-up may take to open `min_idle` connections before building the pool fails. Default 10 s.
-    /// (The async executor's later connections are opened inside sqlx's acquire, which the acquire timeout
-    /// bounds.)
+    /// A connection opened for an acquire also stays within what is left of `acquire_timeout`: past that,
+    /// the acquire fails with its timeout error even when this is longer.
     pub connect_timeout: Duration,
     /// Check each connection with a round trip before handing it out, replacing one that fails. Default
     /// false: a connection that broke while in use is closed when it comes back, so only connections killed
