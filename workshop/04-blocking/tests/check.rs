@@ -331,6 +331,25 @@ fn errors_are_classified() {
             "{d}: a duplicate key: {e}"
         );
         assert!(!e.is_retriable(), "{d}: a duplicate key is not retriable");
+        // A UNIQUE column that is not the key: SQLite reports it with another extended code (2067) than
+        // a duplicate primary key (1555).
+        for ddl in [
+            "DROP TABLE IF EXISTS w4unique",
+            "CREATE TABLE w4unique (id INTEGER PRIMARY KEY, email VARCHAR(40) UNIQUE)",
+        ] {
+            conn.batch(ddl)
+                .unwrap_or_else(|e| panic!("{d}: {e}: {ddl}"));
+        }
+        conn.execute(&sql("INSERT INTO w4unique (id, email) VALUES (1, 'a')"))
+            .unwrap_or_else(|e| panic!("{d}: {e}"));
+        let e = conn
+            .execute(&sql("INSERT INTO w4unique (id, email) VALUES (2, 'a')"))
+            .unwrap_err();
+        assert_eq!(
+            e.kind(),
+            Some(DbErrorKind::UniqueViolation),
+            "{d}: a duplicate in a UNIQUE column that is not the key: {e}"
+        );
         let e = conn.execute(&sql("SELEKT 1")).unwrap_err();
         assert_eq!(e.kind(), Some(DbErrorKind::Other), "{d}: bad SQL: {e}");
         assert!(!e.is_retriable(), "{d}: bad SQL is not retriable");
@@ -818,7 +837,10 @@ fn conflicts_are_waited_for_or_retried() {
                      a retry (RETRY_PAUSE, doubled each time), so that the transaction that won can finish \
                      before this one takes its first row again"
                 ),
-                Err(e) => panic!("{d}: the deadlock was not retried away (after {runs} runs): {e}"),
+                Err(e) => panic!(
+                    "{d}: the deadlock was not retried away (after {runs} run{}): {e}",
+                    if *runs == 1 { "" } else { "s" }
+                ),
             }
         }
         let runs: Vec<u32> = outcomes.iter().map(|(runs, _)| *runs).collect();
