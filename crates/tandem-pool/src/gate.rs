@@ -112,6 +112,15 @@ struct State {
     waits: VecDeque<Duration>,
 }
 
+impl State {
+    /// Where waiter `id` is in the queue, if it is there. Ids are given in arrival order and waiters
+    /// leave from anywhere, never join in the middle: the queue stays sorted by id, and a search is
+    /// O(log n) with thousands waiting.
+    fn position(&self, id: u64) -> Option<usize> {
+        self.queue.binary_search_by_key(&id, |w| w.id).ok()
+    }
+}
+
 /// Counters since the gate was made.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Counters {
@@ -286,7 +295,7 @@ impl Inner {
         id: u64,
         waker: Option<&Waker>,
     ) -> Option<(Permit, Duration)> {
-        let pos = state.queue.iter().position(|w| w.id == id)?;
+        let pos = state.position(id)?;
         let w = &mut state.queue[pos];
         if std::mem::take(&mut w.told) {
             state.told -= 1;
@@ -312,19 +321,17 @@ impl Inner {
         ))
     }
 
-    /// Under the lock: waiter `id` gives up (a deadline, or a dropped future). Whether a permit had been
-    /// granted to it — taken and counted; the caller keeps it or gives it back. A wake-up told to it
-    /// passes to the next waiter.
-    fn leave(&self, state: &mut State, id: u64) -> bool {
-        let Some(pos) = state.queue.iter().position(|w| w.id == id) else {
-            return false;
-        };
+    /// Under the lock: waiter `id` gives up (a deadline, or a dropped future). The waiter as it left, if
+    /// it was still queued: `granted` says whether a permit had been granted to it — taken and counted;
+    /// the caller keeps it or gives it back. A wake-up told to it passes to the next waiter.
+    fn leave(&self, state: &mut State, id: u64) -> Option<Waiter> {
+        let pos = state.position(id)?;
         let w = self.remove_at(state, pos);
         if w.told {
             state.told -= 1;
             self.pass_on(state, false);
         }
-        w.granted
+        Some(w)
     }
 
     fn remove_at(&self, state: &mut State, pos: usize) -> Waiter {
@@ -381,7 +388,7 @@ impl Drop for QueuePlace<'_> {
         if self.queued {
             let inner = &self.gate.inner;
             let mut state = inner.lock();
-            if inner.leave(&mut state, self.id) {
+            if inner.leave(&mut state, self.id).is_some_and(|w| w.granted) {
                 // A permit granted and never used: back to the free count, uncounted, and on to the
                 // next waiter (not through `release`: we hold the lock).
                 inner.word.fetch_sub(COUNT_ONE - 1, SeqCst);
@@ -478,9 +485,11 @@ impl Gate {
     /// Waiter `id` gives up at its deadline: the permit granted to it meanwhile, or `Timeout`.
     fn give_up(&self, id: u64) -> Result<(Permit, Duration), AdmissionError> {
         let mut state = self.inner.lock();
-        let since = state.queue.iter().find(|w| w.id == id).map(|w| w.since);
-        let waited = since.map_or(self.inner.config.timeout, |s| s.elapsed());
-        if self.inner.leave(&mut state, id) {
+        let left = self.inner.leave(&mut state, id);
+        let waited = left
+            .as_ref()
+            .map_or(self.inner.config.timeout, |w| w.since.elapsed());
+        if left.is_some_and(|w| w.granted) {
             self.inner.record_wait(&mut state, waited);
             return Ok((self.permit(), waited));
         }

@@ -277,6 +277,41 @@ fn cancelled_acquires_leak_nothing() {
     assert_eq!(g.metrics().in_use, 0);
 }
 
+/// Waiters that give up from the middle of the queue leave the others in arrival order, each still
+/// found and served (the queue is searched by id, which needs it sorted).
+#[test]
+fn waiters_leaving_from_the_middle_keep_the_rest_in_order() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let g = gate(1, 16, 5_000);
+    let held = g.acquire_blocking().unwrap();
+    let order = Arc::new(Mutex::new(Vec::new()));
+    let mut tasks = Vec::new();
+    for i in 0..6 {
+        let (g2, order) = (g.clone(), order.clone());
+        tasks.push(rt.spawn(async move {
+            let permit = g2.acquire().await.unwrap();
+            order.lock().unwrap().push(i);
+            drop(permit);
+        }));
+        until_waiting(&g, i + 1);
+    }
+    let gone = [1, 3, 4];
+    for i in gone {
+        tasks[i].abort();
+    }
+    until_waiting(&g, 3);
+    drop(held);
+    for (i, task) in tasks.into_iter().enumerate() {
+        assert_eq!(rt.block_on(task).is_ok(), !gone.contains(&i), "waiter {i}");
+    }
+    assert_eq!(*order.lock().unwrap(), [0, 2, 5]);
+    assert_eq!(g.metrics().in_use, 0);
+}
+
 /// Metrics report holders, waiters, counters and wait percentiles.
 #[test]
 fn metrics_snapshot() {
