@@ -75,11 +75,7 @@ fn first_come_first_served() {
     let g = gate(1, 16, 5_000);
     let held = g.acquire_blocking().unwrap();
     let order = Arc::new(Mutex::new(Vec::new()));
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = threaded_runtime();
     let mut threads = Vec::new();
     let mut tasks = Vec::new();
     for i in 0..8 {
@@ -130,6 +126,15 @@ fn queued_task(
 fn poll_once<F: Future + Unpin>(fut: &mut F) -> std::task::Poll<F::Output> {
     let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
     std::pin::Pin::new(fut).poll(&mut cx)
+}
+
+/// A runtime whose workers run spawned tasks while the test's thread sleeps or blocks.
+fn threaded_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
 }
 
 fn runtime() -> tokio::runtime::Runtime {
@@ -226,11 +231,7 @@ fn permits_freed_together_reach_as_many_waiters() {
 /// A dropped async acquire frees its place and loses no permit, even when one was already on its way.
 #[test]
 fn cancelled_acquires_leak_nothing() {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = threaded_runtime();
     let g = gate(1, 4, 5_000);
     let held = g.acquire_blocking().unwrap();
     let task = {
@@ -281,11 +282,7 @@ fn cancelled_acquires_leak_nothing() {
 /// found and served (the queue is searched by id, which needs it sorted).
 #[test]
 fn waiters_leaving_from_the_middle_keep_the_rest_in_order() {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = threaded_runtime();
     let g = gate(1, 16, 5_000);
     let held = g.acquire_blocking().unwrap();
     let order = Arc::new(Mutex::new(Vec::new()));
@@ -339,11 +336,7 @@ fn metrics_snapshot() {
 /// lock-free path and the queue), nothing times out, and every permit comes back.
 #[test]
 fn no_lost_wakeups_under_contention() {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = threaded_runtime();
     let g = gate(2, 64, 10_000);
     const ROUNDS: usize = 2_000;
     let threads: Vec<_> = (0..6)
