@@ -50,7 +50,7 @@ fn slow_job(parallelism: usize) -> BatchJob<Source, Target> {
 /// The essay job with 8 partitions, its connections spread over the three nodes
 /// (`load_balance_hosts=random`), both runners: the exact target on every node.
 pub(crate) fn galera_essay_job_spread() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = GALERA.lock().unwrap_or_else(|e| e.into_inner());
     let cdb = ClusterDb::new("spread");
     // Spread over the nodes, the pool reads its own writes through other nodes: causal reads.
     let url = cluster_url(&cdb.name, "?load_balance_hosts=random&wsrep_sync_wait=1");
@@ -105,7 +105,7 @@ pub(crate) fn galera_essay_job_spread() {
 /// The same job started on node 1 (blocking runner) and node 2 (async runner) at once: exactly one runs,
 /// the other is refused with `AlreadyRunning` (GET_LOCK alone would have let both run).
 pub(crate) fn galera_one_run_across_nodes() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = GALERA.lock().unwrap_or_else(|e| e.into_inner());
     let cdb = ClusterDb::new("onerun");
     let on1 = tandem_blocking::Database::connect_with(&node_url(0, &cdb.name), quick()).unwrap();
     reset(&on1, 3_000);
@@ -177,13 +177,13 @@ fn run_to_end(
 /// same URL completes on a surviving node. Every node — the killed ones after they rejoin — holds the exact
 /// target: nothing lost, nothing written twice. Both runners.
 pub(crate) fn galera_node_deaths() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = GALERA.lock().unwrap_or_else(|e| e.into_inner());
     /// Whatever happens, the killed nodes are started again for the tests after this one.
     struct Restart;
     impl Drop for Restart {
         fn drop(&mut self) {
             let script = concat!(env!("CARGO_MANIFEST_DIR"), "/.ci/cluster");
-            let _ = Command::new(script).arg("up").output();
+            let _ = Command::new(script).arg("galera-up").output();
         }
     }
     let _restart = Restart;
@@ -260,7 +260,7 @@ pub(crate) fn galera_node_deaths() {
 /// URL skips the silent node at once and completes on another — while the node is still frozen. After the
 /// thaw every node holds the exact target: nothing lost, nothing written twice. Both runners.
 pub(crate) fn galera_node_freezes() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = GALERA.lock().unwrap_or_else(|e| e.into_inner());
     /// Whatever happens, the frozen node is thawed and the cluster made whole for the tests after this one.
     struct Thaw;
     impl Drop for Thaw {
@@ -269,7 +269,7 @@ pub(crate) fn galera_node_freezes() {
                 .args(["-CONT", &node_pid(0).to_string()])
                 .status();
             let script = concat!(env!("CARGO_MANIFEST_DIR"), "/.ci/cluster");
-            let _ = Command::new(script).arg("up").output();
+            let _ = Command::new(script).arg("galera-up").output();
         }
     }
     let _thaw = Thaw;
@@ -380,7 +380,7 @@ pub(crate) fn wait_rejoined(node: usize) -> Duration {
 /// COMMIT (1213, a certification failure) and the transaction rule runs it again. Every increment lands
 /// once, on every node; the retries are counted.
 pub(crate) fn galera_conflicts_are_retried() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = GALERA.lock().unwrap_or_else(|e| e.into_inner());
     let cdb = ClusterDb::new("conflicts");
     let nodes: Vec<tandem_blocking::Database> = (0..2)
         .map(|n| tandem_blocking::Database::connect_with(&node_url(n, &cdb.name), quick()).unwrap())

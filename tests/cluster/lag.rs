@@ -51,7 +51,7 @@ impl Drop for Lag {
 /// looks for, the lease — wait until their node has applied what the cluster committed, so a lagging
 /// node never ends a partition early or finds a table missing.
 pub(crate) fn galera_lagging_nodes() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = GALERA.lock().unwrap_or_else(|e| e.into_inner());
     let cdb = ClusterDb::new("lagging");
     let on: Vec<_> = (0..galera_nodes().len())
         .map(|n| tandem_blocking::Database::connect_with(&node_url(n, &cdb.name), quick()).unwrap())
@@ -145,7 +145,7 @@ fn cluster_status(name: &str) -> i64 {
 /// statement costs over the same statement read plainly. Causal reads add no round trip: the wait is
 /// inside each statement. Printed for the results; asserted only as far as it must hold (every job exact).
 pub(crate) fn galera_causal_read_cost() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = GALERA.lock().unwrap_or_else(|e| e.into_inner());
     let cdb = ClusterDb::new("causalcost");
     let url = cluster_url(&cdb.name, "?load_balance_hosts=random");
     let db = tandem_blocking::Database::connect_with(&url, quick()).unwrap();

@@ -15,8 +15,9 @@
 //! pool ends the run within its bounds; a twin start is refused at once with a node frozen.
 //!
 //! The figures (rows per node, reruns, time to detect a dead node, retries, replay lag) are printed.
-//! Without the cluster each test is skipped saying how to start it; under `CI=true` it fails. The tests
-//! share the cluster, so they run one at a time whatever `--test-threads` says.
+//! Without the cluster each test is skipped saying how to start it; under `CI=true` it fails. The tests of
+//! one cluster share its nodes, so they run one at a time whatever `--test-threads` says; a Galera test and
+//! a PostgreSQL test share nothing and run side by side (with two test threads or more).
 
 use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -34,8 +35,11 @@ use tandem_test_support::{db, harness};
 
 const ROWS: usize = 10_000;
 
-/// One cluster test at a time: they kill and restart the nodes the others use.
-static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+/// One Galera test at a time: they kill, freeze and restart the nodes the others use.
+static GALERA: Mutex<()> = Mutex::new(());
+
+/// One test of the PostgreSQL pair at a time: a failover swaps the roles the others rely on.
+static PG_PAIR: Mutex<()> = Mutex::new(());
 
 fn cluster_dir() -> String {
     std::env::var("TANDEM_CLUSTER_DIR").unwrap_or_else(|_| "/var/tmp/tandem-cluster".into())
@@ -337,9 +341,10 @@ fn freeze_node(node: usize, freeze: bool) -> Instant {
     Instant::now()
 }
 
-/// `.ci/cluster up`: starts what is down (a killed node rejoins by IST), waits until every node is synced.
+/// `.ci/cluster galera-up`: starts the Galera nodes that are down (a killed node rejoins by IST), waits
+/// until every node is synced; the PostgreSQL pair, which a case beside may be failing over, is left alone.
 fn cluster_up() {
-    cluster_script("up").unwrap();
+    cluster_script("galera-up").unwrap();
     galera_ready().unwrap();
 }
 
@@ -360,8 +365,12 @@ fn main() {
     let pg = |name: &str, run: fn()| {
         harness::Case::new(name, run).requires("the PostgreSQL primary and standby", pg_pair_ready)
     };
+    // The test threads take the cases in this order, and a thread that takes a case whose cluster is busy
+    // waits for it: the long failover goes right after the first Galera case, the two short PostgreSQL
+    // cases before the last one, so that each runs beside a Galera case.
     harness::main(vec![
         galera("galera_essay_job_spread", galera_essay_job_spread),
+        pg("pg_failover", pg_failover),
         galera("galera_one_run_across_nodes", galera_one_run_across_nodes),
         galera("galera_conflicts_are_retried", galera_conflicts_are_retried),
         galera("galera_node_deaths", galera_node_deaths),
@@ -370,12 +379,11 @@ fn main() {
         galera("galera_causal_read_cost", galera_causal_read_cost),
         galera("galera_stopped_runner", galera_stopped_runner),
         galera("galera_frozen_node_bounded", galera_frozen_node_bounded),
+        pg("pg_standby_reads", pg_standby_reads),
+        pg("pg_standby_refuses_a_run", pg_standby_refuses_a_run),
         galera(
             "galera_twin_start_with_a_frozen_node",
             galera_twin_start_with_a_frozen_node,
         ),
-        pg("pg_standby_reads", pg_standby_reads),
-        pg("pg_standby_refuses_a_run", pg_standby_refuses_a_run),
-        pg("pg_failover", pg_failover),
     ]);
 }

@@ -7,7 +7,7 @@ use super::*;
 /// The standby serves read-only transactions (it is in recovery there), sees the primary's commits after
 /// the replay lag (measured), and refuses writes; writes go to the primary. Both executors.
 pub(crate) fn pg_standby_reads() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = PG_PAIR.lock().unwrap_or_else(|e| e.into_inner());
     let db = tandem_blocking::Database::connect_with(PG_PRIMARY, quick())
         .and_then(|d| d.with_standby(PG_STANDBY))
         .unwrap();
@@ -104,7 +104,7 @@ pub(crate) fn pg_standby_reads() {
 /// A batch run refuses to start on the standby — its reads there would lag the primary's commits, and it
 /// could write nothing — with `ReadOnlyServer` naming the server, before it writes anything: both runners.
 pub(crate) fn pg_standby_refuses_a_run() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = PG_PAIR.lock().unwrap_or_else(|e| e.into_inner());
     let db = tandem_blocking::Database::connect_with(PG_STANDBY, quick()).unwrap();
     let job = essay::job(2);
     let refused = tandem_batch::blocking::run(&db, &job);
@@ -204,7 +204,7 @@ fn wait_for_state(port: u16, states: &[&str], since: Instant, failure: &str) -> 
 /// thaw the old primary rejoins as the standby, and both servers hold every row exactly once (the pair
 /// replicates synchronously: nothing acknowledged is lost). The pair is switched back afterwards.
 pub(crate) fn pg_failover() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = PG_PAIR.lock().unwrap_or_else(|e| e.into_inner());
     struct Settle;
     impl Drop for Settle {
         fn drop(&mut self) {

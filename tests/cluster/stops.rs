@@ -58,7 +58,7 @@ fn chunks(database: &str) -> i64 {
 /// 2 the lease has run out. The stopped process, continued, is refused at its next write and ends with
 /// "lost its run lock"; every node holds the exact target. Both runners as the stopped process.
 pub(crate) fn galera_stopped_runner() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = GALERA.lock().unwrap_or_else(|e| e.into_inner());
     let cdb = ClusterDb::new("stopped");
     let on1 = tandem_blocking::Database::connect_with(&node_url(0, &cdb.name), quick()).unwrap();
     let lease = Duration::from_secs(3);
@@ -129,7 +129,7 @@ pub(crate) fn galera_stopped_runner() {
 /// it: `evs.suspect_timeout`, 5 s) — never at the thaw; the rerun completes on the other two while the node
 /// is still frozen; after the thaw every node holds the exact target. Both runners.
 pub(crate) fn galera_frozen_node_bounded() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = GALERA.lock().unwrap_or_else(|e| e.into_inner());
     /// Whatever happens, the frozen node is thawed and the cluster made whole for the tests after this one.
     struct Thaw;
     impl Drop for Thaw {
@@ -138,7 +138,7 @@ pub(crate) fn galera_frozen_node_bounded() {
                 .args(["-CONT", &node_pid(1).to_string()])
                 .status();
             let script = concat!(env!("CARGO_MANIFEST_DIR"), "/.ci/cluster");
-            let _ = Command::new(script).arg("up").output();
+            let _ = Command::new(script).arg("galera-up").output();
         }
     }
     let _thaw = Thaw;
@@ -217,7 +217,7 @@ pub(crate) fn galera_frozen_node_bounded() {
 /// at once: it looks for its target table with a read rather than creating it (DDL would wait for the
 /// frozen node), and finds the job's locks taken. Then the frozen node thaws and the first run completes.
 pub(crate) fn galera_twin_start_with_a_frozen_node() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = GALERA.lock().unwrap_or_else(|e| e.into_inner());
     struct Thaw;
     impl Drop for Thaw {
         fn drop(&mut self) {
@@ -225,7 +225,7 @@ pub(crate) fn galera_twin_start_with_a_frozen_node() {
                 .args(["-CONT", &node_pid(2).to_string()])
                 .status();
             let script = concat!(env!("CARGO_MANIFEST_DIR"), "/.ci/cluster");
-            let _ = Command::new(script).arg("up").output();
+            let _ = Command::new(script).arg("galera-up").output();
         }
     }
     let _thaw = Thaw;
