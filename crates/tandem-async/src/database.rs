@@ -318,28 +318,16 @@ impl Database {
                 .admitted(|| link(p, Link::Sqlite))
                 .await
                 .map(|(c, w)| (c, w, Some(p.size()))),
+            // The same checkout as the server connections' (a worker is never checked: nothing to ask).
             #[cfg(feature = "sqlite")]
-            Pools::Rusqlite(p) => {
-                // The gate's permit is a right to a worker: an idle one, or a new one. The path a warm
-                // pool takes all day — admitted at once, a worker idle — sets no timer, as on the
-                // blocking side: the deadline only matters to a wait, and the gate's.
-                let (permit, waited) = self.inner.admission.acquire_waited().await?;
-                let w = match p.take_idle() {
-                    Some(w) => w,
-                    None => p.open_one().await?,
-                };
-                let observer = self.inner.observer.clone();
-                let conn = Conn::new(Link::Rusqlite(w), permit, None, None, None, observer, None);
-                Ok((conn, waited, None))
-            }
+            Pools::Rusqlite(p) => self.acquire_native(p, Link::Rusqlite).await,
         }
     }
 
-    /// A connection from tandem's own pool of server connections (tokio-postgres, mysql_async), through
-    /// the admission gate. One idle since before the pool last lost a connection — every one, with
+    /// A connection from one of tandem's own pools (tokio-postgres, mysql_async, the rusqlite workers),
+    /// through the admission gate. One idle since before the pool last lost a connection — every one, with
     /// `validate_on_checkout` — is checked first, within a bound (it may be on a server that went away),
     /// and replaced when it does not answer; a new one walks the URL's servers itself.
-    #[cfg(any(feature = "postgres", feature = "mysql"))]
     async fn acquire_native<O: crate::native::Opener>(
         &self,
         p: &crate::native::NativePool<O>,
@@ -364,8 +352,9 @@ impl Database {
                     within(admission, began, p.open_one()).await??
                 }
             };
-            let check = self.inner.config.validate_on_checkout
-                || (losses.any_loss() && losses.suspect_idle(c.idle_since().elapsed()));
+            let check = O::ASKS
+                && (self.inner.config.validate_on_checkout
+                    || (losses.any_loss() && losses.suspect_idle(c.idle_since().elapsed())));
             if check {
                 let began = *started.get_or_insert_with(Instant::now) - waited;
                 if !within(admission, began, Box::pin(O::answers(&mut c))).await? {
@@ -374,7 +363,8 @@ impl Database {
                 }
             }
             let observer = self.inner.observer.clone();
-            let losses = Some(losses.clone());
+            // Losses are noted (and known-good times stamped) only where a check could follow.
+            let losses = O::ASKS.then(|| losses.clone());
             let conn = Conn::new(wrap(c), permit, losses, None, None, observer, None);
             let waited = started.map_or(waited, |s| waited + s.elapsed());
             return Ok((conn, waited, None));
@@ -735,7 +725,6 @@ fn set_server(server: &crate::conn::Server, chosen: &ConnectOptions) {
 
 /// `slow` (a connect, a check) within what is left of the acquire timeout for an acquire that began at
 /// `began`; past it, the acquire's timeout error.
-#[cfg(any(feature = "postgres", feature = "mysql"))]
 async fn within<T>(
     admission: &tandem_pool::Admission,
     began: Instant,

@@ -22,9 +22,11 @@ pub(crate) trait Opener: Send + Sync + 'static {
     fn open(&self) -> impl std::future::Future<Output = Result<Self::Conn>> + Send;
     /// Whether it can take another caller.
     fn fit(conn: &Self::Conn) -> bool;
+    /// Whether [`Opener::answers`] asks the connection anything: when it cannot say no, a checkout never
+    /// checks (no timer, no box), `validate_on_checkout` or not.
+    const ASKS: bool = true;
     /// Whether an idle connection that may be on a server gone away still answers, checked within a
     /// bound of its own (a suspect one at checkout, see `Database::acquire_native`).
-    #[cfg_attr(not(any(feature = "postgres", feature = "mysql")), allow(dead_code))]
     fn answers(conn: &mut Self::Conn) -> impl std::future::Future<Output = bool> + Send {
         let _ = conn;
         std::future::ready(true)

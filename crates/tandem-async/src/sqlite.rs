@@ -245,6 +245,8 @@ pub(crate) struct SqliteOpener {
 
 impl Opener for SqliteOpener {
     type Conn = Worker;
+    /// A worker is a thread of this process, with no server to go away.
+    const ASKS: bool = false;
 
     async fn open(&self) -> Result<Worker> {
         Worker::spawn(&self.options).await
