@@ -21,8 +21,8 @@ pub enum Side {
     TandemBlocking,
     /// tandem's async executor.
     TandemAsync,
-    /// tandem's blocking executor with a fault planted: each operation leaves one row twice. Not a side to
-    /// report (it is not in [`Side::ALL`]): the check that `measure` verifies what it times.
+    /// tandem's blocking executor with a fault planted: each operation leaves a wrong result (the seed
+    /// writes its first row twice, the job loses its first row). Not a side to report (it is not in [`Side::ALL`]): the check that `measure` verifies what it times.
     Sabotaged,
 }
 
@@ -160,16 +160,29 @@ pub fn resets(url: &str) -> usize {
 static RESETS: std::sync::Mutex<std::collections::BTreeMap<String, usize>> =
     std::sync::Mutex::new(std::collections::BTreeMap::new());
 
-/// Makes every later [`reset`] at `url` take `by` longer, in this process (what a check uses to see whether
-/// a sample's clock ran while the slate was cleaned: on SQLite a reset is too quick to show it otherwise).
-pub fn slow_resets(url: &str, by: std::time::Duration) {
-    SLOW_RESETS
+/// Makes every later [`reset`] at `url` take `reset` longer, and every later [`written`] at `url` take `read`
+/// longer, in this process: what a check uses to see whether a sample's clock ran while the slate was
+/// cleaned or while the result was read back (on SQLite both are too quick to show it otherwise).
+pub fn slow_untimed(url: &str, reset: std::time::Duration, read: std::time::Duration) {
+    SLOW_UNTIMED
         .lock()
         .unwrap_or_else(|e| e.into_inner())
-        .insert(url.to_owned(), by);
+        .insert(url.to_owned(), (reset, read));
 }
 
-static SLOW_RESETS: std::sync::Mutex<std::collections::BTreeMap<String, std::time::Duration>> =
+/// The extra time [`slow_untimed`] set for `url`: (the reset's, the read-back's).
+fn slowed(url: &str) -> (std::time::Duration, std::time::Duration) {
+    SLOW_UNTIMED
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get(url)
+        .copied()
+        .unwrap_or_default()
+}
+
+type Slowed = (std::time::Duration, std::time::Duration);
+
+static SLOW_UNTIMED: std::sync::Mutex<std::collections::BTreeMap<String, Slowed>> =
     std::sync::Mutex::new(std::collections::BTreeMap::new());
 
 /// A clean slate for one iteration: the workload's tables dropped and created again — yours (stage 8's)
@@ -180,14 +193,7 @@ pub fn reset(url: &str, side: Side, workload: Workload) -> Result<(), String> {
         .unwrap_or_else(|e| e.into_inner())
         .entry(url.to_owned())
         .or_default() += 1;
-    let slower = SLOW_RESETS
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .get(url)
-        .copied();
-    if let Some(by) = slower {
-        std::thread::sleep(by);
-    }
+    std::thread::sleep(slowed(url).0);
     let db = tandem::blocking::Database::connect(url).map_err(err)?;
     for t in [
         "benchmark_target",
@@ -326,6 +332,7 @@ pub fn runtime() -> Result<tokio::runtime::Runtime, String> {
 /// What the operation left: every row's name and value, from `benchmark_source` (the seed) or
 /// `benchmark_target` (the job), read by tandem — an oracle that is not the code being measured.
 pub fn written(url: &str, workload: Workload) -> Result<Vec<(String, i64)>, String> {
+    std::thread::sleep(slowed(url).1);
     let db = tandem::blocking::Database::connect(url).map_err(err)?;
     let sql = match workload {
         Workload::Seed { .. } => "SELECT name, value FROM benchmark_source",
