@@ -153,6 +153,55 @@ fn your_seed_writes_every_row() {
     }
 }
 
+/// The seed commits each chunk of 1,000 rows in a transaction of its own, on both your executors, as the
+/// chapter's seed does: with the insert of row 1,500 made to fail (a trigger on SQLite), the seed fails and
+/// leaves exactly the first chunk. A seed run as one transaction leaves nothing — and is another workload,
+/// one that a comparison with tandem's seed would not be fair to.
+fn each_chunk_of_the_seed_commits_on_its_own() {
+    use tandem::blocking::Executor as _;
+    let target = workshop_support::db::target_or_skip(tandem_sql::Dialect::Sqlite, "w9chunks")
+        .expect("SQLite is always there");
+    let url = target.url();
+    let w = Workload::Seed { rows: 2_500 };
+    for side in [Side::MineBlocking, Side::MineAsync] {
+        reset(&url, side, w).unwrap();
+        tandem::blocking::Database::connect(&url)
+            .unwrap()
+            .execute(&tandem::sql::raw(
+                "CREATE TRIGGER planted_failure BEFORE INSERT ON benchmark_source \
+                 WHEN NEW.value = 1500 BEGIN SELECT RAISE(ABORT, 'a failure planted at row 1,500'); END",
+                vec![],
+            ))
+            .unwrap();
+        let seeded = match side {
+            Side::MineBlocking => {
+                let db = blocking::Database::open(&url, 2).unwrap();
+                seed_blocking(&db, 2_500).map_err(|e| e.to_string())
+            }
+            _ => bench::workloads::runtime().unwrap().block_on(async {
+                let db = asynchronous::Database::open(&url, 2).await.unwrap();
+                seed_async(&db, 2_500).await.map_err(|e| e.to_string())
+            }),
+        };
+        assert!(
+            seeded.is_err(),
+            "{side}: the seed returned Ok though the insert of row 1,500 failed: a failed chunk is the \
+             seed's error"
+        );
+        let mut values: Vec<i64> = written(&url, w).unwrap().iter().map(|r| r.1).collect();
+        values.sort_unstable();
+        assert!(
+            values.iter().copied().eq(1..=1_000),
+            "{side}: after the second chunk failed, the table holds {} rows (values {:?} … {:?}), not the \
+             1,000 of the first chunk: commit each chunk in a transaction of its own (none left means the \
+             whole seed ran as one transaction)",
+            values.len(),
+            values.first(),
+            values.last()
+        );
+    }
+}
+
 /// Every side measures both workloads for real: the requested number of samples, every operation
 /// verified.
 fn every_side_measures_both_workloads() {
@@ -378,6 +427,7 @@ workshop_harness::checks!(
     verification_catches_what_the_essay_missed,
     the_table_sets_your_figures_beside_the_essay,
     your_seed_writes_every_row,
+    each_chunk_of_the_seed_commits_on_its_own,
     every_side_measures_both_workloads,
     the_service_answers_right_on_your_executors,
 );
