@@ -307,6 +307,84 @@ fn a_failed_write_stops_the_job_and_loses_nothing() {
     }
 }
 
+/// Each page starts after the last key of the page before (keyset paging), not after a count of rows read
+/// (`OFFSET`): with a row the job has already copied deleted from the source while the job runs (a trigger
+/// on the target fires at the 15th row written, pages of 10), every row still in the source at the end is
+/// in the target. Paged by position, the deleted row moves every later row one place up, the next page
+/// starts one row late, and that row is never copied. Both runners.
+fn pages_follow_keys_not_positions() {
+    for runner in ["blocking", "async"] {
+        on_engines("w8keyset", 100, |db, url| {
+            let d = db.dialect();
+            let keys: Vec<i64> = db
+                .fetch::<(i64, String, i64)>(
+                    &Select::from(benchmark_source::table)
+                        .order_by(benchmark_source::id, Order::Asc)
+                        .render(d)
+                        .unwrap(),
+                )
+                .unwrap()
+                .into_iter()
+                .map(|r| r.0)
+                .collect();
+            let (copied, trigger_at) = (keys[4], keys[14]);
+            let delete = format!("DELETE FROM benchmark_source WHERE id = {copied}");
+            let sql = match d {
+                Dialect::Sqlite => format!(
+                    "CREATE TRIGGER shift AFTER INSERT ON benchmark_target FOR EACH ROW \
+                     WHEN NEW.id = {trigger_at} BEGIN {delete}; END"
+                ),
+                Dialect::Postgres => format!(
+                    "CREATE OR REPLACE FUNCTION shift() RETURNS trigger LANGUAGE plpgsql AS \
+                     $$BEGIN {delete}; RETURN NULL; END$$; \
+                     CREATE TRIGGER shift AFTER INSERT ON benchmark_target FOR EACH ROW \
+                     WHEN (NEW.id = {trigger_at}) EXECUTE FUNCTION shift()"
+                ),
+                Dialect::MySql => format!(
+                    "CREATE TRIGGER shift AFTER INSERT ON benchmark_target FOR EACH ROW \
+                     BEGIN IF NEW.id = {trigger_at} THEN {delete}; END IF; END"
+                ),
+            };
+            let mut conn = blocking::drivers::connect(url).unwrap_or_else(|e| panic!("{url}: {e}"));
+            conn.batch(&sql)
+                .unwrap_or_else(|e| panic!("{d}: {e}: {sql}"));
+            let job = Job {
+                page: 10,
+                ..Job::new("essay")
+            };
+            run(db, url, runner, &job);
+            let left: Vec<i64> = db
+                .fetch::<(i64, String, i64)>(
+                    &Select::from(benchmark_source::table).render(d).unwrap(),
+                )
+                .unwrap()
+                .into_iter()
+                .map(|r| r.0)
+                .collect();
+            let copied_ids: std::collections::BTreeSet<i64> = db
+                .fetch::<(i64, String, i64)>(
+                    &Select::from(benchmark_target::table).render(d).unwrap(),
+                )
+                .unwrap()
+                .into_iter()
+                .map(|r| r.0)
+                .collect();
+            let missed: Vec<i64> = left
+                .iter()
+                .copied()
+                .filter(|k| !copied_ids.contains(k))
+                .collect();
+            assert!(
+                missed.is_empty(),
+                "{d}, {runner} runner: source rows never copied: keys {missed:?}, after key {copied} (already \
+                 copied) was deleted from the source while the job ran. Start each page after the last key \
+                 read (`id > last`), not at a count of rows (`OFFSET`): a row deleted before the cursor moves \
+                 the others up, and paging by position skips one"
+            );
+        });
+    }
+}
+
 /// The async runner on a database of its own at `url`, on a two-worker runtime of its own.
 fn run_async_at(url: &str, job: &Job) -> Result<batch::job::Report, blocking::Error> {
     tokio::runtime::Builder::new_multi_thread()
@@ -445,5 +523,6 @@ workshop_harness::checks!(
     the_job_writes_every_row_once,
     an_empty_source_completes,
     a_failed_write_stops_the_job_and_loses_nothing,
+    pages_follow_keys_not_positions,
     a_killed_job_resumes_exactly_once,
 );
