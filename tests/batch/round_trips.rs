@@ -56,23 +56,34 @@ pub(crate) fn traffic_of_a_run(
             }
             // A job that runs again and again finds its pool settled: every connection of the last run
             // back and idle.
-            settle(|| (db.pool_state(), adb.pool_state()));
+            let _ = settle(|| (db.pool_state(), adb.pool_state()));
             proxy.take_traffic();
             run_job(side == "async", (&rt, &adb), &db, &job).unwrap();
             last = proxy.take_traffic();
         }
         assert_target(&t.db, &expected(1..=rows));
+        assert!(
+            settle(|| (db.pool_state(), adb.pool_state())),
+            "{side}: every connection back in its pool after the runs (blocking {:?}, async {:?} open \
+             and idle): a session the job never gave back",
+            db.pool_state(),
+            adb.pool_state()
+        );
         (side, last)
     })
 }
 
 /// Waits (5 s at most) until both pools hold every connection idle: `state` gives each pool's (open, idle).
-fn settle(state: impl Fn() -> ((u32, u32), (u32, u32))) {
+/// Whether they did: a session that never goes back to its pool keeps one in use for good.
+fn settle(state: impl Fn() -> ((u32, u32), (u32, u32))) -> bool {
     let deadline = std::time::Instant::now() + Duration::from_secs(5);
-    while std::time::Instant::now() < deadline {
+    loop {
         let ((open, idle), (a_open, a_idle)) = state();
         if open == idle && a_open == a_idle {
-            return;
+            return true;
+        }
+        if std::time::Instant::now() >= deadline {
+            return false;
         }
         std::thread::sleep(Duration::from_millis(5));
     }
@@ -113,11 +124,18 @@ pub fn round_trips_per_run(dialect: Dialect) {
                 }
             }
             // (With several partitions a pool may still grow under load: a connection asked for while
-            // another is on its way back.)
+            // another is on its way back.) On sqlx even one partition may: sqlx gives a connection back
+            // in a task of its own, and an acquire made before that task ran opens another — seen in
+            // every counted run once compiles ran beside the suite in CI. One is let through there; a
+            // session that never goes back is caught all the same, by the pools' settling after the
+            // runs. tandem's own pools give a connection back before the call returns: none.
+            let sqlx_return =
+                *side == "async" && db::async_driver() == tandem_core::AsyncDriver::Sqlx;
             if p == 1 {
-                assert_eq!(
-                    t.connections, 0,
-                    "{side}: a warm pool makes no new connection"
+                assert!(
+                    t.connections <= u64::from(sqlx_return),
+                    "{side}: a warm pool makes no new connection: {} made",
+                    t.connections
                 );
             }
         }
