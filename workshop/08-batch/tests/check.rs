@@ -316,17 +316,7 @@ fn pages_follow_keys_not_positions() {
     for runner in ["blocking", "async"] {
         on_engines("w8keyset", 100, |db, url| {
             let d = db.dialect();
-            let keys: Vec<i64> = db
-                .fetch::<(i64, String, i64)>(
-                    &Select::from(benchmark_source::table)
-                        .order_by(benchmark_source::id, Order::Asc)
-                        .render(d)
-                        .unwrap(),
-                )
-                .unwrap()
-                .into_iter()
-                .map(|r| r.0)
-                .collect();
+            let keys = keys_of(db, benchmark_source::table);
             let (copied, trigger_at) = (keys[4], keys[14]);
             let delete = format!("DELETE FROM benchmark_source WHERE id = {copied}");
             let sql = match d {
@@ -353,26 +343,10 @@ fn pages_follow_keys_not_positions() {
                 ..Job::new("essay")
             };
             run(db, url, runner, &job);
-            let left: Vec<i64> = db
-                .fetch::<(i64, String, i64)>(
-                    &Select::from(benchmark_source::table).render(d).unwrap(),
-                )
-                .unwrap()
+            let copied_ids = keys_of(db, benchmark_target::table);
+            let missed: Vec<i64> = keys_of(db, benchmark_source::table)
                 .into_iter()
-                .map(|r| r.0)
-                .collect();
-            let copied_ids: std::collections::BTreeSet<i64> = db
-                .fetch::<(i64, String, i64)>(
-                    &Select::from(benchmark_target::table).render(d).unwrap(),
-                )
-                .unwrap()
-                .into_iter()
-                .map(|r| r.0)
-                .collect();
-            let missed: Vec<i64> = left
-                .iter()
-                .copied()
-                .filter(|k| !copied_ids.contains(k))
+                .filter(|k| copied_ids.binary_search(k).is_err())
                 .collect();
             assert!(
                 missed.is_empty(),
@@ -383,6 +357,19 @@ fn pages_follow_keys_not_positions() {
             );
         });
     }
+}
+
+/// The keys of `table` (the job's source or target: key, name, value), in order.
+fn keys_of<T: tables::Table>(db: &Database, table: T) -> Vec<i64> {
+    let st = Select::from(table).render(db.dialect()).unwrap();
+    let mut keys: Vec<i64> = db
+        .fetch::<(i64, String, i64)>(&st)
+        .unwrap()
+        .into_iter()
+        .map(|r| r.0)
+        .collect();
+    keys.sort_unstable();
+    keys
 }
 
 /// The async runner on a database of its own at `url`, on a two-worker runtime of its own.
