@@ -332,6 +332,8 @@ ci:
     for recipe in playground-build test; do
         step just $recipe
     done
+    # The steps beside are those recorded after this many.
+    before=${#took[@]}
     beside=$(mktemp -d)
     # A step that fails here still lets the steps beside finish (they are bounded): their servers and
     # containers are stopped by their own suites, never left to the end of a run.
@@ -341,7 +343,7 @@ ci:
         for recipe in sqlx-suites galera-suites container-suites compose-suites; do
             step just $recipe || { status=$?; break; }
         done
-        printf '%s  [servers]\n' "${took[@]:2}" > "$beside/took"
+        printf '%s  [servers]\n' "${took[@]:before}" > "$beside/took"
         echo "$status" > "$beside/status"
     ) 2>&1 | sed -u 's/^/[servers] /' &
     beside_pid=$!
