@@ -8,7 +8,7 @@
 use blocking::{ATTEMPTS, Error, Executor, RETRY_PAUSE, Result};
 use dialects::{GeneratedKey, Insert, OnConflict, Order, Select, Statement, Update};
 use expressions::ColumnExt;
-use tables::{Dialect, Value};
+use tables::{DecodeError, Dialect, Value};
 
 use crate::job::{
     COMPLETED, Job, Report, STARTED, batch_job_execution, batch_step_execution, benchmark_source,
