@@ -420,11 +420,14 @@ fn shown_message(message: &str, verbose: bool) -> Vec<String> {
 }
 
 /// A line of a message, cut to its first 300 characters unless `verbose`: a failing check's values can be
-/// a 20,000-row INSERT on one line, and the difference is in what the check says around it.
+/// a 20,000-row INSERT on one line, and the difference is in what the check says around it. A line that
+/// runs less than 200 characters past that is shown whole: cutting the end of a sentence saves nothing.
 fn cut_line(line: &str, verbose: bool) -> String {
     const WIDTH: usize = 300;
+    const WORTH_CUTTING: usize = 200;
+    let long = line.char_indices().nth(WIDTH + WORTH_CUTTING).is_some();
     match line.char_indices().nth(WIDTH) {
-        Some((at, _)) if !verbose => format!(
+        Some((at, _)) if long && !verbose => format!(
             "{}… ({} more characters; --verbose shows them)",
             &line[..at],
             line[at..].chars().count()
@@ -1057,6 +1060,12 @@ mod tests {
             shown[0]
         );
         assert_eq!(shown_message(&insert, true), std::slice::from_ref(&insert));
+        // A sentence a little over the width is not cut for the few characters past it.
+        let sentence = "x".repeat(313);
+        assert_eq!(
+            shown_message(&sentence, false),
+            std::slice::from_ref(&sentence)
+        );
     }
 
     /// Only a starter's own `compile_error!("TODO …")` counts as the intended first stop.
