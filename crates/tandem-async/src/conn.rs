@@ -151,7 +151,7 @@ async fn answer<T>(
 ) -> Result<T> {
     let answered = match bound {
         None => Some(step.await),
-        Some(bound) => crate::wait::within(bound, step).await,
+        Some(bound) => tandem_pool::WaitTimer::once(bound, step).await,
     };
     match answered {
         Some(result) => result.map_err(|e| error(dialect, e)),

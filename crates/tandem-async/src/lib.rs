@@ -71,7 +71,6 @@ mod slot;
 mod sqlite;
 mod stream;
 mod transaction;
-mod wait;
 
 pub use checkout::PooledConnection;
 pub use database::Database;

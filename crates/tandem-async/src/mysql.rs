@@ -25,6 +25,7 @@ use tandem_core::{
     ConnectOptions, DbError, DbErrorKind, Error, HostWalk, Result, TlsErrorKind, Verdict,
 };
 use tandem_mysql::{Columns, plain_only};
+use tandem_pool::WaitTimer;
 use tandem_sql::{Dialect, Rendered};
 
 use crate::native::{NativePool, Opener, Pooled};
@@ -46,6 +47,8 @@ pub(crate) struct MyLink {
     bound: Option<Duration>,
     /// Set when a wait outlived `bound`: the connection is out of step and is never used again.
     silent: bool,
+    /// The one timer of this connection's waits (see [`WaitTimer`]).
+    timer: WaitTimer,
     /// Column names by statement, read once (mysql_async caches the prepared statements themselves).
     names: HashMap<String, Arc<[String]>>,
 }
@@ -140,6 +143,7 @@ async fn connect_one(opts: &ConnectOptions, timeout: Duration) -> Result<MyLink>
         remote: Remote::of(opts),
         bound: opts.socket_timeout,
         silent: false,
+        timer: WaitTimer::default(),
         names: HashMap::new(),
     })
 }
@@ -194,12 +198,13 @@ const CHECK_BOUND: Duration = Duration::from_secs(1);
 async fn wait<T>(
     bound: Option<Duration>,
     silent: &mut bool,
+    timer: &mut WaitTimer,
     step: impl Future<Output = std::result::Result<T, mysql_async::Error>>,
 ) -> Result<T> {
     let Some(bound) = bound else {
         return step.await.map_err(error);
     };
-    match crate::wait::within(bound, step).await {
+    match timer.within(bound, step).await {
         Some(result) => result.map_err(error),
         None => {
             *silent = true;
@@ -228,11 +233,12 @@ impl MyLink {
             conn,
             bound,
             silent,
+            timer,
             names,
             ..
         } = self;
         let (conn, bound) = (conn.as_mut().ok_or_else(closed)?, *bound);
-        let mut result = wait(bound, silent, conn.exec_iter(r.sql.as_str(), params)).await?;
+        let mut result = wait(bound, silent, timer, conn.exec_iter(r.sql.as_str(), params)).await?;
         let columns = match result.columns() {
             Some(columns) if !columns.is_empty() => columns,
             _ => {
@@ -248,7 +254,7 @@ impl MyLink {
                 let key_step = match tandem_mysql::wants_key_step(r, &done) {
                     true => {
                         let step = conn.query_first::<i64, _>(tandem_mysql::KEY_STEP_SQL);
-                        wait(bound, silent, step).await?
+                        wait(bound, silent, timer, step).await?
                     }
                     false => None,
                 };
@@ -262,10 +268,10 @@ impl MyLink {
             }
             names.insert(r.sql.clone(), columns.names().clone());
         }
-        while let Some(row) = wait(bound, silent, result.next()).await? {
+        while let Some(row) = wait(bound, silent, timer, result.next()).await? {
             if !sink.push(columns.row(row.unwrap())?).await? {
                 // The rows left are read now, so that the connection is ready for the next statement.
-                wait(bound, silent, result.drop_result()).await?;
+                wait(bound, silent, timer, result.drop_result()).await?;
                 return Ok(Done::default());
             }
         }
@@ -278,7 +284,8 @@ impl MyLink {
     /// A statement without parameters or rows (BEGIN, COMMIT, SAVEPOINT, SET), in the text protocol.
     pub(crate) async fn simple(&mut self, sql: &str) -> Result<()> {
         let conn = self.conn.as_mut().ok_or_else(closed)?;
-        wait(self.bound, &mut self.silent, conn.query_drop(sql)).await
+        let (silent, timer) = (&mut self.silent, &mut self.timer);
+        wait(self.bound, silent, timer, conn.query_drop(sql)).await
     }
 
     /// Whether the connection answers a ping within [`CHECK_BOUND`] (or `socket_timeout`, if shorter).

@@ -16,6 +16,8 @@
 //!   them, and the [`PoolMetrics`] snapshot.
 //! - [`LossClock`] (`losses`): once a connection was found dead, idle connections older than that are
 //!   checked before reuse.
+//! - [`WaitTimer`] (`bound`): the bound on one wait for a server (`socket_timeout`), one timer per
+//!   connection moved forward for each wait.
 //! - [`WriterGate`] (`writer`): the queue a SQLite file database's write transactions wait in, a gate of
 //!   one permit.
 //!
@@ -29,6 +31,7 @@
 #![forbid(unsafe_code)]
 
 mod admission;
+mod bound;
 mod config;
 mod gate;
 mod losses;
@@ -36,6 +39,7 @@ mod shelf;
 mod writer;
 
 pub use admission::{Admission, InUse, PoolMetrics};
+pub use bound::WaitTimer;
 pub use config::{PoolConfig, warm_up_size};
 pub use gate::{AdmissionError, Counters, FAIR_EVERY, Gate, GateConfig, GateMetrics, Permit};
 pub use losses::{ConnHealth, LossClock};

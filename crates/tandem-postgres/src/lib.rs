@@ -32,6 +32,7 @@ use bytes::Bytes;
 use futures_util::{SinkExt, StreamExt};
 use tandem_core::plan::Done;
 use tandem_core::{ConnectOptions, CopyIn, DbError, Error, Result};
+use tandem_pool::WaitTimer;
 use tandem_sql::{Dialect, Rendered, Row, Value};
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, NoTls, RowStream, Statement};
@@ -99,6 +100,8 @@ pub struct Io {
     bound: Option<Duration>,
     /// Set when a wait outlived `bound`: the connection is out of step and is never used again.
     silent: bool,
+    /// The one timer of this connection's waits (see `tandem_pool::WaitTimer`).
+    timer: WaitTimer,
 }
 
 /// Opens a connection to the one server `opts` names (a host list is walked by the executors, which call
@@ -165,6 +168,7 @@ pub async fn connect(opts: &ConnectOptions, connect_timeout: Duration) -> Result
             connection: Some(connection),
             bound: opts.socket_timeout,
             silent: false,
+            timer: WaitTimer::default(),
         },
     })
 }
@@ -183,7 +187,7 @@ impl Io {
         // The call's future first (it queues its request), then the connection's I/O (it sends the
         // request and hands the answer over, which wakes the call). A connection that ended (the server
         // closed it, or it failed) is not polled again: the call then fails as closed.
-        let mut driven = std::pin::pin!(std::future::poll_fn(|cx| {
+        let driven = std::pin::pin!(std::future::poll_fn(|cx| {
             if let Poll::Ready(done) = step.as_mut().poll(cx) {
                 return Poll::Ready(done);
             }
@@ -198,25 +202,15 @@ impl Io {
         let Some(bound) = self.bound else {
             return driven.await.map_err(error);
         };
-        // An answer already in (the rows of a result the connection has received) is taken without
-        // setting a timer: reading the clock and putting a timer in the runtime's wheel, then taking it
-        // out, is most of what a wait costs when there is nothing to wait for.
-        if let Some(done) = tandem_core::poll::poll_once(driven.as_mut()).await {
-            return done.map_err(error);
-        }
-        loop {
-            let started = std::time::Instant::now();
-            match tokio::time::timeout(bound, driven.as_mut()).await {
-                Ok(result) => return result.map_err(error),
-                Err(_) if DbError::waited_late(started.elapsed(), bound) => continue,
-                Err(_) => {
-                    self.silent = true;
-                    return Err(Error::Database(DbError::no_answer(
-                        Dialect::Postgres,
-                        "the server",
-                        bound,
-                    )));
-                }
+        match self.timer.within(bound, driven).await {
+            Some(result) => result.map_err(error),
+            None => {
+                self.silent = true;
+                Err(Error::Database(DbError::no_answer(
+                    Dialect::Postgres,
+                    "the server",
+                    bound,
+                )))
             }
         }
     }
