@@ -50,7 +50,7 @@ type Driving = Pin<Box<dyn Future<Output = std::result::Result<(), tokio_postgre
 /// One open PostgreSQL connection: the client, its prepared statements, and the I/O the calls drive.
 pub struct PgConn {
     client: Client,
-    statements: HashMap<String, Prepared, BuildFnv>,
+    statements: HashMap<String, Prepared, BuildWordHash>,
     io: Io,
 }
 
@@ -64,26 +64,41 @@ pub struct Prepared {
     pub columns: Arc<[String]>,
 }
 
-/// FNV-1a for the statement cache: its keys are a connection's own SQL texts, a few dozen, looked up on
-/// every call; SipHash's defence against chosen keys buys nothing here and cost a point read more than
-/// the lookup needs.
+/// The statement cache's hash: its keys are a connection's own SQL texts, a few dozen, looked up on every
+/// call; SipHash's defence against chosen keys buys nothing here, and the hash is most of what a lookup
+/// costs. Eight bytes at a time (FxHash's step: rotate, xor, multiply): byte-wise FNV-1a over a point
+/// read's 60-odd characters cost ~600 instructions of its ~23,000 (callgrind).
 #[derive(Clone, Copy, Default)]
-struct BuildFnv;
+struct BuildWordHash;
 
-struct Fnv(u64);
+struct WordHash(u64);
 
-impl std::hash::BuildHasher for BuildFnv {
-    type Hasher = Fnv;
-    fn build_hasher(&self) -> Fnv {
-        Fnv(0xcbf2_9ce4_8422_2325)
+impl std::hash::BuildHasher for BuildWordHash {
+    type Hasher = WordHash;
+    fn build_hasher(&self) -> WordHash {
+        WordHash(0)
     }
 }
 
-impl std::hash::Hasher for Fnv {
+impl WordHash {
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
+
+impl std::hash::Hasher for WordHash {
     fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.0 = (self.0 ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
+        let mut words = bytes.chunks_exact(8);
+        for w in &mut words {
+            self.add(u64::from_le_bytes(w.try_into().expect("eight bytes")));
         }
+        let mut last = [0u8; 8];
+        let rest = words.remainder();
+        last[..rest.len()].copy_from_slice(rest);
+        self.add(u64::from_le_bytes(last) ^ ((rest.len() as u64) << 59));
+    }
+    fn write_u8(&mut self, b: u8) {
+        self.add(u64::from(b));
     }
     fn finish(&self) -> u64 {
         self.0
@@ -163,7 +178,7 @@ pub async fn connect(opts: &ConnectOptions, connect_timeout: Duration) -> Result
     let (client, connection) = connected.map_err(|e| connect_error(opts, e))?;
     Ok(PgConn {
         client,
-        statements: HashMap::with_hasher(BuildFnv),
+        statements: HashMap::with_hasher(BuildWordHash),
         io: Io {
             connection: Some(connection),
             bound: opts.socket_timeout,
@@ -345,4 +360,39 @@ pub fn row_of(columns: &Arc<[String]>, row: &tokio_postgres::Row) -> Result<Row>
         values.push(decode(row, i)?);
     }
     Ok(Row::new(columns.clone(), values))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::hash::BuildHasher;
+
+    /// The statement cache's keys are SQL texts that differ in a few characters, often at the end or only
+    /// in their length (one batch INSERT per chunk size, placeholders `$1 … $n`): each gets a hash of its
+    /// own, a text and the same text with a trailing zero byte differ (the length is in the hash), and a
+    /// map keyed by them finds every one.
+    #[test]
+    fn similar_statements_hash_apart() {
+        let mut texts: Vec<String> = (1..=64)
+            .map(|rows| {
+                let values = (0..rows)
+                    .map(|r| format!("(${}, ${})", 2 * r + 1, 2 * r + 2))
+                    .collect::<Vec<_>>();
+                format!("INSERT INTO t (a, b) VALUES {}", values.join(", "))
+            })
+            .collect();
+        texts.extend((0..16).map(|n| format!("SELECT a FROM t WHERE id = ${n}")));
+        texts.extend(["", "\0", "a", "a\0", "abcdefgh", "abcdefgh\0"].map(String::from));
+        let hashes: std::collections::HashSet<u64> =
+            texts.iter().map(|t| BuildWordHash.hash_one(t)).collect();
+        assert_eq!(hashes.len(), texts.len());
+        let map: HashMap<&str, usize, BuildWordHash> = texts
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.as_str(), i))
+            .collect();
+        for (i, t) in texts.iter().enumerate() {
+            assert_eq!(map.get(t.as_str()), Some(&i));
+        }
+    }
 }
