@@ -17,6 +17,7 @@
 //! the executors connect, ask the server what it is ([`SessionAttrs::probe_sql`]) and report back.
 
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use tandem_sql::{Dialect, GeneratedKey, Rendered, Row, Value};
@@ -160,6 +161,10 @@ enum Silence {
 /// Servers that gave no answer: how, and the moment each may lead a walk again.
 static SILENT: Mutex<Vec<(String, u16, Silence, Instant)>> = Mutex::new(Vec::new());
 
+/// How many entries [`SILENT`] holds, kept under its lock: when none, a check asks neither the lock nor
+/// the clock. A pool asks at every checkout and every return, and on a healthy cluster the list is empty.
+static MARKED: AtomicUsize = AtomicUsize::new(0);
+
 /// Records that `host:port` left a call unanswered: walks try it after the others for `recheck` (nothing
 /// for zero). Called by the executors when a call outlived `socket_timeout`. [`HostWalk::failed`] records
 /// a failed connect, which weighs more: such a server is tried after those that only left a call
@@ -181,18 +186,28 @@ fn mark(host: &str, port: u16, how: Silence, recheck: Duration) {
         Some(entry) => *entry = (host.to_owned(), port, how.max(entry.2), until),
         None => silent.push((host.to_owned(), port, how, until)),
     }
+    MARKED.store(silent.len(), Ordering::Release);
 }
 
 /// Forgets every server marked silent: walks go back to the written order at once (for an operator who
 /// knows a server is back, or a test that froze one and must not leave the next test its record).
 pub fn forget_silent() {
-    SILENT.lock().unwrap_or_else(|p| p.into_inner()).clear();
+    let mut silent = SILENT.lock().unwrap_or_else(|p| p.into_inner());
+    silent.clear();
+    MARKED.store(0, Ordering::Release);
 }
 
 /// How `host:port` fell silent within its `host_recheck`, if it did.
 fn silence(host: &str, port: u16) -> Option<Silence> {
-    let silent = SILENT.lock().unwrap_or_else(|p| p.into_inner());
+    if MARKED.load(Ordering::Acquire) == 0 {
+        return None;
+    }
+    let mut silent = SILENT.lock().unwrap_or_else(|p| p.into_inner());
     let now = Instant::now();
+    // Marks past their time are dropped here too, so that checks go back to the fast path once every
+    // server's window has passed.
+    silent.retain(|(_, _, _, until)| *until > now);
+    MARKED.store(silent.len(), Ordering::Release);
     silent
         .iter()
         .find(|(h, p, _, until)| h == host && *p == port && *until > now)
