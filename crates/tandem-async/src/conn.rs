@@ -361,13 +361,11 @@ impl Conn {
         self.mid_statement = true;
         let result = match &mut self.link {
             #[cfg(feature = "postgres")]
-            // Boxed: the driver's steps nest deep enough that the executor's futures, and those of every
-            // crate above, would need a higher recursion limit for their layout; a box stops the nesting.
-            Link::Pg(c) => Box::pin(c.pg.run(r, &mut SinkOf(sink))).await,
+            Link::Pg(c) => c.pg.run(r, &mut SinkOf(sink)).await,
             #[cfg(feature = "postgres")]
             Link::Postgres(c) => run_on(c, r, sink, self.bound).await,
             #[cfg(feature = "mysql")]
-            Link::My(c) => Box::pin(c.run(r, sink)).await,
+            Link::My(c) => c.run(r, sink).await,
             #[cfg(feature = "mysql")]
             Link::MySql(c) => run_on(c, r, sink, self.bound).await,
             #[cfg(feature = "sqlite")]
