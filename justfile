@@ -348,6 +348,13 @@ ci:
     ) 2>&1 | sed -u 's/^/[servers] /' &
     beside_pid=$!
     for recipe in playground-wasm-test lint features wasm doc book "workshop-verify 5"; do
+        # .ci/run may still be installing mdbook in the background (TANDEM_TOOLS_LOCK, held until it ends).
+        if [[ "$recipe" == book && -n "${TANDEM_TOOLS_LOCK:-}" ]]; then
+            started=$SECONDS
+            flock "$TANDEM_TOOLS_LOCK" true
+            echo "ci: waited $((SECONDS - started)) s for mdbook's install; its last lines:" >&2
+            tail -n 3 "${TANDEM_TOOLS_LOG:-/dev/null}" >&2
+        fi
         step nice -n 19 just $recipe
     done
     started=$SECONDS
