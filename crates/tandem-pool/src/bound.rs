@@ -55,7 +55,9 @@ impl WaitTimer {
                     sleep.as_mut().reset(deadline);
                     sleep
                 }
-                None => self.sleep.insert(Box::pin(tokio::time::sleep_until(deadline))),
+                None => self
+                    .sleep
+                    .insert(Box::pin(tokio::time::sleep_until(deadline))),
             };
             let answered = std::future::poll_fn(|cx| {
                 if let Poll::Ready(out) = step.as_mut().poll(cx) {
@@ -80,7 +82,6 @@ impl WaitTimer {
         WaitTimer::default().within(bound, step).await
     }
 }
-
 
 #[cfg(test)]
 mod tests {
@@ -110,7 +111,10 @@ mod tests {
         let no_timer = tokio::runtime::Builder::new_current_thread()
             .build()
             .unwrap();
-        assert_eq!(no_timer.block_on(WaitTimer::once(bound, async { 3 })), Some(3));
+        assert_eq!(
+            no_timer.block_on(WaitTimer::once(bound, async { 3 })),
+            Some(3)
+        );
     }
 
     /// One timer for many waits: each wait is bounded from its own start, not from the first one's. Ten
@@ -134,7 +138,10 @@ mod tests {
                 assert_eq!(timer.within(bound, step).await, Some(i), "wait {i}");
             }
             let started = Instant::now();
-            assert_eq!(timer.within(bound, std::future::pending::<()>()).await, None);
+            assert_eq!(
+                timer.within(bound, std::future::pending::<()>()).await,
+                None
+            );
             let waited = started.elapsed();
             assert!(waited >= bound && waited < bound * 5, "waited {waited:?}");
             let late = async {
@@ -143,7 +150,10 @@ mod tests {
             };
             assert_eq!(timer.within(bound, late).await, Some(1));
             let started = Instant::now();
-            assert_eq!(timer.within(bound, std::future::pending::<()>()).await, None);
+            assert_eq!(
+                timer.within(bound, std::future::pending::<()>()).await,
+                None
+            );
             assert!(started.elapsed() >= bound);
             // A bound past what the clock can add waits as if unbounded, without a panic.
             let answered = timer.within(Duration::MAX, async { 5 }).await;
