@@ -2,8 +2,9 @@
 //! per connection.
 //!
 //! A fresh `tokio::time::timeout` for every wait puts an entry in the runtime's timer wheel under the
-//! driver's lock and takes it out again under the same lock when the answer comes: about 900 instructions
-//! of a point read's ~23,000 on PostgreSQL (callgrind, `just instructions`). A connection's waits follow one
+//! driver's lock and takes it out again under the same lock when the answer comes: a point read by id
+//! made ~900 instructions fewer on mysql_async (of ~28,000) and ~350 fewer on tokio-postgres (of ~23,000)
+//! with one timer per connection (callgrind, `just instructions`). A connection's waits follow one
 //! another, each deadline later than the last, and tokio moves a registered timer's deadline later without
 //! touching the wheel (one atomic exchange; the wheel, when the old deadline comes, files the timer again
 //! for the new one). So each connection keeps one timer and moves it forward for each wait.
