@@ -46,9 +46,10 @@ impl WaitTimer {
         }
         loop {
             let started = Instant::now();
-            // A bound too long to add (a URL's `socket_timeout` of centuries) is as good as none: thirty
-            // years, as tokio's own `timeout` takes it.
-            let from = tokio::time::Instant::from_std(started);
+            // The deadline on the runtime's clock (a test's paused clock included, as with tokio's own
+            // `timeout`); a bound too long to add (a URL's `socket_timeout` of centuries) is as good as
+            // none: thirty years, as `timeout` takes it.
+            let from = tokio::time::Instant::now();
             let deadline = (from.checked_add(bound))
                 .unwrap_or_else(|| from + Duration::from_secs(86_400 * 365 * 30));
             let sleep = match &mut self.sleep {
@@ -75,7 +76,11 @@ impl WaitTimer {
                         false => Poll::Pending,
                     };
                 }
-                match sleep.as_mut().poll(cx) {
+                // Outside the task's cooperative budget, as tokio's own `timeout` polls its timer: with
+                // the budget spent (a task that just read a long result), a budgeted poll would return
+                // `Pending` without arming the timer or filing the waker, and the wait would be unbounded.
+                let mut unbudgeted = tokio::task::coop::unconstrained(sleep.as_mut());
+                match Pin::new(&mut unbudgeted).poll(cx) {
                     Poll::Ready(()) => Poll::Ready(None),
                     Poll::Pending => {
                         filed = Some(cx.waker().clone());
@@ -178,6 +183,40 @@ mod tests {
                 6
             };
             assert_eq!(timer.within(Duration::MAX, slow).await, Some(6));
+        });
+    }
+
+    /// A wait that begins with the task's cooperative budget spent — here by 200 reads from a channel in
+    /// the same poll, as a task that just streamed a long result — is still bounded: the timer is armed
+    /// and wakes the task at the bound. (Polled within the budget, the timer was never armed, and this
+    /// wait never ended.)
+    #[test]
+    fn a_wait_with_the_budget_spent_is_still_bounded() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap();
+        let bound = Duration::from_millis(100);
+        rt.block_on(async {
+            let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<u32>();
+            for i in 0..1_000 {
+                tx.send(i).unwrap();
+            }
+            let mut timer = WaitTimer::default();
+            let mut wait = Box::pin(timer.within(bound, std::future::pending::<()>()));
+            let mut first = true;
+            let spent_then_wait = std::future::poll_fn(|cx| {
+                if std::mem::take(&mut first) {
+                    for _ in 0..200 {
+                        let _ = rx.poll_recv(cx);
+                    }
+                }
+                wait.as_mut().poll(cx)
+            });
+            let started = Instant::now();
+            let answered = tokio::time::timeout(bound * 20, spent_then_wait).await;
+            assert_eq!(answered, Ok(None), "the wait was not bounded");
+            assert!(started.elapsed() >= bound);
         });
     }
 }
