@@ -361,7 +361,10 @@ impl Conn {
         self.mid_statement = true;
         let result = match &mut self.link {
             #[cfg(feature = "postgres")]
-            Link::Pg(c) => c.pg.run(r, &mut SinkOf(sink)).await,
+            // Boxed: tokio-postgres' steps inline would make every executor future above this one larger
+            // than `futures_stay_small` allows (8,200 bytes for a repository insert, limit 8 KiB); the box
+            // costs an allocation and a copy per statement. mysql_async's fit unboxed.
+            Link::Pg(c) => Box::pin(c.pg.run(r, &mut SinkOf(sink))).await,
             #[cfg(feature = "postgres")]
             Link::Postgres(c) => run_on(c, r, sink, self.bound).await,
             #[cfg(feature = "mysql")]
