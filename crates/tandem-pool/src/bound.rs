@@ -107,6 +107,17 @@ impl WaitTimer {
 mod tests {
     use super::*;
 
+    /// The bound of the waits under test.
+    const BOUND: Duration = Duration::from_millis(100);
+
+    /// A current-thread runtime with a clock, as a connection's waits run on.
+    fn clocked() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap()
+    }
+
     /// A wait whose bound ran out while this process was not running — here its thread blocked for 1.5 s
     /// inside a poll under the timer, as a stopped process would be — is not the server's silence: the
     /// step gets its bound again, and its answer, 50 ms later, is taken. A step that stays silent is
@@ -114,11 +125,7 @@ mod tests {
     /// clock is needed for it).
     #[test]
     fn a_late_timer_is_not_a_silent_server() {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_time()
-            .build()
-            .unwrap();
-        let bound = Duration::from_millis(100);
+        let (rt, bound) = (clocked(), BOUND);
         let answered = rt.block_on(WaitTimer::once(bound, async {
             tokio::task::yield_now().await;
             std::thread::sleep(Duration::from_millis(1_500));
@@ -143,11 +150,7 @@ mod tests {
     /// and a wait after that one — the timer has fired — is bounded again.
     #[test]
     fn one_timer_bounds_each_wait_from_its_start() {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_time()
-            .build()
-            .unwrap();
-        let bound = Duration::from_millis(100);
+        let (rt, bound) = (clocked(), BOUND);
         rt.block_on(async {
             let mut timer = WaitTimer::default();
             for i in 0..10 {
@@ -192,11 +195,7 @@ mod tests {
     /// wait never ended.)
     #[test]
     fn a_wait_with_the_budget_spent_is_still_bounded() {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_time()
-            .build()
-            .unwrap();
-        let bound = Duration::from_millis(100);
+        let (rt, bound) = (clocked(), BOUND);
         rt.block_on(async {
             let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<u32>();
             for i in 0..1_000 {
