@@ -8,12 +8,13 @@ use futures_util::TryStreamExt;
 use sqlx::pool::PoolConnection;
 use sqlx::{AssertSqlSafe, Column, Either, Row as _};
 use tandem_core::observe::Observer;
+use tandem_core::plan::RowCells;
 use tandem_core::plan::{Done, Outcome, Step};
 use tandem_core::{DbError, Error, Result};
 use tandem_pool::{InUse, Permit};
-use tandem_sql::{Dialect, Rendered, Row};
+use tandem_sql::{Cells, Dialect, Rendered, Row};
 
-use crate::driver::{Backend, error};
+use crate::driver::{Backend, SqlxCells, error};
 #[cfg(feature = "mysql")]
 use crate::mysql::PooledMy;
 #[cfg(feature = "postgres")]
@@ -44,7 +45,10 @@ struct Counting<'a, S> {
 }
 
 impl<S: Sink> Sink for Counting<'_, S> {
-    async fn push(&mut self, row: Row) -> Result<bool> {
+    async fn push<C: Cells + Send + ?Sized>(&mut self, row: &mut C) -> Result<bool>
+    where
+        Error: From<C::Error>,
+    {
         self.rows += 1;
         self.sink.push(row).await
     }
@@ -56,8 +60,11 @@ impl<S: Sink> Sink for Counting<'_, S> {
 /// Collects every row (a plan's step, whose outcome holds its rows).
 pub(crate) struct Collect(pub Vec<Row>);
 impl Sink for Collect {
-    async fn push(&mut self, row: Row) -> Result<bool> {
-        self.0.push(row);
+    async fn push<C: Cells + Send + ?Sized>(&mut self, row: &mut C) -> Result<bool>
+    where
+        Error: From<C::Error>,
+    {
+        self.0.push(row.row()?);
         Ok(true)
     }
 }
@@ -190,20 +197,17 @@ where
                 }
             }
             Either::Right(row) => {
-                let columns = names
-                    .get_or_insert_with(|| {
-                        row.columns()
-                            .iter()
-                            .map(|c| c.name().to_owned())
-                            .collect::<Vec<_>>()
-                            .into()
-                    })
-                    .clone();
-                let mut values = Vec::with_capacity(columns.len());
-                for i in 0..columns.len() {
-                    values.push(B::decode(&row, i)?);
-                }
-                if !sink.push(Row::new(columns, values)).await? {
+                let columns = names.get_or_insert_with(|| {
+                    row.columns()
+                        .iter()
+                        .map(|c| c.name().to_owned())
+                        .collect::<Vec<_>>()
+                        .into()
+                });
+                if !sink
+                    .push(&mut SqlxCells::<B> { columns, row: &row })
+                    .await?
+                {
                     return Ok(Done::default());
                 }
             }
@@ -243,10 +247,10 @@ where
 /// A row sink for a rusqlite statement that keeps the first `keep` rows (all of them for `usize::MAX`), to
 /// be handed to an async sink afterwards.
 #[cfg(feature = "sqlite")]
-fn kept(keep: usize, rows: &mut Vec<Row>) -> impl FnMut(Row) -> Result<bool> + '_ {
-    move |row| {
+fn kept(keep: usize, rows: &mut Vec<Row>) -> impl FnMut(&mut RowCells<'_>) -> Result<bool> + '_ {
+    move |cells| {
         if rows.len() < keep {
-            rows.push(row);
+            rows.push(cells.row()?);
         }
         Ok(keep == usize::MAX || rows.len() < keep || keep == 0)
     }
@@ -255,8 +259,8 @@ fn kept(keep: usize, rows: &mut Vec<Row>) -> impl FnMut(Row) -> Result<bool> + '
 /// Hands rows kept by [`kept`] to `sink`, until it says stop.
 #[cfg(feature = "sqlite")]
 async fn hand_over<S: Sink>(rows: Vec<Row>, sink: &mut S) -> Result<()> {
-    for row in rows {
-        if !sink.push(row).await? {
+    for mut row in rows {
+        if !sink.push(&mut row).await? {
             break;
         }
     }
@@ -281,7 +285,7 @@ struct SinkOf<'a, S>(&'a mut S);
 
 #[cfg(feature = "postgres")]
 impl<S: Sink> tandem_postgres::RowSink for SinkOf<'_, S> {
-    async fn push(&mut self, row: Row) -> Result<bool> {
+    async fn push(&mut self, row: &mut tandem_postgres::PgCells<'_>) -> Result<bool> {
         self.0.push(row).await
     }
 }

@@ -9,8 +9,10 @@ use sqlx::Column;
 #[cfg(any(feature = "sqlite", feature = "mysql"))]
 use sqlx::ValueRef;
 use sqlx::{Database, Row as _, TypeInfo};
+use std::sync::Arc;
 use tandem_core::{DbError, DbErrorKind, Error, Result};
-use tandem_sql::{Dialect, SqlType, Value};
+
+use tandem_sql::{Cells, Dialect, SqlType, Value};
 
 /// A query with owned arguments.
 pub(crate) type Q<DB> = sqlx::query::Query<'static, DB, <DB as Database>::Arguments>;
@@ -22,6 +24,28 @@ pub(crate) trait Backend: Database {
     fn decode(row: &Self::Row, i: usize) -> Result<Value>;
     fn affected(r: &Self::QueryResult) -> u64;
     fn last_insert_id(r: &Self::QueryResult) -> Option<i64>;
+}
+
+/// A row sqlx received, each cell decoded ([`Backend::decode`]) when its reader takes it (see [`Cells`]).
+pub(crate) struct SqlxCells<'r, B: Backend> {
+    pub(crate) columns: &'r Arc<[String]>,
+    pub(crate) row: &'r B::Row,
+}
+
+impl<B: Backend> Cells for SqlxCells<'_, B> {
+    type Error = Error;
+    fn columns(&self) -> &Arc<[String]> {
+        self.columns
+    }
+    fn len(&self) -> usize {
+        self.row.len()
+    }
+    fn take(&mut self, i: usize) -> Result<Value> {
+        if i >= self.row.len() {
+            return Err(tandem_sql::row::past_the_end(i, self.row.len()).into());
+        }
+        B::decode(self.row, i)
+    }
 }
 
 fn unsupported(dialect: Dialect, v: &Value) -> Error {

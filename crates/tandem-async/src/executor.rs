@@ -10,7 +10,7 @@ use std::future::Future;
 use tandem_core::plan::{Done, Plan};
 use tandem_core::{Error, Result};
 use tandem_sql::typed::{Entity, Load, SelectQuery};
-use tandem_sql::{Dialect, FromRow, Render, Rendered, Row};
+use tandem_sql::{Cells, Dialect, FromRow, Render, Rendered};
 
 use crate::stream::RowStream;
 use sealed::{Decode, DecodeFirst, Discard};
@@ -56,8 +56,11 @@ pub(crate) mod sealed {
     pub(crate) struct Decode<T>(pub(crate) Vec<T>);
 
     impl<T: FromRow + Send> Sink for Decode<T> {
-        async fn push(&mut self, row: Row) -> Result<bool> {
-            self.0.push(T::from_row(row)?);
+        async fn push<C: Cells + Send + ?Sized>(&mut self, row: &mut C) -> Result<bool>
+        where
+            Error: From<C::Error>,
+        {
+            self.0.push(T::from_cells(row)?);
             Ok(true)
         }
     }
@@ -66,8 +69,11 @@ pub(crate) mod sealed {
     pub(crate) struct DecodeFirst<T>(pub(crate) Option<T>);
 
     impl<T: FromRow + Send> Sink for DecodeFirst<T> {
-        async fn push(&mut self, row: Row) -> Result<bool> {
-            self.0 = Some(T::from_row(row)?);
+        async fn push<C: Cells + Send + ?Sized>(&mut self, row: &mut C) -> Result<bool>
+        where
+            Error: From<C::Error>,
+        {
+            self.0 = Some(T::from_cells(row)?);
             Ok(false)
         }
         fn keep(&self) -> usize {
@@ -79,7 +85,10 @@ pub(crate) mod sealed {
     pub(crate) struct Discard;
 
     impl Sink for Discard {
-        async fn push(&mut self, _: Row) -> Result<bool> {
+        async fn push<C: Cells + Send + ?Sized>(&mut self, _: &mut C) -> Result<bool>
+        where
+            Error: From<C::Error>,
+        {
             Ok(true)
         }
         fn keep(&self) -> usize {

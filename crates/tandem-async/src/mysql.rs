@@ -269,7 +269,7 @@ impl MyLink {
             names.insert(r.sql.clone(), columns.names().clone());
         }
         while let Some(row) = wait(bound, silent, timer, result.next()).await? {
-            if !sink.push(columns.row(row.unwrap())?).await? {
+            if !sink.push(&mut columns.cells(row.unwrap())).await? {
                 // The rows left are read now, so that the connection is ready for the next statement.
                 wait(bound, silent, timer, result.drop_result()).await?;
                 return Ok(Done::default());

@@ -98,8 +98,8 @@ async fn connect_one(opts: &ConnectOptions, timeout: Duration) -> Result<PgLink>
 async fn server_role(conn: &mut tandem_postgres::PgConn) -> Result<ServerRole> {
     struct First(Option<Row>);
     impl tandem_postgres::RowSink for First {
-        async fn push(&mut self, row: Row) -> Result<bool> {
-            self.0 = Some(row);
+        async fn push(&mut self, row: &mut tandem_postgres::PgCells<'_>) -> Result<bool> {
+            self.0 = Some(tandem_sql::Cells::row(row)?);
             Ok(false)
         }
     }

@@ -277,8 +277,8 @@ mod tests {
             .render(Dialect::Sqlite)
             .unwrap();
         let mut seen = None;
-        let done = w.run_here(&read, &mut |row| {
-            seen = row.values()[0].as_i64();
+        let done = w.run_here(&read, &mut |cells| {
+            seen = cells.take(0)?.as_i64();
             Ok(false)
         })?;
         done.unwrap();

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use futures_core::Stream;
 use tandem_core::observe::Buffered;
 use tandem_core::{Error, Result};
-use tandem_sql::{FromRow, Rendered, Row};
+use tandem_sql::{Cells, FromRow, Rendered, Row};
 use tokio::sync::{mpsc, oneshot};
 use tracing::Instrument;
 
@@ -65,8 +65,11 @@ impl ChannelSink {
 }
 
 impl Sink for ChannelSink {
-    async fn push(&mut self, row: Row) -> Result<bool> {
-        self.batch.push(row);
+    async fn push<C: Cells + Send + ?Sized>(&mut self, row: &mut C) -> Result<bool>
+    where
+        Error: From<C::Error>,
+    {
+        self.batch.push(row.row()?);
         if self.batch.len() == BATCH {
             let full = std::mem::replace(&mut self.batch, Vec::with_capacity(BATCH));
             // The consumer is gone: stop reading.

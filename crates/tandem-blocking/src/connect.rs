@@ -51,8 +51,8 @@ pub(crate) fn open(opts: &ConnectOptions, timeout: Duration, observer: &Observer
 /// What the server is (standby, read-only), by [`tandem_core::hosts::probe_statement`].
 fn server_role(conn: &mut Conn) -> Result<ServerRole> {
     let mut role = None;
-    conn.run(&tandem_core::hosts::probe_statement(), &mut |row| {
-        role = Some(ServerRole::from_row(&row)?);
+    conn.run(&tandem_core::hosts::probe_statement(), &mut |cells| {
+        role = Some(ServerRole::from_row(&cells.row()?)?);
         Ok(true)
     })?;
     role.ok_or_else(|| Error::Internal("the role probe returned no row".into()))

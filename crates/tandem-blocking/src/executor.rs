@@ -8,7 +8,7 @@ use tandem_core::plan::{Done, Plan, Sink};
 use tandem_core::{Error, Result};
 use tandem_sql::batch::BorrowedStatement;
 use tandem_sql::typed::{Entity, Load, SelectQuery};
-use tandem_sql::{Dialect, FromRow, Render, Rendered, Row};
+use tandem_sql::{Dialect, FromRow, Render, Rendered};
 
 use crate::stream::RowStream;
 
@@ -57,8 +57,8 @@ pub trait Executor: sealed::Run {
     fn fetch_all<T: FromRow>(&self, stmt: &impl Render) -> Result<Vec<T>> {
         let r = stmt.render(self.dialect())?;
         let mut out = Vec::new();
-        self.run_statement(&r, &mut |row: Row| {
-            out.push(T::from_row(row)?);
+        self.run_statement(&r, &mut |cells| {
+            out.push(T::from_cells(cells)?);
             Ok(true)
         })?;
         Ok(out)
@@ -68,8 +68,8 @@ pub trait Executor: sealed::Run {
     fn fetch_optional<T: FromRow>(&self, stmt: &impl Render) -> Result<Option<T>> {
         let r = stmt.render(self.dialect())?;
         let mut out = None;
-        self.run_statement(&r, &mut |row: Row| {
-            out = Some(T::from_row(row)?);
+        self.run_statement(&r, &mut |cells| {
+            out = Some(T::from_cells(cells)?);
             Ok(false)
         })?;
         Ok(out)

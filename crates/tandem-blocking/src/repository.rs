@@ -26,8 +26,8 @@ impl<'a, E: Entity, X: Executor> Repository<'a, E, X> {
         // `repo::find_by_id_statement`).
         let r = repo::find_by_id_statement::<E>(self.exec.dialect(), id)?;
         let mut found = None;
-        self.exec.run_statement(&r, &mut |row| {
-            found = Some(E::from_row(row)?);
+        self.exec.run_statement(&r, &mut |cells| {
+            found = Some(E::from_cells(cells)?);
             Ok(false)
         })?;
         Ok(found)

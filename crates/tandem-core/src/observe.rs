@@ -744,9 +744,9 @@ pub fn observe_run(
     }
     let mut read = 0u64;
     let result = s.span().in_scope(|| {
-        run(&mut |row| {
+        run(&mut |cells| {
             read += 1;
-            sink(row)
+            sink(cells)
         })
     });
     let rows = match &result {

@@ -3,9 +3,9 @@
 //! run plans with their own I/O; the statements and the interpretation of results are written once, here.
 
 use tandem_sql::ast::TableSchema;
-use tandem_sql::{Ident, Rendered, Row, Value};
+use tandem_sql::{Cells, Ident, Rendered, Row, Value};
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 /// One thing for the executor to do.
 #[derive(Clone, Debug)]
@@ -105,8 +105,12 @@ pub struct Done {
     pub key_step: Option<i64>,
 }
 
-/// Receives rows one at a time; returns `false` to stop reading.
-pub type Sink<'s> = dyn FnMut(Row) -> Result<bool> + 's;
+/// A driver's row as a blocking sink reads it (see [`Cells`]).
+pub type RowCells<'r> = dyn Cells<Error = Error> + 'r;
+
+/// Receives rows one at a time, as the driver holds them (decoded by the sink, or kept with
+/// [`Cells::row`]); returns `false` to stop reading.
+pub type Sink<'s> = dyn FnMut(&mut RowCells<'_>) -> Result<bool> + 's;
 
 /// A blocking connection that runs statements (the blocking executor's drivers, and the async executor's
 /// SQLite worker threads): enough to run a plan's steps with [`run_steps`].
@@ -148,8 +152,8 @@ pub fn run_batched(
     mut send: impl FnMut(Result<Vec<Row>>) -> bool,
 ) {
     let mut batch = Vec::with_capacity(size);
-    let result = conn.run(r, &mut |row| {
-        batch.push(row);
+    let result = conn.run(r, &mut |cells| {
+        batch.push(cells.row()?);
         if batch.len() == size {
             let full = std::mem::replace(&mut batch, Vec::with_capacity(size));
             return Ok(send(Ok(full)));
@@ -174,8 +178,8 @@ pub fn run_steps(conn: &mut impl Runner, steps: &[Step]) -> Result<Vec<Outcome>>
         outcomes.push(match step {
             Step::Sql(r) | Step::Guard { statement: r, .. } => {
                 let mut rows = Vec::new();
-                let done = conn.run(r, &mut |row| {
-                    rows.push(row);
+                let done = conn.run(r, &mut |cells| {
+                    rows.push(cells.row()?);
                     Ok(true)
                 })?;
                 step.judge(Outcome::of(r, rows, done))?

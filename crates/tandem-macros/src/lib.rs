@@ -409,6 +409,7 @@ fn entity_impl(
     let fields: Vec<&Ident> = columns.iter().map(|c| &c.field).collect();
     let types: Vec<&Type> = columns.iter().map(|c| &c.ty).collect();
     let names: Vec<&String> = columns.iter().map(|c| &c.name).collect();
+    let indexes: Vec<usize> = (0..columns.len()).collect();
     let insertable: Vec<&ColumnAttrs> = columns.iter().filter(|c| !c.auto_increment).collect();
     let ins_fields: Vec<&Ident> = insertable.iter().map(|c| &c.field).collect();
     let ins_names: Vec<&String> = insertable.iter().map(|c| &c.name).collect();
@@ -442,10 +443,14 @@ fn entity_impl(
             }
         }
         impl #krate::FromRow for #strukt {
-            fn from_row(row: #krate::Row) -> #krate::Result<Self> {
-                let mut reader = row.reader();
+            fn from_row(mut row: #krate::Row) -> #krate::Result<Self> {
+                <Self as #krate::FromRow>::from_cells(&mut row)
+            }
+            fn from_cells<TandemCells: #krate::Cells + ?::core::marker::Sized>(
+                cells: &mut TandemCells,
+            ) -> ::core::result::Result<Self, TandemCells::Error> {
                 ::core::result::Result::Ok(Self {
-                    #(#fields: reader.take::<#types>(#names)?,)*
+                    #(#fields: #krate::row::cell::<#types, TandemCells>(cells, #indexes, #names)?,)*
                 })
             }
         }

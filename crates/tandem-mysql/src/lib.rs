@@ -5,7 +5,7 @@
 //!
 //! - [`bind`] and [`params`]: tandem's values as the protocol's (booleans as integers, dates as portable
 //!   text, UUIDs as 16 bytes);
-//! - [`decode`] and [`Columns`]: a received row as tandem's [`Row`], column names read once per result;
+//! - [`decode`], [`Columns`] and [`MyCells`]: a received row as tandem's [`Cells`], column names read once per result;
 //! - [`server_error`] and [`driver_error`]: errors classified by the server's number, with the constraint a
 //!   violation names;
 //! - [`Tls`]: the URL's `ssl-mode` as the settings both crates' TLS options take, and [`plain_only`], the
@@ -24,7 +24,7 @@ pub use mysql_common::packets::Column;
 use mysql_common::params::Params;
 use tandem_core::plan::Done;
 use tandem_core::{ConnectOptions, DbError, DbErrorKind, Error, Result, TlsMode};
-use tandem_sql::{Dialect, Rendered, Row, SqlType, Value};
+use tandem_sql::{Cells, Dialect, Rendered, SqlType, Value};
 
 /// One value as the protocol sends it.
 pub fn bind(v: &Value) -> Result<Wire> {
@@ -164,14 +164,35 @@ impl Columns {
         self.columns.is_empty()
     }
 
-    /// One received row, its values in column order, as tandem's.
-    pub fn row(&self, values: Vec<Wire>) -> Result<Row> {
-        let values = values
-            .into_iter()
-            .zip(self.columns.iter())
-            .map(|(v, c)| decode(v, c))
-            .collect::<Result<Vec<_>>>()?;
-        Ok(Row::new(self.names.clone(), values))
+    /// One received row, its values in column order, decoded as its reader takes them.
+    pub fn cells(&self, values: Vec<Wire>) -> MyCells<'_> {
+        MyCells {
+            columns: self,
+            values,
+        }
+    }
+}
+
+/// A received row, each value decoded ([`decode`]) when its reader takes it (see [`Cells`]).
+pub struct MyCells<'c> {
+    columns: &'c Columns,
+    values: Vec<Wire>,
+}
+
+impl Cells for MyCells<'_> {
+    type Error = Error;
+    fn columns(&self) -> &Arc<[String]> {
+        &self.columns.names
+    }
+    fn len(&self) -> usize {
+        self.values.len().min(self.columns.columns.len())
+    }
+    fn take(&mut self, i: usize) -> Result<Value> {
+        let (Some(wire), Some(column)) = (self.values.get_mut(i), self.columns.columns.get(i))
+        else {
+            return Err(tandem_sql::row::past_the_end(i, self.len()).into());
+        };
+        decode(std::mem::replace(wire, Wire::NULL), column)
     }
 }
 
@@ -328,8 +349,8 @@ mod tests {
         ]
         .into();
         let columns = Columns::new(cols);
-        let one = columns.row(vec![Wire::Int(1), "a".into()]).unwrap();
-        let two = columns.row(vec![Wire::Int(2), "b".into()]).unwrap();
+        let one = columns.cells(vec![Wire::Int(1), "a".into()]).row().unwrap();
+        let two = columns.cells(vec![Wire::Int(2), "b".into()]).row().unwrap();
         assert_eq!(one.get::<i64>("id").unwrap(), 1);
         assert_eq!(two.get::<String>("name").unwrap(), "b");
         assert!(std::ptr::eq(one.columns(), two.columns()));

@@ -33,7 +33,7 @@ use futures_util::{SinkExt, StreamExt};
 use tandem_core::plan::Done;
 use tandem_core::{ConnectOptions, CopyIn, DbError, Error, Result};
 use tandem_pool::WaitTimer;
-use tandem_sql::{Dialect, Rendered, Row, Value};
+use tandem_sql::{Cells, Dialect, Rendered, Value};
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, NoTls, RowStream, Statement};
 
@@ -327,7 +327,7 @@ impl PgConn {
         let rows = self.query(&statement, &r.params).await?;
         let mut rows = std::pin::pin!(rows);
         while let Some(row) = self.next_row(rows.as_mut()).await? {
-            if !sink.push(row_of(&columns, &row)?).await? {
+            if !sink.push(&mut PgCells::new(&columns, &row)).await? {
                 return Ok(Done::default());
             }
         }
@@ -342,8 +342,8 @@ impl PgConn {
 /// Receives a statement's rows, for [`PgConn::run`]: `push` returns `false` to stop reading, and may wait
 /// (a stream's consumer: the backpressure).
 pub trait RowSink: Send {
-    /// Takes one row.
-    fn push(&mut self, row: Row) -> impl Future<Output = Result<bool>> + Send;
+    /// Takes one row, as received.
+    fn push(&mut self, row: &mut PgCells<'_>) -> impl Future<Output = Result<bool>> + Send;
 }
 
 /// The column names of a statement's rows, shared by every row.
@@ -354,14 +354,33 @@ pub fn names(statement: &Statement) -> Arc<[String]> {
         .into()
 }
 
-/// A received row as tandem's.
-pub fn row_of(columns: &Arc<[String]>, row: &tokio_postgres::Row) -> Result<Row> {
-    let width = columns.len();
-    let mut values = Vec::with_capacity(width);
-    for i in 0..width {
-        values.push(decode(row, i)?);
+/// A received row, decoded one cell at a time as its reader asks ([`decode`]; see [`Cells`]).
+pub struct PgCells<'r> {
+    columns: &'r Arc<[String]>,
+    row: &'r tokio_postgres::Row,
+}
+
+impl<'r> PgCells<'r> {
+    /// Row `row` of a statement whose column names are `columns`.
+    pub fn new(columns: &'r Arc<[String]>, row: &'r tokio_postgres::Row) -> Self {
+        PgCells { columns, row }
     }
-    Ok(Row::new(columns.clone(), values))
+}
+
+impl Cells for PgCells<'_> {
+    type Error = Error;
+    fn columns(&self) -> &Arc<[String]> {
+        self.columns
+    }
+    fn len(&self) -> usize {
+        self.row.len()
+    }
+    fn take(&mut self, i: usize) -> Result<Value> {
+        if i >= self.row.len() {
+            return Err(tandem_sql::row::past_the_end(i, self.row.len()).into());
+        }
+        decode(self.row, i)
+    }
 }
 
 #[cfg(test)]

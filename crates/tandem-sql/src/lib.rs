@@ -76,7 +76,7 @@ pub use dialect::Dialect;
 pub use error::{Error, Result, ValueError};
 pub use ident::Ident;
 pub use render::{GeneratedKey, RawSql, Render, Rendered, raw};
-pub use row::{FromRow, Row};
+pub use row::{Cells, FromRow, Row};
 pub use tandem_macros::Table;
 pub use typed::{Column, Entity, Table};
 pub use value::{SqlType, SqlValue, Value, ValueRef};

@@ -13,7 +13,7 @@ use rusqlite::types::{ToSqlOutput, ValueRef};
 use tandem_core::plan::{Done, Runner, Sink};
 use tandem_core::{ConnectOptions, DbError, DbErrorKind, Error, Result};
 use tandem_sql::batch::BorrowedStatement;
-use tandem_sql::{Dialect, Rendered, Row, SqlType, Value};
+use tandem_sql::{Cells, Dialect, Rendered, SqlType, Value};
 
 /// One SQLite connection, and whether it waits for other connections' locks (a file database's busy timeout).
 pub struct Connection(rusqlite::Connection, Columns, bool);
@@ -215,11 +215,7 @@ impl Connection {
                 let stmt: &rusqlite::Statement<'_> = row.as_ref();
                 kept.of(stmt, stmt.column_count())
             });
-            let mut values = Vec::with_capacity(columns.len());
-            for i in 0..columns.len() {
-                values.push(decode(row.get_ref(i).map_err(error)?)?);
-            }
-            if !sink(Row::new(columns.clone(), values))? {
+            if !sink(&mut SqliteCells { columns, row })? {
                 break;
             }
         }
@@ -230,6 +226,25 @@ impl Connection {
             last_insert_id: None,
             key_step: None,
         })
+    }
+}
+
+/// A row being stepped, each value read ([`decode`]) when its reader takes it (see [`Cells`]).
+struct SqliteCells<'a, 'r> {
+    columns: &'a std::sync::Arc<[String]>,
+    row: &'a rusqlite::Row<'r>,
+}
+
+impl Cells for SqliteCells<'_, '_> {
+    type Error = Error;
+    fn columns(&self) -> &std::sync::Arc<[String]> {
+        self.columns
+    }
+    fn len(&self) -> usize {
+        self.columns.len()
+    }
+    fn take(&mut self, i: usize) -> Result<Value> {
+        decode(self.row.get_ref(i).map_err(error)?)
     }
 }
 
@@ -339,8 +354,8 @@ mod tests {
         let r = tandem_sql::raw(sql, vec![])
             .render(Dialect::Sqlite)
             .unwrap();
-        conn.run(&r, &mut |row| {
-            names = Some((row.columns().as_ptr(), row.columns().to_vec()));
+        conn.run(&r, &mut |cells| {
+            names = Some((cells.columns().as_ptr(), cells.columns().to_vec()));
             Ok(true)
         })
         .unwrap();
@@ -363,8 +378,8 @@ mod tests {
             .render(Dialect::Sqlite)
             .unwrap();
         let mut got = None;
-        conn.run(&r, &mut |row| {
-            got = row.values()[0].as_i64();
+        conn.run(&r, &mut |cells| {
+            got = cells.take(0)?.as_i64();
             Ok(false)
         })
         .unwrap();
@@ -414,8 +429,8 @@ mod tests {
         other.execute_batch("COMMIT").unwrap();
         let mut seen = None;
         let done = conn
-            .run_without_waiting(&read, &mut |row| {
-                seen = row.values()[0].as_i64();
+            .run_without_waiting(&read, &mut |cells| {
+                seen = cells.take(0)?.as_i64();
                 Ok(true)
             })
             .unwrap();

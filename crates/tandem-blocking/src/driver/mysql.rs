@@ -94,7 +94,7 @@ pub(crate) fn run(conn: &mut Conn, r: &Rendered, sink: &mut Sink<'_>) -> Result<
     }
     for row in set.by_ref() {
         let row = row.map_err(error)?;
-        if !sink(columns.row(row.unwrap())?)? {
+        if !sink(&mut columns.cells(row.unwrap()))? {
             // Dropping the result reads the rows left, so the connection is ready for the next statement.
             return Ok(Done::default());
         }

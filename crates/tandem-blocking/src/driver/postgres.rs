@@ -8,7 +8,7 @@ use futures_util::FutureExt;
 use std::future::Future;
 use tandem_core::CopyIn;
 use tandem_core::{ConnectOptions, Error, Result};
-use tandem_sql::{Rendered, Row};
+use tandem_sql::Rendered;
 
 use super::{Done, Sink};
 
@@ -119,8 +119,7 @@ pub(crate) fn run(c: &mut PgConn, r: &Rendered, sink: &mut Sink<'_>) -> Result<D
         let Some(row) = next else {
             break;
         };
-        let row: Row = tandem_postgres::row_of(&columns, &row)?;
-        if !sink(row)? {
+        if !sink(&mut tandem_postgres::PgCells::new(&columns, &row))? {
             return Ok(Done::default());
         }
     }
