@@ -365,10 +365,10 @@ impl Conn {
         self.mid_statement = true;
         let result = match &mut self.link {
             #[cfg(feature = "postgres")]
-            // Boxed: tokio-postgres' steps inline would make every executor future above this one larger
-            // than `futures_stay_small` allows (8,200 bytes for a repository insert, limit 8 KiB); the box
-            // costs an allocation and a copy per statement. mysql_async's fit unboxed.
-            Link::Pg(c) => Box::pin(c.pg.run(r, &mut SinkOf(sink))).await,
+            // Unboxed, as mysql_async's: `PgConn::run` boxes only its rare or row-less steps (a prepare, a
+            // statement without rows), which keeps every executor future within `futures_stay_small`'s
+            // 8 KiB and a read without an allocation for its future.
+            Link::Pg(c) => c.pg.run(r, &mut SinkOf(sink)).await,
             #[cfg(feature = "postgres")]
             Link::Postgres(c) => run_on(c, r, sink, self.bound).await,
             #[cfg(feature = "mysql")]
