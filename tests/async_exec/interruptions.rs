@@ -272,3 +272,49 @@ pub(crate) async fn unreachable_server() {
         Err(Error::InvalidUrl { .. })
     ));
 }
+
+/// mysql_async's statement cache is off and each connection keeps its prepared statements itself: more
+/// distinct statements than it keeps (64) on one connection all answer right, the first ones again after
+/// they were let go, and the server holds no more of them open than the connection keeps — each one let
+/// go was closed (the session's own `Com_stmt_prepare` and `Com_stmt_close` counters).
+pub(crate) async fn statements_kept_and_closed_mysql() {
+    let t = adb_with(
+        Dialect::MySql,
+        |o| o.async_driver = tandem_core::AsyncDriver::Native,
+        "astmts",
+        PoolConfig::default(),
+    )
+    .await;
+    let conn = t.db.checkout().await.unwrap();
+    let counters = || async {
+        let rows: Vec<(String, String)> = conn
+            .fetch_all(&raw("SHOW SESSION STATUS LIKE 'Com_stmt_%'", vec![]))
+            .await
+            .unwrap();
+        let get = |name: &str| -> i64 {
+            let (_, v) = rows.iter().find(|(n, _)| n == name).expect(name);
+            v.parse().unwrap()
+        };
+        (get("Com_stmt_prepare"), get("Com_stmt_close"))
+    };
+    let (prepared_before, closed_before) = counters().await;
+    let select = |k: i64| {
+        raw(
+            format!("SELECT CAST(? AS SIGNED) + {k}"),
+            vec![Value::I64(1)],
+        )
+    };
+    for k in (0..150).chain(0..10) {
+        let (got,): (i64,) = conn.fetch_one(&select(k)).await.unwrap();
+        assert_eq!(got, 1 + k, "statement {k}");
+    }
+    let (prepared, closed) = counters().await;
+    let (prepared, closed) = (prepared - prepared_before, closed - closed_before);
+    // 150 distinct statements, then 10 of the first again (let go by then, or still kept).
+    assert!((150..=160).contains(&prepared), "{prepared} prepared");
+    let open = prepared - closed;
+    assert!(
+        open <= 64,
+        "{open} statements left open on the server ({prepared} prepared, {closed} closed)"
+    );
+}

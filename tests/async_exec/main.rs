@@ -189,6 +189,10 @@ fn main() {
                     harness::block_on(killed_mid_transaction_mysql())
                 })
                 .needs(&[Dialect::MySql]),
+                harness::Case::new("statements_kept_and_closed_mysql", move || {
+                    harness::block_on(statements_kept_and_closed_mysql())
+                })
+                .needs(&[Dialect::MySql]),
             ],
             vec![
                 harness::Case::new("keys_follow_auto_increment_increment_mysql", move || {

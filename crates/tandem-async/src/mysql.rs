@@ -13,7 +13,6 @@
 //! opens the socket itself). Every wait is bounded by tandem's timer all the same; the kernel just does
 //! not close a socket whose data goes unacknowledged sooner.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -21,6 +20,7 @@ use futures_util::FutureExt;
 use mysql_async::prelude::Queryable;
 use tandem_core::hosts::Remote;
 use tandem_core::plan::Done;
+use tandem_core::statements::StatementMap;
 use tandem_core::{
     ConnectOptions, DbError, DbErrorKind, Error, HostWalk, Result, TlsErrorKind, Verdict,
 };
@@ -37,7 +37,7 @@ pub(crate) struct MyOpener {
     pub(crate) connect_timeout: Duration,
 }
 
-/// One connection, the server it is on, and the names of its statements' columns.
+/// One connection, the server it is on, and its prepared statements.
 pub(crate) struct MyLink {
     /// `None` once closed.
     conn: Option<mysql_async::Conn>,
@@ -49,8 +49,16 @@ pub(crate) struct MyLink {
     silent: bool,
     /// The one timer of this connection's waits (see [`WaitTimer`]).
     timer: WaitTimer,
-    /// Column names by statement, read once (mysql_async caches the prepared statements themselves).
-    names: HashMap<String, Arc<[String]>>,
+    /// The statements prepared on this connection, by SQL text, kept here rather than in mysql_async's
+    /// cache (which is off): a statement passed as text is parsed for named parameters and hashed into
+    /// that cache on every call (~3,400 instructions of a point read); one passed prepared is neither.
+    statements: StatementMap<Kept>,
+}
+
+/// A prepared statement, and the names of its result's columns once a result has been read.
+struct Kept {
+    statement: mysql_async::Statement,
+    names: Option<Arc<[String]>>,
 }
 
 /// The connections of one MySQL/MariaDB database.
@@ -59,7 +67,8 @@ pub(crate) type MyPool = NativePool<MyOpener>;
 /// A connection checked out of its pool.
 pub(crate) type PooledMy = Pooled<MyOpener>;
 
-/// How many statements' column names a connection keeps (as many as the prepared statements it caches).
+/// How many prepared statements a connection keeps; one more closes the oldest-looking one (any: the
+/// batch paths reuse one shape per chunk size, far fewer than this).
 const STATEMENTS_KEPT: usize = 64;
 
 impl Opener for MyOpener {
@@ -105,7 +114,8 @@ fn options(opts: &ConnectOptions) -> mysql_async::OptsBuilder {
         .pass(opts.password.clone())
         .db_name(Some(opts.database.clone()))
         .prefer_socket(false)
-        .stmt_cache_size(STATEMENTS_KEPT)
+        // Off: `MyLink` keeps its prepared statements itself, and closes those it lets go.
+        .stmt_cache_size(0)
         .init(opts.session_statements())
         .client_found_rows(true)
         .tcp_keepalive(opts.socket_timeout)
@@ -144,7 +154,7 @@ async fn connect_one(opts: &ConnectOptions, timeout: Duration) -> Result<MyLink>
         bound: opts.socket_timeout,
         silent: false,
         timer: WaitTimer::default(),
-        names: HashMap::new(),
+        statements: StatementMap::default(),
     })
 }
 
@@ -225,8 +235,8 @@ fn closed() -> Error {
 }
 
 impl MyLink {
-    /// Runs one statement (prepared, from the connection's cache), feeding its rows to `sink` as they are
-    /// read: one bounded wait per row, none for the consumer.
+    /// Runs one statement (prepared once per connection, see [`MyLink::statements`]), feeding its rows to
+    /// `sink` as they are read: one bounded wait per row, none for the consumer.
     pub(crate) async fn run<S: Sink>(&mut self, r: &Rendered, sink: &mut S) -> Result<Done> {
         let params = tandem_mysql::params(&r.params)?;
         let MyLink {
@@ -234,11 +244,29 @@ impl MyLink {
             bound,
             silent,
             timer,
-            names,
+            statements,
             ..
         } = self;
         let (conn, bound) = (conn.as_mut().ok_or_else(closed)?, *bound);
-        let mut result = wait(bound, silent, timer, conn.exec_iter(r.sql.as_str(), params)).await?;
+        if !statements.contains_key(r.sql.as_str()) {
+            let statement = wait(bound, silent, timer, conn.prep(r.sql.as_str())).await?;
+            if statements.len() >= STATEMENTS_KEPT
+                && let Some(old) = statements.keys().next().cloned()
+                && let Some(old) = statements.remove(&old)
+            {
+                wait(bound, silent, timer, conn.close(old.statement)).await?;
+            }
+            let kept = Kept {
+                statement,
+                names: None,
+            };
+            statements.insert(r.sql.clone(), kept);
+        }
+        let kept = statements
+            .get_mut(r.sql.as_str())
+            .expect("prepared just above");
+        let exec = conn.exec_iter(&kept.statement, params);
+        let mut result = wait(bound, silent, timer, exec).await?;
         let columns = match result.columns() {
             Some(columns) if !columns.is_empty() => columns,
             _ => {
@@ -261,12 +289,10 @@ impl MyLink {
                 return Ok(Done { key_step, ..done });
             }
         };
-        let columns = Columns::reusing(columns, names.get(r.sql.as_str()));
-        if !names.contains_key(r.sql.as_str()) {
-            if names.len() >= STATEMENTS_KEPT {
-                names.clear();
-            }
-            names.insert(r.sql.clone(), columns.names().clone());
+        // The names of the statement's last result, unless its columns changed since (an altered table).
+        let columns = Columns::reusing(columns, kept.names.as_ref());
+        if !(kept.names.as_ref()).is_some_and(|names| Arc::ptr_eq(names, columns.names())) {
+            kept.names = Some(columns.names().clone());
         }
         while let Some(row) = wait(bound, silent, timer, result.next()).await? {
             if !sink.push(&mut columns.cells(row.unwrap())).await? {

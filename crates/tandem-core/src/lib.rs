@@ -26,6 +26,7 @@ pub mod options;
 pub mod plan;
 pub mod poll;
 pub mod repo;
+pub mod statements;
 #[cfg(feature = "tls")]
 pub mod tls;
 pub mod tx;
