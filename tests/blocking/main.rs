@@ -82,6 +82,13 @@ fn main() {
                 )
                 .needs(&[Dialect::MySql]),
             ],
+            vec![
+                harness::Case::new(
+                    "statements_kept_and_closed_mysql",
+                    statements_kept_and_closed_mysql,
+                )
+                .needs(&[Dialect::MySql]),
+            ],
             harness::engines("bridge_from_async", bridge_from_async),
             vec![harness::Case::new("unreachable_server", unreachable_server)],
             harness::engines(

@@ -349,3 +349,42 @@ pub(crate) fn copy_path_postgres() {
     assert_eq!(err.kind(), Some(DbErrorKind::UniqueViolation), "{err}");
     assert_eq!(repo.count().unwrap(), 5_000);
 }
+
+/// The `mysql` crate's statement cache is off and each connection keeps its prepared statements itself:
+/// more distinct statements than it keeps (64) on one connection all answer right, the first ones again
+/// after they were let go, and the server holds no more of them open than the connection keeps — each
+/// one let go was closed (the session's own `Com_stmt_prepare` and `Com_stmt_close` counters).
+pub(crate) fn statements_kept_and_closed_mysql() {
+    let t = db::open(Dialect::MySql, "bstmts", PoolConfig::default());
+    let conn = t.db.checkout().unwrap();
+    let counters = || {
+        let rows: Vec<(String, String)> = conn
+            .fetch_all(&raw("SHOW SESSION STATUS LIKE 'Com_stmt_%'", vec![]))
+            .unwrap();
+        let get = |name: &str| -> i64 {
+            let (_, v) = rows.iter().find(|(n, _)| n == name).expect(name);
+            v.parse().unwrap()
+        };
+        (get("Com_stmt_prepare"), get("Com_stmt_close"))
+    };
+    let (prepared_before, closed_before) = counters();
+    let select = |k: i64| {
+        raw(
+            format!("SELECT CAST(? AS SIGNED) + {k}"),
+            vec![Value::I64(1)],
+        )
+    };
+    for k in (0..150).chain(0..10) {
+        let (got,): (i64,) = conn.fetch_one(&select(k)).unwrap();
+        assert_eq!(got, 1 + k, "statement {k}");
+    }
+    let (prepared, closed) = counters();
+    let (prepared, closed) = (prepared - prepared_before, closed - closed_before);
+    // 150 distinct statements, then 10 of the first again (let go by then, or still kept).
+    assert!((150..=160).contains(&prepared), "{prepared} prepared");
+    let open = prepared - closed;
+    assert!(
+        open <= 64,
+        "{open} statements left open on the server ({prepared} prepared, {closed} closed)"
+    );
+}

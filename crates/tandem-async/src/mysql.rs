@@ -13,18 +13,16 @@
 //! opens the socket itself). Every wait is bounded by tandem's timer all the same; the kernel just does
 //! not close a socket whose data goes unacknowledged sooner.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::FutureExt;
 use mysql_async::prelude::Queryable;
 use tandem_core::hosts::Remote;
 use tandem_core::plan::Done;
-use tandem_core::statements::StatementMap;
 use tandem_core::{
     ConnectOptions, DbError, DbErrorKind, Error, HostWalk, Result, TlsErrorKind, Verdict,
 };
-use tandem_mysql::{Columns, plain_only};
+use tandem_mysql::{Statements, plain_only};
 use tandem_pool::WaitTimer;
 use tandem_sql::{Dialect, Rendered};
 
@@ -49,16 +47,8 @@ pub(crate) struct MyLink {
     silent: bool,
     /// The one timer of this connection's waits (see [`WaitTimer`]).
     timer: WaitTimer,
-    /// The statements prepared on this connection, by SQL text, kept here rather than in mysql_async's
-    /// cache (which is off): a statement passed as text is parsed for named parameters and hashed into
-    /// that cache on every call (~3,400 instructions of a point read); one passed prepared is neither.
-    statements: StatementMap<Kept>,
-}
-
-/// A prepared statement, and the names of its result's columns once a result has been read.
-struct Kept {
-    statement: mysql_async::Statement,
-    names: Option<Arc<[String]>>,
+    /// The statements prepared on this connection (mysql_async's own cache is off, see [`Statements`]).
+    statements: Statements<mysql_async::Statement>,
 }
 
 /// The connections of one MySQL/MariaDB database.
@@ -66,10 +56,6 @@ pub(crate) type MyPool = NativePool<MyOpener>;
 
 /// A connection checked out of its pool.
 pub(crate) type PooledMy = Pooled<MyOpener>;
-
-/// How many prepared statements a connection keeps; one more closes the oldest-looking one (any: the
-/// batch paths reuse one shape per chunk size, far fewer than this).
-const STATEMENTS_KEPT: usize = 64;
 
 impl Opener for MyOpener {
     type Conn = MyLink;
@@ -114,7 +100,7 @@ fn options(opts: &ConnectOptions) -> mysql_async::OptsBuilder {
         .pass(opts.password.clone())
         .db_name(Some(opts.database.clone()))
         .prefer_socket(false)
-        // Off: `MyLink` keeps its prepared statements itself, and closes those it lets go.
+        // Off: `MyLink` keeps its prepared statements itself (see `Statements`).
         .stmt_cache_size(0)
         .init(opts.session_statements())
         .client_found_rows(true)
@@ -154,7 +140,7 @@ async fn connect_one(opts: &ConnectOptions, timeout: Duration) -> Result<MyLink>
         bound: opts.socket_timeout,
         silent: false,
         timer: WaitTimer::default(),
-        statements: StatementMap::default(),
+        statements: Statements::default(),
     })
 }
 
@@ -248,23 +234,13 @@ impl MyLink {
             ..
         } = self;
         let (conn, bound) = (conn.as_mut().ok_or_else(closed)?, *bound);
-        if !statements.contains_key(r.sql.as_str()) {
+        if statements.get(&r.sql).is_none() {
             let statement = wait(bound, silent, timer, conn.prep(r.sql.as_str())).await?;
-            if statements.len() >= STATEMENTS_KEPT
-                && let Some(old) = statements.keys().next().cloned()
-                && let Some(old) = statements.remove(&old)
-            {
-                wait(bound, silent, timer, conn.close(old.statement)).await?;
+            if let Some(gone) = statements.keep(&r.sql, statement) {
+                wait(bound, silent, timer, conn.close(gone)).await?;
             }
-            let kept = Kept {
-                statement,
-                names: None,
-            };
-            statements.insert(r.sql.clone(), kept);
         }
-        let kept = statements
-            .get_mut(r.sql.as_str())
-            .expect("prepared just above");
+        let kept = statements.get(&r.sql).expect("prepared just above");
         let exec = conn.exec_iter(&kept.statement, params);
         let mut result = wait(bound, silent, timer, exec).await?;
         let columns = match result.columns() {
@@ -289,11 +265,7 @@ impl MyLink {
                 return Ok(Done { key_step, ..done });
             }
         };
-        // The names of the statement's last result, unless its columns changed since (an altered table).
-        let columns = Columns::reusing(columns, kept.names.as_ref());
-        if !(kept.names.as_ref()).is_some_and(|names| Arc::ptr_eq(names, columns.names())) {
-            kept.names = Some(columns.names().clone());
-        }
+        let columns = kept.columns(columns);
         while let Some(row) = wait(bound, silent, timer, result.next()).await? {
             if !sink.push(&mut columns.cells(row.unwrap())).await? {
                 // The rows left are read now, so that the connection is ready for the next statement.

@@ -10,7 +10,9 @@
 //!   violation names;
 //! - [`Tls`]: the URL's `ssl-mode` as the settings both crates' TLS options take, and [`plain_only`], the
 //!   servers a `PREFERRED` connection found without TLS;
-//! - [`wants_key_step`]: when a multi-row INSERT must ask how far apart its keys are.
+//! - [`wants_key_step`]: when a multi-row INSERT must ask how far apart its keys are;
+//! - [`Statements`]: the statements a connection prepared, kept by tandem rather than in the driver's cache
+//!   (each driver's cache parses and hashes the SQL text on every call).
 //!
 //! What stays in each executor is how a call waits: on the socket's own timeouts (blocking), or on the
 //! runtime's timer (async).
@@ -23,6 +25,7 @@ use mysql_common::constants::{ColumnFlags, ColumnType};
 pub use mysql_common::packets::Column;
 use mysql_common::params::Params;
 use tandem_core::plan::Done;
+use tandem_core::statements::StatementMap;
 use tandem_core::{ConnectOptions, DbError, DbErrorKind, Error, Result, TlsMode};
 use tandem_sql::{Cells, Dialect, Rendered, SqlType, Value};
 
@@ -193,6 +196,77 @@ impl Cells for MyCells<'_> {
             return Err(tandem_sql::row::past_the_end(i, self.len()).into());
         };
         decode(std::mem::replace(wire, Wire::NULL), column)
+    }
+}
+
+/// How many prepared statements a connection keeps; one more closes one of them (any: the batch paths
+/// reuse one shape per chunk size, far fewer than this).
+pub const STATEMENTS_KEPT: usize = 64;
+
+/// The statements one connection prepared (a driver's `Statement`, `S`), by SQL text, with the column names
+/// of each one's last result. Both drivers' own statement caches are turned off: a statement passed to
+/// them as text is parsed for named parameters and hashed into the cache on every call (~3,400 of a point
+/// read's ~26,000 instructions on mysql_async); one passed prepared is neither. A statement let go must be
+/// closed by the caller ([`Statements::keep`] hands it back), or the server keeps it open.
+pub struct Statements<S>(StatementMap<Kept<S>>);
+
+/// A prepared statement, and the names of its last result's columns.
+pub struct Kept<S> {
+    /// The driver's statement.
+    pub statement: S,
+    names: Option<Arc<[String]>>,
+}
+
+impl<S> Default for Statements<S> {
+    fn default() -> Self {
+        Statements(StatementMap::default())
+    }
+}
+
+impl<S> Statements<S> {
+    /// The statement prepared for `sql`, if it is kept.
+    pub fn get(&mut self, sql: &str) -> Option<&mut Kept<S>> {
+        self.0.get_mut(sql)
+    }
+
+    /// Keeps `statement`, prepared for `sql`; past [`STATEMENTS_KEPT`], the one let go to make room, for
+    /// the caller to close.
+    pub fn keep(&mut self, sql: &str, statement: S) -> Option<S> {
+        let gone = match self.0.len() >= STATEMENTS_KEPT {
+            true => {
+                let old = self.0.keys().next().cloned();
+                old.and_then(|old| self.0.remove(&old)).map(|k| k.statement)
+            }
+            false => None,
+        };
+        let kept = Kept {
+            statement,
+            names: None,
+        };
+        self.0.insert(sql.to_owned(), kept);
+        gone
+    }
+
+    /// How many are kept.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether none is kept.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl<S> Kept<S> {
+    /// The columns of a result of this statement, with the names of its last result when they are still
+    /// its columns' (an altered table changes a `SELECT *`'s): no allocation per name.
+    pub fn columns(&mut self, columns: Arc<[Column]>) -> Columns {
+        let columns = Columns::reusing(columns, self.names.as_ref());
+        if !(self.names.as_ref()).is_some_and(|names| Arc::ptr_eq(names, columns.names())) {
+            self.names = Some(columns.names().clone());
+        }
+        columns
     }
 }
 

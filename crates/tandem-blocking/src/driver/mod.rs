@@ -56,7 +56,7 @@ pub(crate) enum Driver {
     #[cfg(feature = "postgres")]
     Postgres(Box<postgres::PgConn>),
     #[cfg(feature = "mysql")]
-    MySql(::mysql::Conn),
+    MySql(mysql::MyConn),
 }
 
 /// A pooled connection: the driver connection and what it knows of its health.
@@ -253,7 +253,7 @@ impl Conn {
             Driver::Postgres(c) => c.batch_execute(sql),
             #[cfg(feature = "mysql")]
             Driver::MySql(c) => {
-                ::mysql::prelude::Queryable::query_drop(c, sql).map_err(mysql::error)
+                ::mysql::prelude::Queryable::query_drop(&mut c.conn, sql).map_err(mysql::error)
             }
         }
     }

@@ -1,15 +1,30 @@
-//! mysql (the synchronous MySQL/MariaDB client): prepared statements (the client caches them), rows read
-//! from the socket as they are consumed, TCP always (the client would silently switch 127.0.0.1 to the Unix
+//! mysql (the synchronous MySQL/MariaDB client): statements prepared once per connection (kept by tandem,
+//! see [`tandem_mysql::Statements`]), rows read from the socket as they are consumed, TCP always (the client would silently switch 127.0.0.1 to the Unix
 //! socket otherwise, which makes comparisons with other drivers unfair).
 
 use mysql::prelude::Queryable;
 use mysql::{Conn, OptsBuilder};
 use tandem_core::{ConnectOptions, DbErrorKind, Error, Result, TlsErrorKind};
+use tandem_mysql::Statements;
 use tandem_sql::Rendered;
 
 use super::{Done, Sink};
 
-pub(crate) fn open(opts: &ConnectOptions, timeout: std::time::Duration) -> Result<Conn> {
+/// One connection and the statements prepared on it.
+pub(crate) struct MyConn {
+    pub(crate) conn: Conn,
+    statements: Statements<mysql::Statement>,
+}
+
+pub(crate) fn open(opts: &ConnectOptions, timeout: std::time::Duration) -> Result<MyConn> {
+    let conn = connect(opts, timeout)?;
+    Ok(MyConn {
+        conn,
+        statements: Statements::default(),
+    })
+}
+
+fn connect(opts: &ConnectOptions, timeout: std::time::Duration) -> Result<Conn> {
     let plain = OptsBuilder::new()
         .ip_or_hostname(Some(opts.host.clone()))
         .tcp_port(opts.port)
@@ -21,7 +36,8 @@ pub(crate) fn open(opts: &ConnectOptions, timeout: std::time::Duration) -> Resul
         // Each read and write waits at most `socket_timeout` (the socket's own timeouts).
         .read_timeout(opts.socket_timeout)
         .write_timeout(opts.socket_timeout)
-        .stmt_cache_size(Some(64))
+        // Off: `MyConn` keeps its prepared statements itself (see `tandem_mysql::Statements`).
+        .stmt_cache_size(Some(0))
         .init(opts.session_statements())
         // Affected rows count matched rows, as on PostgreSQL and SQLite, and as sqlx always asks for.
         .additional_capabilities(mysql::consts::CapabilityFlags::CLIENT_FOUND_ROWS);
@@ -69,13 +85,21 @@ fn ssl_opts(opts: &ConnectOptions) -> Result<Option<mysql::SslOpts>> {
     }))
 }
 
-pub(crate) fn run(conn: &mut Conn, r: &Rendered, sink: &mut Sink<'_>) -> Result<Done> {
+pub(crate) fn run(c: &mut MyConn, r: &Rendered, sink: &mut Sink<'_>) -> Result<Done> {
     let params = tandem_mysql::params(&r.params)?;
-    let mut result = conn.exec_iter(r.sql.as_str(), params).map_err(error)?;
+    let MyConn { conn, statements } = c;
+    if statements.get(&r.sql).is_none() {
+        let statement = conn.prep(r.sql.as_str()).map_err(error)?;
+        if let Some(gone) = statements.keep(&r.sql, statement) {
+            conn.close(gone).map_err(error)?;
+        }
+    }
+    let kept = statements.get(&r.sql).expect("prepared just above");
+    let mut result = conn.exec_iter(&kept.statement, params).map_err(error)?;
     let Some(mut set) = result.iter() else {
         return Ok(Done::default());
     };
-    let columns = tandem_mysql::Columns::new(set.columns().as_ref().into());
+    let columns = kept.columns(set.columns().as_ref().into());
     if columns.is_empty() {
         let done = Done {
             affected: set.affected_rows(),
