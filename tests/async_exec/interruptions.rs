@@ -304,14 +304,18 @@ pub(crate) async fn statements_kept_and_closed_mysql() {
             vec![Value::I64(1)],
         )
     };
-    for k in (0..150).chain(0..10) {
+    // Each statement twice in a row (prepared once), then ten of the first again: let go by then, so
+    // prepared anew, and closed again when let go.
+    for k in (0..150).flat_map(|k| [k, k]).chain(0..10) {
         let (got,): (i64,) = conn.fetch_one(&select(k)).await.unwrap();
         assert_eq!(got, 1 + k, "statement {k}");
     }
     let (prepared, closed) = counters().await;
     let (prepared, closed) = (prepared - prepared_before, closed - closed_before);
-    // 150 distinct statements, then 10 of the first again (let go by then, or still kept).
-    assert!((150..=160).contains(&prepared), "{prepared} prepared");
+    // 150 distinct statements, the ten again, and the counters' own statement when it was let go too:
+    // not one per call (310).
+    assert!((150..=165).contains(&prepared), "{prepared} prepared");
+    // What this connection had prepared before is at most 64 too, and stays within the bound.
     let open = prepared - closed;
     assert!(
         open <= 64,

@@ -47,7 +47,8 @@ pub(crate) struct MyLink {
     silent: bool,
     /// The one timer of this connection's waits (see [`WaitTimer`]).
     timer: WaitTimer,
-    /// The statements prepared on this connection (mysql_async's own cache is off, see [`Statements`]).
+    /// The statements prepared on this connection (mysql_async's own cache is off, see [`Statements`]:
+    /// anything run on `conn` goes through [`MyLink::run`] or the text protocol, never `exec*` with text).
     statements: Statements<mysql_async::Statement>,
 }
 

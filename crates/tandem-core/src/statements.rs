@@ -1,5 +1,5 @@
-//! What a connection keeps by SQL text: its prepared statements (tokio-postgres, mysql_async) and what
-//! goes with them, in a map whose hash suits a few dozen of the connection's own statements.
+//! What a connection keeps by SQL text: its prepared statements (tokio-postgres, mysql, mysql_async) and
+//! what goes with them, in a map whose hash suits a few dozen of the connection's own statements.
 
 use std::collections::HashMap;
 

@@ -12,6 +12,8 @@ use super::{Done, Sink};
 
 /// One connection and the statements prepared on it.
 pub(crate) struct MyConn {
+    /// Its statement cache is off: run statements with [`run`] (prepared and kept) or in the text protocol
+    /// (`query_*`); one passed as text to `exec*` would be prepared and never closed.
     pub(crate) conn: Conn,
     statements: Statements<mysql::Statement>,
 }
