@@ -1,6 +1,7 @@
 //! Work cut short: dropped streams, query futures and transactions, killed sessions, unreachable servers.
 
 use super::*;
+use tandem_test_support::statements as stmts;
 
 /// A slow query on each engine.
 /// A query that provably outlasts a 200 ms timeout: the servers sleep 2 s; SQLite counts through a
@@ -287,38 +288,14 @@ pub(crate) async fn statements_kept_and_closed_mysql() {
     .await;
     let conn = t.db.checkout().await.unwrap();
     let counters = || async {
-        let rows: Vec<(String, String)> = conn
-            .fetch_all(&raw("SHOW SESSION STATUS LIKE 'Com_stmt_%'", vec![]))
-            .await
-            .unwrap();
-        let get = |name: &str| -> i64 {
-            let (_, v) = rows.iter().find(|(n, _)| n == name).expect(name);
-            v.parse().unwrap()
-        };
-        (get("Com_stmt_prepare"), get("Com_stmt_close"))
+        let rows: Vec<(String, String)> =
+            conn.fetch_all(&stmts::counters_statement()).await.unwrap();
+        stmts::counters(&rows)
     };
-    let (prepared_before, closed_before) = counters().await;
-    let select = |k: i64| {
-        raw(
-            format!("SELECT CAST(? AS SIGNED) + {k}"),
-            vec![Value::I64(1)],
-        )
-    };
-    // Each statement twice in a row (prepared once), then ten of the first again: let go by then, so
-    // prepared anew, and closed again when let go.
-    for k in (0..150).flat_map(|k| [k, k]).chain(0..10) {
-        let (got,): (i64,) = conn.fetch_one(&select(k)).await.unwrap();
-        assert_eq!(got, 1 + k, "statement {k}");
+    let before = counters().await;
+    for (select, answer) in stmts::calls() {
+        let (got,): (i64,) = conn.fetch_one(&select).await.unwrap();
+        assert_eq!(got, answer, "{}", select.sql);
     }
-    let (prepared, closed) = counters().await;
-    let (prepared, closed) = (prepared - prepared_before, closed - closed_before);
-    // 150 distinct statements, the ten again, and the counters' own statement when it was let go too:
-    // not one per call (310).
-    assert!((150..=165).contains(&prepared), "{prepared} prepared");
-    // What this connection had prepared before is at most 64 too, and stays within the bound.
-    let open = prepared - closed;
-    assert!(
-        open <= 64,
-        "{open} statements left open on the server ({prepared} prepared, {closed} closed)"
-    );
+    stmts::check(before, counters().await);
 }

@@ -11,6 +11,7 @@
 //! - [`pools`]: both executors' pools behind one face, for the pool tests.
 //! - [`proxy`]: a TCP proxy in front of a server that counts, forwards or holds connections.
 //! - [`spans`]: a `tracing` layer that keeps the spans tandem opens, to read a call's span tree.
+//! - [`statements`]: the MySQL statement-cache case both executors' suites run.
 //! - [`events`]: a table of every date, time and UUID type.
 //! - [`schema`]: the users-and-orders schema the cross-crate tests (and the compile-fail cases) share, with
 //!   the error helpers the executor tests use.
@@ -24,6 +25,7 @@ pub mod proxy;
 pub mod schema;
 pub mod servers;
 pub mod spans;
+pub mod statements;
 
 #[cfg(feature = "testcontainers")]
 pub mod containers;
