@@ -14,7 +14,7 @@ use tandem_core::{DbError, Error, Result};
 use tandem_pool::{InUse, Permit};
 use tandem_sql::{Cells, Dialect, Rendered, Row};
 
-use crate::driver::{Backend, SqlxCells, error};
+use crate::driver::{Backend, cells, error};
 #[cfg(feature = "mysql")]
 use crate::mysql::PooledMy;
 #[cfg(feature = "postgres")]
@@ -204,10 +204,7 @@ where
                         .collect::<Vec<_>>()
                         .into()
                 });
-                if !sink
-                    .push(&mut SqlxCells::<B> { columns, row: &row })
-                    .await?
-                {
+                if !sink.push(&mut cells::<B>(columns, &row)).await? {
                     return Ok(Done::default());
                 }
             }

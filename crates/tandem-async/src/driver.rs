@@ -12,7 +12,8 @@ use sqlx::{Database, Row as _, TypeInfo};
 use std::sync::Arc;
 use tandem_core::{DbError, DbErrorKind, Error, Result};
 
-use tandem_sql::{Cells, Dialect, SqlType, Value};
+use tandem_sql::row::Decoded;
+use tandem_sql::{Dialect, SqlType, Value};
 
 /// A query with owned arguments.
 pub(crate) type Q<DB> = sqlx::query::Query<'static, DB, <DB as Database>::Arguments>;
@@ -27,25 +28,11 @@ pub(crate) trait Backend: Database {
 }
 
 /// A row sqlx received, each cell decoded ([`Backend::decode`]) when its reader takes it (see [`Cells`]).
-pub(crate) struct SqlxCells<'r, B: Backend> {
-    pub(crate) columns: &'r Arc<[String]>,
-    pub(crate) row: &'r B::Row,
-}
-
-impl<B: Backend> Cells for SqlxCells<'_, B> {
-    type Error = Error;
-    fn columns(&self) -> &Arc<[String]> {
-        self.columns
-    }
-    fn len(&self) -> usize {
-        self.row.len()
-    }
-    fn take(&mut self, i: usize) -> Result<Value> {
-        if i >= self.row.len() {
-            return Err(tandem_sql::row::past_the_end(i, self.row.len()).into());
-        }
-        B::decode(self.row, i)
-    }
+pub(crate) fn cells<'r, B: Backend>(
+    columns: &'r Arc<[String]>,
+    row: &'r B::Row,
+) -> Decoded<'r, B::Row, Error> {
+    Decoded::new(columns, row, row.len(), B::decode)
 }
 
 fn unsupported(dialect: Dialect, v: &Value) -> Error {

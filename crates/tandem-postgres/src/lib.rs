@@ -33,7 +33,8 @@ use tandem_core::plan::Done;
 use tandem_core::statements::StatementMap;
 use tandem_core::{ConnectOptions, CopyIn, DbError, Error, Result};
 use tandem_pool::WaitTimer;
-use tandem_sql::{Cells, Dialect, Rendered, Value};
+use tandem_sql::row::Decoded;
+use tandem_sql::{Dialect, Rendered, Value};
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, NoTls, RowStream, Statement};
 
@@ -291,7 +292,7 @@ impl PgConn {
         let rows = self.query(&statement, &r.params).await?;
         let mut rows = std::pin::pin!(rows);
         while let Some(row) = self.next_row(rows.as_mut()).await? {
-            if !sink.push(&mut PgCells::new(&columns, &row)).await? {
+            if !sink.push(&mut cells(&columns, &row)).await? {
                 return Ok(Done::default());
             }
         }
@@ -319,30 +320,9 @@ pub fn names(statement: &Statement) -> Arc<[String]> {
 }
 
 /// A received row, decoded one cell at a time as its reader asks ([`decode`]; see [`Cells`]).
-pub struct PgCells<'r> {
-    columns: &'r Arc<[String]>,
-    row: &'r tokio_postgres::Row,
-}
+pub type PgCells<'r> = Decoded<'r, tokio_postgres::Row, Error>;
 
-impl<'r> PgCells<'r> {
-    /// Row `row` of a statement whose column names are `columns`.
-    pub fn new(columns: &'r Arc<[String]>, row: &'r tokio_postgres::Row) -> Self {
-        PgCells { columns, row }
-    }
-}
-
-impl Cells for PgCells<'_> {
-    type Error = Error;
-    fn columns(&self) -> &Arc<[String]> {
-        self.columns
-    }
-    fn len(&self) -> usize {
-        self.row.len()
-    }
-    fn take(&mut self, i: usize) -> Result<Value> {
-        if i >= self.row.len() {
-            return Err(tandem_sql::row::past_the_end(i, self.row.len()).into());
-        }
-        decode(self.row, i)
-    }
+/// Row `row` of a statement whose column names are `columns`, as [`PgCells`].
+pub fn cells<'r>(columns: &'r Arc<[String]>, row: &'r tokio_postgres::Row) -> PgCells<'r> {
+    Decoded::new(columns, row, row.len(), decode)
 }

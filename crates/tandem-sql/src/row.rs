@@ -161,6 +161,48 @@ impl Cells for Row {
     }
 }
 
+/// A driver's row whose cells one function decodes by index (`decode(row, i)`), as [`Cells`]: what the
+/// drivers whose rows decode in place share (tokio-postgres', sqlx's).
+pub struct Decoded<'r, R, E> {
+    columns: &'r Arc<[String]>,
+    row: &'r R,
+    width: usize,
+    decode: fn(&R, usize) -> Result<Value, E>,
+}
+
+impl<'r, R, E> Decoded<'r, R, E> {
+    /// Row `row`, `width` cells wide, of a result whose column names are `columns`.
+    pub fn new(
+        columns: &'r Arc<[String]>,
+        row: &'r R,
+        width: usize,
+        decode: fn(&R, usize) -> Result<Value, E>,
+    ) -> Self {
+        Decoded {
+            columns,
+            row,
+            width,
+            decode,
+        }
+    }
+}
+
+impl<R, E: From<Error>> Cells for Decoded<'_, R, E> {
+    type Error = E;
+    fn columns(&self) -> &Arc<[String]> {
+        self.columns
+    }
+    fn len(&self) -> usize {
+        self.width
+    }
+    fn take(&mut self, i: usize) -> Result<Value, E> {
+        if i >= self.width {
+            return Err(past_the_end(i, self.width).into());
+        }
+        (self.decode)(self.row, i)
+    }
+}
+
 /// The error of a [`Cells::take`] past the row's last cell: cell `#i` of a row of `len`.
 pub fn past_the_end(i: usize, len: usize) -> Error {
     Error::MissingColumn {

@@ -13,7 +13,8 @@ use rusqlite::types::{ToSqlOutput, ValueRef};
 use tandem_core::plan::{Done, Runner, Sink};
 use tandem_core::{ConnectOptions, DbError, DbErrorKind, Error, Result};
 use tandem_sql::batch::BorrowedStatement;
-use tandem_sql::{Cells, Dialect, Rendered, SqlType, Value};
+use tandem_sql::row::Decoded;
+use tandem_sql::{Dialect, Rendered, SqlType, Value};
 
 /// One SQLite connection, and whether it waits for other connections' locks (a file database's busy timeout).
 pub struct Connection(rusqlite::Connection, Columns, bool);
@@ -215,7 +216,7 @@ impl Connection {
                 let stmt: &rusqlite::Statement<'_> = row.as_ref();
                 kept.of(stmt, stmt.column_count())
             });
-            if !sink(&mut SqliteCells { columns, row })? {
+            if !sink(&mut Decoded::new(columns, row, columns.len(), cell))? {
                 break;
             }
         }
@@ -229,23 +230,9 @@ impl Connection {
     }
 }
 
-/// A row being stepped, each value read ([`decode`]) when its reader takes it (see [`Cells`]).
-struct SqliteCells<'a, 'r> {
-    columns: &'a std::sync::Arc<[String]>,
-    row: &'a rusqlite::Row<'r>,
-}
-
-impl Cells for SqliteCells<'_, '_> {
-    type Error = Error;
-    fn columns(&self) -> &std::sync::Arc<[String]> {
-        self.columns
-    }
-    fn len(&self) -> usize {
-        self.columns.len()
-    }
-    fn take(&mut self, i: usize) -> Result<Value> {
-        decode(self.row.get_ref(i).map_err(error)?)
-    }
+/// Cell `i` of a row being stepped, read when its reader takes it (see [`tandem_sql::Cells`]).
+fn cell(row: &rusqlite::Row<'_>, i: usize) -> Result<Value> {
+    decode(row.get_ref(i).map_err(error)?)
 }
 
 /// A value bound as SQLite stores it, borrowed.

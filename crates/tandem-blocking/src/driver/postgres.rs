@@ -119,7 +119,7 @@ pub(crate) fn run(c: &mut PgConn, r: &Rendered, sink: &mut Sink<'_>) -> Result<D
         let Some(row) = next else {
             break;
         };
-        if !sink(&mut tandem_postgres::PgCells::new(&columns, &row))? {
+        if !sink(&mut tandem_postgres::cells(&columns, &row))? {
             return Ok(Done::default());
         }
     }
