@@ -8,7 +8,6 @@ use futures_util::TryStreamExt;
 use sqlx::pool::PoolConnection;
 use sqlx::{AssertSqlSafe, Column, Either, Row as _};
 use tandem_core::observe::Observer;
-use tandem_core::plan::RowCells;
 use tandem_core::plan::{Done, Outcome, Step};
 use tandem_core::{DbError, Error, Result};
 use tandem_pool::{InUse, Permit};
@@ -244,7 +243,10 @@ where
 /// A row sink for a rusqlite statement that keeps the first `keep` rows (all of them for `usize::MAX`), to
 /// be handed to an async sink afterwards.
 #[cfg(feature = "sqlite")]
-fn kept(keep: usize, rows: &mut Vec<Row>) -> impl FnMut(&mut RowCells<'_>) -> Result<bool> + '_ {
+fn kept(
+    keep: usize,
+    rows: &mut Vec<Row>,
+) -> impl FnMut(&mut tandem_core::plan::RowCells<'_>) -> Result<bool> + '_ {
     move |cells| {
         if rows.len() < keep {
             rows.push(cells.row()?);
