@@ -27,7 +27,8 @@ pub(crate) trait Backend: Database {
     fn last_insert_id(r: &Self::QueryResult) -> Option<i64>;
 }
 
-/// A row sqlx received, each cell decoded ([`Backend::decode`]) when its reader takes it (see [`Cells`]).
+/// A row sqlx received, each cell decoded ([`Backend::decode`]) when its reader takes it (see
+/// [`tandem_sql::Cells`]).
 pub(crate) fn cells<'r, B: Backend>(
     columns: &'r Arc<[String]>,
     row: &'r B::Row,

@@ -319,7 +319,7 @@ pub fn names(statement: &Statement) -> Arc<[String]> {
         .into()
 }
 
-/// A received row, decoded one cell at a time as its reader asks ([`decode`]; see [`Cells`]).
+/// A received row, decoded one cell at a time as its reader asks ([`decode`]; see [`tandem_sql::Cells`]).
 pub type PgCells<'r> = Decoded<'r, tokio_postgres::Row, Error>;
 
 /// Row `row` of a statement whose column names are `columns`, as [`PgCells`].
