@@ -14,17 +14,18 @@
 //!   statements prepared and cached, run, COPY, each wait bounded.
 //! - `values`: [`Bind`] (a value bound as the type the server inferred) and [`decode`].
 //! - `errors`: [`error`] and [`connect_error`], tokio-postgres' errors as tandem's.
+//! - `sides`: the two wakers of a wait, so that a wake-up polls only the side it came for.
 //! - `tls`: the rustls configuration of each `sslmode`.
 #![forbid(unsafe_code)]
 
 mod errors;
+mod sides;
 mod tls;
 mod values;
 
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::task::Poll;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -39,6 +40,7 @@ use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, NoTls, RowStream, Statement};
 
 pub use errors::{connect_error, error};
+use sides::Sides;
 pub use tls::client_config;
 pub use values::{Bind, decode};
 
@@ -77,6 +79,9 @@ pub struct Io {
     silent: bool,
     /// The one timer of this connection's waits (see `tandem_pool::WaitTimer`).
     timer: WaitTimer,
+    /// Which side of a wait — the call's future or the connection's I/O — was woken since it was last
+    /// polled, so that a wake-up polls only that side (see `sides`).
+    sides: Sides,
 }
 
 /// Opens a connection to the one server `opts` names (a host list is walked by the executors, which call
@@ -144,6 +149,7 @@ pub async fn connect(opts: &ConnectOptions, connect_timeout: Duration) -> Result
             bound: opts.socket_timeout,
             silent: false,
             timer: WaitTimer::default(),
+            sides: Sides::new(),
         },
     })
 }
@@ -157,23 +163,14 @@ impl Io {
         &mut self,
         step: impl Future<Output = std::result::Result<T, tokio_postgres::Error>>,
     ) -> Result<T> {
-        let connection = &mut self.connection;
+        let (connection, sides) = (&mut self.connection, &self.sides);
         let mut step = std::pin::pin!(step);
-        // The call's future first (it queues its request), then the connection's I/O (it sends the
-        // request and hands the answer over, which wakes the call). A connection that ended (the server
-        // closed it, or it failed) is not polled again: the call then fails as closed.
-        let driven = std::pin::pin!(std::future::poll_fn(|cx| {
-            if let Poll::Ready(done) = step.as_mut().poll(cx) {
-                return Poll::Ready(done);
-            }
-            if let Some(c) = connection
-                && c.as_mut().poll(cx).is_ready()
-            {
-                *connection = None;
-                return step.as_mut().poll(cx);
-            }
-            Poll::Pending
-        }));
+        sides.start();
+        let driven = std::pin::pin!(std::future::poll_fn(|cx| sides.poll(
+            step.as_mut(),
+            connection,
+            cx
+        )));
         let Some(bound) = self.bound else {
             return driven.await.map_err(error);
         };

@@ -1,0 +1,282 @@
+//! The two sides of a wait — the call's own future and the connection's I/O — each polled with a waker of
+//! its own, so that a wake-up polls only the side it came for, and a side woken while the wait is being
+//! polled is polled again before the poll returns.
+//!
+//! The second is the one that counts: the answer the connection's I/O hands over (which wakes the call)
+//! is taken in the same poll, where the task's own waker would send the whole task through the scheduler
+//! and down the caller's stack of futures once more. A point read is polled twice, not three times.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::task::{Context, Poll, Wake, Waker};
+
+use futures_util::task::AtomicWaker;
+
+/// The call's own future was woken.
+const STEP: u8 = 1;
+/// The connection's I/O was woken.
+const CONNECTION: u8 = 2;
+/// The wait is being polled: a side woken now is polled before the poll returns, the task is not woken.
+const POLLING: u8 = 4;
+
+/// The wakers a connection's waits hand to their two sides in place of the task's own; made once per
+/// connection.
+pub(crate) struct Sides {
+    shared: Arc<Shared>,
+    step: Waker,
+    connection: Waker,
+}
+
+/// What the two side wakers share with the wait.
+#[derive(Default)]
+struct Shared {
+    /// [`STEP`], [`CONNECTION`]: woken since last polled; [`POLLING`].
+    state: AtomicU8,
+    /// The task's waker, for a side woken while the wait is not being polled.
+    task: AtomicWaker,
+}
+
+/// One side's waker: marks its side woken, and wakes the task unless the wait is being polled.
+struct Side {
+    shared: Arc<Shared>,
+    bit: u8,
+}
+
+impl Wake for Side {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        let before = self.shared.state.fetch_or(self.bit, Ordering::AcqRel);
+        if before & POLLING == 0 {
+            self.shared.task.wake();
+        }
+    }
+}
+
+impl Sides {
+    pub(crate) fn new() -> Sides {
+        let shared = Arc::new(Shared::default());
+        let side = |bit| {
+            Waker::from(Arc::new(Side {
+                shared: shared.clone(),
+                bit,
+            }))
+        };
+        Sides {
+            step: side(STEP),
+            connection: side(CONNECTION),
+            shared,
+        }
+    }
+
+    /// A new wait: both sides are polled first.
+    pub(crate) fn start(&self) {
+        self.shared
+            .state
+            .store(STEP | CONNECTION, Ordering::Release);
+    }
+
+    /// One poll of a wait: the call's future `step` (it queues its request, later takes its answer), then
+    /// `connection`'s I/O (it sends the request and hands the answer over), each only when woken since it
+    /// was last polled, until neither was. A connection that ended (the server closed it, or it failed) is
+    /// dropped and not polled again: the call then fails as closed.
+    pub(crate) fn poll<T, C>(
+        &self,
+        mut step: Pin<&mut impl Future<Output = T>>,
+        connection: &mut Option<Pin<Box<C>>>,
+        cx: &mut Context<'_>,
+    ) -> Poll<T>
+    where
+        C: Future + ?Sized,
+    {
+        let state = &self.shared.state;
+        self.shared.task.register(cx.waker());
+        state.fetch_or(POLLING, Ordering::AcqRel);
+        loop {
+            let woken = state.fetch_and(POLLING, Ordering::AcqRel);
+            if woken & STEP != 0
+                && let Poll::Ready(out) = step.as_mut().poll(&mut Context::from_waker(&self.step))
+            {
+                state.fetch_and(!POLLING, Ordering::AcqRel);
+                return Poll::Ready(out);
+            }
+            if woken & CONNECTION != 0
+                && let Some(c) = connection
+                && (c.as_mut())
+                    .poll(&mut Context::from_waker(&self.connection))
+                    .is_ready()
+            {
+                *connection = None;
+                state.fetch_or(STEP, Ordering::AcqRel);
+            }
+            if woken & (STEP | CONNECTION) == 0 {
+                // Neither side woken since the bits were taken: the poll ends, and from now on a side's
+                // wake-up wakes the task; one that came in between is seen here and polled.
+                let before = state.fetch_and(!POLLING, Ordering::AcqRel);
+                if before & (STEP | CONNECTION) == 0 {
+                    return Poll::Pending;
+                }
+                state.fetch_or(POLLING, Ordering::AcqRel);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+    use std::sync::atomic::AtomicUsize;
+
+    use super::*;
+
+    /// Counts the task's wake-ups.
+    #[derive(Default)]
+    struct Task(AtomicUsize);
+
+    impl Wake for Task {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    /// A call waiting for its answer: ready once `answered`, its waker kept in `waker` meanwhile.
+    #[derive(Default)]
+    struct Call {
+        answered: std::sync::atomic::AtomicBool,
+        waker: Mutex<Option<Waker>>,
+        polls: AtomicUsize,
+    }
+
+    impl Call {
+        fn answer(&self) {
+            self.answered.store(true, Ordering::SeqCst);
+            if let Some(w) = self.waker.lock().unwrap().take() {
+                w.wake();
+            }
+        }
+
+        fn future(self: &Arc<Self>) -> impl Future<Output = &'static str> + use<> {
+            let call = self.clone();
+            std::future::poll_fn(move |cx| {
+                call.polls.fetch_add(1, Ordering::SeqCst);
+                if call.answered.load(Ordering::SeqCst) {
+                    return Poll::Ready("answer");
+                }
+                *call.waker.lock().unwrap() = Some(cx.waker().clone());
+                Poll::Pending
+            })
+        }
+    }
+
+    type Connection = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+    /// A connection whose I/O answers `call` on its `answer_on`th poll, counting its polls in `polls`.
+    fn connection(call: Arc<Call>, answer_on: usize, polls: Arc<AtomicUsize>) -> Connection {
+        Box::pin(std::future::poll_fn(move |_| {
+            if polls.fetch_add(1, Ordering::SeqCst) + 1 == answer_on {
+                call.answer();
+            }
+            Poll::Pending
+        }))
+    }
+
+    #[test]
+    fn an_answer_handed_over_while_polled_is_taken_in_the_same_poll() {
+        let sides = Sides::new();
+        let call = Arc::new(Call::default());
+        let polls = Arc::new(AtomicUsize::new(0));
+        let mut io = Some(connection(call.clone(), 1, polls.clone()));
+        let task = Arc::new(Task::default());
+        let waker = Waker::from(task.clone());
+        let mut step = std::pin::pin!(call.future());
+        sides.start();
+        let out = sides.poll(step.as_mut(), &mut io, &mut Context::from_waker(&waker));
+        assert_eq!(out, Poll::Ready("answer"));
+        assert_eq!(call.polls.load(Ordering::SeqCst), 2);
+        assert_eq!(
+            task.0.load(Ordering::SeqCst),
+            0,
+            "the call's wake-up, inside the poll, must not wake the task"
+        );
+    }
+
+    #[test]
+    fn a_wake_up_polls_only_its_side_and_wakes_the_task_once() {
+        let sides = Sides::new();
+        let call = Arc::new(Call::default());
+        let polls = Arc::new(AtomicUsize::new(0));
+        let mut io = Some(connection(call.clone(), usize::MAX, polls.clone()));
+        let task = Arc::new(Task::default());
+        let waker = Waker::from(task.clone());
+        let mut cx = Context::from_waker(&waker);
+        let mut step = std::pin::pin!(call.future());
+        sides.start();
+        assert!(sides.poll(step.as_mut(), &mut io, &mut cx).is_pending());
+        assert_eq!(
+            (
+                call.polls.load(Ordering::SeqCst),
+                polls.load(Ordering::SeqCst)
+            ),
+            (1, 1)
+        );
+        // Answered from outside (another thread's I/O): the task is woken, and its poll takes the answer
+        // without polling the connection.
+        call.answer();
+        assert_eq!(task.0.load(Ordering::SeqCst), 1);
+        assert_eq!(
+            sides.poll(step.as_mut(), &mut io, &mut cx),
+            Poll::Ready("answer")
+        );
+        assert_eq!(
+            (
+                call.polls.load(Ordering::SeqCst),
+                polls.load(Ordering::SeqCst)
+            ),
+            (2, 1)
+        );
+        // A connection woken from outside is polled, the call is not.
+        let mut step = std::pin::pin!(call.future());
+        sides.start();
+        call.answered.store(false, Ordering::SeqCst);
+        assert!(sides.poll(step.as_mut(), &mut io, &mut cx).is_pending());
+        assert_eq!(
+            (
+                call.polls.load(Ordering::SeqCst),
+                polls.load(Ordering::SeqCst)
+            ),
+            (3, 2)
+        );
+        sides.connection.wake_by_ref();
+        assert_eq!(task.0.load(Ordering::SeqCst), 2);
+        assert!(sides.poll(step.as_mut(), &mut io, &mut cx).is_pending());
+        assert_eq!(
+            (
+                call.polls.load(Ordering::SeqCst),
+                polls.load(Ordering::SeqCst)
+            ),
+            (3, 3)
+        );
+    }
+
+    #[test]
+    fn an_ended_connection_is_dropped_and_the_call_polled_again() {
+        let sides = Sides::new();
+        let call = Arc::new(Call::default());
+        let mut io: Option<Connection> = Some(Box::pin(std::future::ready(())));
+        let task = Arc::new(Task::default());
+        let waker = Waker::from(task.clone());
+        let mut step = std::pin::pin!(call.future());
+        sides.start();
+        assert!(
+            sides
+                .poll(step.as_mut(), &mut io, &mut Context::from_waker(&waker))
+                .is_pending()
+        );
+        assert!(io.is_none());
+        assert_eq!(call.polls.load(Ordering::SeqCst), 2);
+    }
+}
