@@ -33,7 +33,9 @@ pub fn spread(samples: &[Duration]) -> f64 {
 
 // ANCHOR: verify
 /// Whether an operation left exactly what it should: `workload.rows()` rows, no name twice, and values
-/// that add up — `1 + 2 + … + n` for the seed, twice that for the job (it doubles each value).
+/// that add up — `1 + 2 + … + n` for the seed, twice that for the job (it doubles each value). Checked in
+/// that order, and the first that fails is the mismatch returned: a missing row is a `Count`, though the
+/// sum is off too.
 pub fn verify(workload: Workload, rows: &[(String, i64)]) -> Result<(), Mismatch> {
     todo!("verify what an operation left")
 }
