@@ -97,24 +97,28 @@ impl Sides {
         self.shared.task.register(cx.waker());
         state.fetch_or(POLLING, Ordering::AcqRel);
         loop {
-            let woken = state.fetch_and(POLLING, Ordering::AcqRel);
-            if woken & STEP != 0
-                && let Poll::Ready(out) = step.as_mut().poll(&mut Context::from_waker(&self.step))
-            {
-                state.fetch_and(!POLLING, Ordering::AcqRel);
-                return Poll::Ready(out);
+            // Each side's bit is taken just before that side is polled: the call's request, queued while
+            // the call is polled, wakes the connection, which is polled next anyway — not once more.
+            let mut polled = false;
+            if state.fetch_and(!STEP, Ordering::AcqRel) & STEP != 0 {
+                polled = true;
+                if let Poll::Ready(out) = step.as_mut().poll(&mut Context::from_waker(&self.step)) {
+                    state.fetch_and(!POLLING, Ordering::AcqRel);
+                    return Poll::Ready(out);
+                }
             }
-            if woken & CONNECTION != 0
+            if state.fetch_and(!CONNECTION, Ordering::AcqRel) & CONNECTION != 0
                 && let Some(c) = connection
-                && (c.as_mut())
-                    .poll(&mut Context::from_waker(&self.connection))
-                    .is_ready()
             {
-                *connection = None;
-                state.fetch_or(STEP, Ordering::AcqRel);
+                polled = true;
+                let mut io = Context::from_waker(&self.connection);
+                if c.as_mut().poll(&mut io).is_ready() {
+                    *connection = None;
+                    state.fetch_or(STEP, Ordering::AcqRel);
+                }
             }
-            if woken & (STEP | CONNECTION) == 0 {
-                // Neither side woken since the bits were taken: the poll ends, and from now on a side's
+            if !polled {
+                // Neither side woken since its bit was taken: the poll ends, and from now on a side's
                 // wake-up wakes the task; one that came in between is seen here and polled.
                 let before = state.fetch_and(!POLLING, Ordering::AcqRel);
                 if before & (STEP | CONNECTION) == 0 {
@@ -260,6 +264,42 @@ mod tests {
             ),
             (3, 3)
         );
+    }
+
+    #[test]
+    fn a_request_queued_by_the_call_polls_the_connection_once() {
+        // The connection keeps its waker where the call's request wakes it, as tokio-postgres' request
+        // channel does; the call queues a request on its first poll.
+        let sides = Sides::new();
+        let call = Arc::new(Call::default());
+        let polls = Arc::new(AtomicUsize::new(0));
+        let filed: Arc<Mutex<Option<Waker>>> = Arc::default();
+        let (io_polls, io_filed) = (polls.clone(), filed.clone());
+        let mut io: Option<Connection> = Some(Box::pin(std::future::poll_fn(move |cx| {
+            io_polls.fetch_add(1, Ordering::SeqCst);
+            *io_filed.lock().unwrap() = Some(cx.waker().clone());
+            Poll::Pending
+        })));
+        let task = Arc::new(Task::default());
+        let waker = Waker::from(task.clone());
+        let mut cx = Context::from_waker(&waker);
+        for wait in 1..=3 {
+            let queued = filed.clone();
+            let mut step = std::pin::pin!(std::future::poll_fn(move |_| {
+                if let Some(w) = queued.lock().unwrap().as_ref() {
+                    w.wake_by_ref();
+                }
+                Poll::<()>::Pending
+            }));
+            sides.start();
+            assert!(sides.poll(step.as_mut(), &mut io, &mut cx).is_pending());
+            assert_eq!(
+                polls.load(Ordering::SeqCst),
+                wait,
+                "one connection poll per wait"
+            );
+        }
+        assert_eq!(task.0.load(Ordering::SeqCst), 0);
     }
 
     #[test]
