@@ -271,7 +271,6 @@ mod tests {
         // The connection keeps its waker where the call's request wakes it, as tokio-postgres' request
         // channel does; the call queues a request on its first poll.
         let sides = Sides::new();
-        let call = Arc::new(Call::default());
         let polls = Arc::new(AtomicUsize::new(0));
         let filed: Arc<Mutex<Option<Waker>>> = Arc::default();
         let (io_polls, io_filed) = (polls.clone(), filed.clone());
