@@ -1,6 +1,7 @@
 //! The two sides of a wait — the call's own future and the connection's I/O — each polled with a waker of
-//! its own, so that a wake-up polls only the side it came for, and a side woken while the wait is being
-//! polled is polled again before the poll returns.
+//! its own, so that a wake-up polls only the side it came for, and a side woken by the other while the
+//! wait is being polled is polled before the poll returns (unless the call is done by then; a side that
+//! wakes itself is left to the scheduler, see [`Sides::poll`]).
 //!
 //! The second is the one that counts: the answer the connection's I/O hands over (which wakes the call)
 //! is taken in the same poll, where the task's own waker would send the whole task through the scheduler
@@ -18,7 +19,8 @@ use futures_util::task::AtomicWaker;
 const STEP: u8 = 1;
 /// The connection's I/O was woken.
 const CONNECTION: u8 = 2;
-/// The wait is being polled: a side woken now is polled before the poll returns, the task is not woken.
+/// The wait is being polled: a side woken now by the other is polled before the poll returns, and the task
+/// is not woken.
 const POLLING: u8 = 4;
 
 /// The wakers a connection's waits hand to their two sides in place of the task's own; made once per
@@ -82,7 +84,9 @@ impl Sides {
 
     /// One poll of a wait: the call's future `step` (it queues its request, later takes its answer), then
     /// `connection`'s I/O (it sends the request and hands the answer over), each only when woken since it
-    /// was last polled, until neither was. A connection that ended (the server closed it, or it failed) is
+    /// was last polled, until neither was. A side that woke itself while polled and is not ready (tokio's
+    /// cooperative budget spent) is not polled again in this poll: the task is woken and the poll returns
+    /// `Pending`. A connection that ended (the server closed it, or it failed) is
     /// dropped and not polled again: the call then fails as closed.
     pub(crate) fn poll<T, C>(
         &self,
@@ -106,6 +110,9 @@ impl Sides {
                     state.fetch_and(!POLLING, Ordering::AcqRel);
                     return Poll::Ready(out);
                 }
+                if state.load(Ordering::Acquire) & STEP != 0 {
+                    return self.yield_now(cx);
+                }
             }
             if state.fetch_and(!CONNECTION, Ordering::AcqRel) & CONNECTION != 0
                 && let Some(c) = connection
@@ -115,6 +122,8 @@ impl Sides {
                 if c.as_mut().poll(&mut io).is_ready() {
                     *connection = None;
                     state.fetch_or(STEP, Ordering::AcqRel);
+                } else if state.load(Ordering::Acquire) & CONNECTION != 0 {
+                    return self.yield_now(cx);
                 }
             }
             if !polled {
@@ -127,6 +136,17 @@ impl Sides {
                 state.fetch_or(POLLING, Ordering::AcqRel);
             }
         }
+    }
+
+    /// A side woke itself while it was polled and is not ready: tokio's cooperative budget is spent (a
+    /// socket read then wakes its waker and returns `Pending`, and only the task's next poll gets a new
+    /// budget; outside a scheduler, under `Runtime::block_on`, that wake-up is not deferred), or another
+    /// thread woke it meanwhile. Polling it again here could spin without end: the task is woken instead,
+    /// its bit left set for the next poll.
+    fn yield_now<T>(&self, cx: &mut Context<'_>) -> Poll<T> {
+        self.shared.state.fetch_and(!POLLING, Ordering::AcqRel);
+        cx.waker().wake_by_ref();
+        Poll::Pending
     }
 }
 
@@ -299,6 +319,42 @@ mod tests {
             );
         }
         assert_eq!(task.0.load(Ordering::SeqCst), 0);
+    }
+
+    #[test]
+    fn a_side_that_wakes_itself_goes_back_to_the_scheduler() {
+        // tokio's socket read with the task's budget spent, outside a scheduler: it wakes its waker at
+        // once and returns `Pending`, and only the task's next poll brings a new budget.
+        let sides = Sides::new();
+        let call = Arc::new(Call::default());
+        let polls = Arc::new(AtomicUsize::new(0));
+        let io_polls = polls.clone();
+        let mut io: Option<Connection> = Some(Box::pin(std::future::poll_fn(move |cx| {
+            let n = io_polls.fetch_add(1, Ordering::SeqCst) + 1;
+            assert!(n < 100, "the connection was polled {n} times in a row");
+            cx.waker().wake_by_ref();
+            Poll::Pending
+        })));
+        let task = Arc::new(Task::default());
+        let waker = Waker::from(task.clone());
+        let mut cx = Context::from_waker(&waker);
+        let mut step = std::pin::pin!(call.future());
+        sides.start();
+        assert!(sides.poll(step.as_mut(), &mut io, &mut cx).is_pending());
+        assert_eq!(polls.load(Ordering::SeqCst), 1);
+        assert_eq!(
+            task.0.load(Ordering::SeqCst),
+            1,
+            "the task is woken to poll it again"
+        );
+        // The next poll (a new budget) polls it again, once.
+        assert!(sides.poll(step.as_mut(), &mut io, &mut cx).is_pending());
+        assert_eq!(polls.load(Ordering::SeqCst), 2);
+        assert_eq!(
+            call.polls.load(Ordering::SeqCst),
+            1,
+            "the call was not woken"
+        );
     }
 
     #[test]
