@@ -167,6 +167,12 @@ mod tests {
         }
     }
 
+    /// A task that counts its wake-ups, and its waker.
+    fn task() -> (Arc<Task>, Waker) {
+        let task = Arc::new(Task::default());
+        (task.clone(), Waker::from(task))
+    }
+
     /// A call waiting for its answer: ready once `answered`, its waker kept in `waker` meanwhile.
     #[derive(Default)]
     struct Call {
@@ -214,8 +220,7 @@ mod tests {
         let call = Arc::new(Call::default());
         let polls = Arc::new(AtomicUsize::new(0));
         let mut io = Some(connection(call.clone(), 1, polls.clone()));
-        let task = Arc::new(Task::default());
-        let waker = Waker::from(task.clone());
+        let (task, waker) = task();
         let mut step = std::pin::pin!(call.future());
         sides.start();
         let out = sides.poll(step.as_mut(), &mut io, &mut Context::from_waker(&waker));
@@ -234,8 +239,7 @@ mod tests {
         let call = Arc::new(Call::default());
         let polls = Arc::new(AtomicUsize::new(0));
         let mut io = Some(connection(call.clone(), usize::MAX, polls.clone()));
-        let task = Arc::new(Task::default());
-        let waker = Waker::from(task.clone());
+        let (task, waker) = task();
         let mut cx = Context::from_waker(&waker);
         let mut step = std::pin::pin!(call.future());
         sides.start();
@@ -299,8 +303,7 @@ mod tests {
             *io_filed.lock().unwrap() = Some(cx.waker().clone());
             Poll::Pending
         })));
-        let task = Arc::new(Task::default());
-        let waker = Waker::from(task.clone());
+        let (task, waker) = task();
         let mut cx = Context::from_waker(&waker);
         for wait in 1..=3 {
             let queued = filed.clone();
@@ -335,8 +338,7 @@ mod tests {
             cx.waker().wake_by_ref();
             Poll::Pending
         })));
-        let task = Arc::new(Task::default());
-        let waker = Waker::from(task.clone());
+        let (task, waker) = task();
         let mut cx = Context::from_waker(&waker);
         let mut step = std::pin::pin!(call.future());
         sides.start();
@@ -362,8 +364,7 @@ mod tests {
         let sides = Sides::new();
         let call = Arc::new(Call::default());
         let mut io: Option<Connection> = Some(Box::pin(std::future::ready(())));
-        let task = Arc::new(Task::default());
-        let waker = Waker::from(task.clone());
+        let (task, waker) = task();
         let mut step = std::pin::pin!(call.future());
         sides.start();
         assert!(
