@@ -373,6 +373,11 @@ mod tests {
                 .is_pending()
         );
         assert!(io.is_none());
+        assert_eq!(
+            task.0.load(Ordering::SeqCst),
+            0,
+            "polled again in the same poll"
+        );
         assert_eq!(call.polls.load(Ordering::SeqCst), 2);
     }
 }
