@@ -103,7 +103,8 @@ pub enum Mismatch {
         /// Found.
         found: u64,
     },
-    /// The values do not add up: a row is wrong, or one is missing and another doubled.
+    /// The values do not add up, with the right number of rows and no name twice: a row's value is wrong
+    /// (a value missing and another there twice, under distinct names, is one such).
     Sum {
         /// Expected.
         expected: i64,

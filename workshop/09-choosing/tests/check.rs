@@ -65,6 +65,28 @@ fn verification_catches_what_the_essay_missed() {
             rows: 100
         })
     );
+    // Wrong in two ways at once, the first check that fails names it: a row written twice in place of
+    // another (its name twice, the sum off) is `Duplicates`; one row too many, a copy, is `Count`.
+    let mut twice = seed.clone();
+    twice[5] = twice[6].clone();
+    assert_eq!(
+        verify(w, &twice),
+        Err(Mismatch::Duplicates {
+            distinct: 99,
+            rows: 100
+        }),
+        "count, then names, then the sum: the first that fails is returned"
+    );
+    let mut extra = seed.clone();
+    extra.push(seed[0].clone());
+    assert_eq!(
+        verify(w, &extra),
+        Err(Mismatch::Count {
+            expected: 100,
+            found: 101
+        }),
+        "count, then names, then the sum: the first that fails is returned"
+    );
     let mut wrong = seed.clone();
     wrong[0].1 = 2;
     assert_eq!(
