@@ -72,11 +72,19 @@ pub fn child_ended(pid: u32) {
 
 /// What a thread is doing, from `/proc/self/task/<tid>/{stat,wchan}`, in the learner's terms.
 fn doing(task: &str) -> Option<String> {
-    let stat = std::fs::read_to_string(format!("/proc/self/task/{task}/stat")).ok()?;
-    // The state follows the command name, which is in parentheses and may hold spaces.
-    let state = stat.rsplit_once(") ")?.1.chars().next()?;
-    let wchan =
-        std::fs::read_to_string(format!("/proc/self/task/{task}/wchan")).unwrap_or_default();
+    // A thread that is not running but whose wait the kernel does not name (`wchan` reads "0" when it
+    // was caught between two waits, as a loop that sleeps and wakes often is, on a busy machine) is looked
+    // at again, a few times, before it is described by its state alone.
+    let mut tries = 0;
+    let (state, wchan) = loop {
+        let (state, wchan) = state_and_wait(task)?;
+        tries += 1;
+        let unnamed = matches!(wchan.trim(), "" | "0");
+        if state == 'R' || !unnamed || tries == 20 {
+            break (state, wchan);
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
     Some(match (state, wchan.as_str()) {
         ('R', _) => "its thread is running, not waiting: a loop that never ends (a retry without a \
                      limit, a condition that never turns true)"
@@ -98,6 +106,16 @@ fn doing(task: &str) -> Option<String> {
         (_, w) if w.contains("wait") => "its thread waits for a child process".to_owned(),
         (s, w) => format!("its thread is in state {s} ({})", w.trim()),
     })
+}
+
+/// A thread's state letter (`R`, `S`, `D`, …) and the kernel's name for what it waits in.
+fn state_and_wait(task: &str) -> Option<(char, String)> {
+    let stat = std::fs::read_to_string(format!("/proc/self/task/{task}/stat")).ok()?;
+    // The state follows the command name, which is in parentheses and may hold spaces.
+    let state = stat.rsplit_once(") ")?.1.chars().next()?;
+    let wchan =
+        std::fs::read_to_string(format!("/proc/self/task/{task}/wchan")).unwrap_or_default();
+    Some((state, wchan))
 }
 
 /// Watches the running checks from a thread of its own; when one passes the [`limit`], ends the
