@@ -274,6 +274,29 @@ pub(crate) async fn unreachable_server() {
     ));
 }
 
+/// Each tokio-postgres connection keeps what it prepared, letting go of the one used least recently past
+/// 64: a statement used between every two of 150 distinct ones stays prepared all along, and each one let
+/// go is closed on the server (`pg_prepared_statements`).
+pub(crate) async fn hot_statements_stay_prepared_postgres() {
+    let t = adb_with(
+        Dialect::Postgres,
+        |o| o.async_driver = tandem_core::AsyncDriver::Native,
+        "ahot",
+        PoolConfig::default(),
+    )
+    .await;
+    let conn = t.db.checkout().await.unwrap();
+    let (hot, answer) = stmts::interleaved().next().unwrap();
+    assert_eq!(conn.fetch_one::<(i64,)>(&hot).await.unwrap().0, answer);
+    let before: Vec<(String, String)> = conn.fetch_all(&stmts::prepared_statement()).await.unwrap();
+    for (select, answer) in stmts::interleaved() {
+        let (got,): (i64,) = conn.fetch_one(&select).await.unwrap();
+        assert_eq!(got, answer, "{}", select.sql);
+    }
+    let after: Vec<(String, String)> = conn.fetch_all(&stmts::prepared_statement()).await.unwrap();
+    stmts::check_postgres(&before, &after);
+}
+
 /// mysql_async's statement cache is off and each connection keeps its prepared statements itself: more
 /// distinct statements than it keeps (64) on one connection all answer right, the first ones again after
 /// they were let go, and the server holds no more of them open than the connection keeps — each one let

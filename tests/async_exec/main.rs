@@ -193,6 +193,10 @@ fn main() {
                     harness::block_on(statements_kept_and_closed_mysql())
                 })
                 .needs(&[Dialect::MySql]),
+                harness::Case::new("hot_statements_stay_prepared_postgres", move || {
+                    harness::block_on(hot_statements_stay_prepared_postgres())
+                })
+                .needs(&[Dialect::Postgres]),
             ],
             vec![
                 harness::Case::new("keys_follow_auto_increment_increment_mysql", move || {

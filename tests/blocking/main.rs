@@ -88,6 +88,11 @@ fn main() {
                     statements_kept_and_closed_mysql,
                 )
                 .needs(&[Dialect::MySql]),
+                harness::Case::new(
+                    "hot_statements_stay_prepared_postgres",
+                    hot_statements_stay_prepared_postgres,
+                )
+                .needs(&[Dialect::Postgres]),
             ],
             harness::engines("bridge_from_async", bridge_from_async),
             vec![harness::Case::new("unreachable_server", unreachable_server)],

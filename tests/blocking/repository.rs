@@ -351,6 +351,24 @@ pub(crate) fn copy_path_postgres() {
     assert_eq!(repo.count().unwrap(), 5_000);
 }
 
+/// tokio-postgres keeps no statements of its own: each connection keeps what it prepared, letting go of
+/// the one used least recently past 64 — a statement used between every two of 150 distinct ones stays
+/// prepared all along, and each one let go is closed on the server (`pg_prepared_statements`).
+pub(crate) fn hot_statements_stay_prepared_postgres() {
+    let t = db::open(Dialect::Postgres, "bhot", PoolConfig::default());
+    let conn = t.db.checkout().unwrap();
+    let prepared =
+        || -> Vec<(String, String)> { conn.fetch_all(&stmts::prepared_statement()).unwrap() };
+    let (hot, answer) = stmts::interleaved().next().unwrap();
+    assert_eq!(conn.fetch_one::<(i64,)>(&hot).unwrap().0, answer);
+    let before = prepared();
+    for (select, answer) in stmts::interleaved() {
+        let (got,): (i64,) = conn.fetch_one(&select).unwrap();
+        assert_eq!(got, answer, "{}", select.sql);
+    }
+    stmts::check_postgres(&before, &prepared());
+}
+
 /// The `mysql` crate's statement cache is off and each connection keeps its prepared statements itself:
 /// more distinct statements than it keeps (64) on one connection all answer right, the first ones again
 /// after they were let go, and the server holds no more of them open than the connection keeps — each

@@ -22,7 +22,7 @@ use tandem_core::plan::Done;
 use tandem_core::{
     ConnectOptions, DbError, DbErrorKind, Error, HostWalk, Result, TlsErrorKind, Verdict,
 };
-use tandem_mysql::{Statements, plain_only};
+use tandem_mysql::{Kept, Statements, plain_only};
 use tandem_pool::WaitTimer;
 use tandem_sql::{Dialect, Rendered};
 
@@ -237,8 +237,8 @@ impl MyLink {
         let (conn, bound) = (conn.as_mut().ok_or_else(closed)?, *bound);
         if statements.get(&r.sql).is_none() {
             let statement = wait(bound, silent, timer, conn.prep(r.sql.as_str())).await?;
-            if let Some(gone) = statements.keep(&r.sql, statement) {
-                wait(bound, silent, timer, conn.close(gone)).await?;
+            if let Some(gone) = statements.keep(&r.sql, Kept::new(statement)) {
+                wait(bound, silent, timer, conn.close(gone.statement)).await?;
             }
         }
         let kept = statements.get(&r.sql).expect("prepared just above");

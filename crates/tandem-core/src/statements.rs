@@ -1,10 +1,85 @@
 //! What a connection keeps by SQL text: its prepared statements (tokio-postgres, mysql, mysql_async) and
 //! what goes with them, in a map whose hash suits a few dozen of the connection's own statements.
+//! [`Statements`] is that map with a bound, letting go of the statement used least recently: the same rule
+//! on every server driver of both executors.
 
 use std::collections::HashMap;
 
 /// A connection's statements (or what it keeps of them) by SQL text.
 pub type StatementMap<V> = HashMap<String, V, BuildWordHash>;
+
+/// How many prepared statements a connection keeps; one more lets go of the one used least recently (a
+/// batch call's last, shorter chunk is a statement of its own, so a long-lived connection meets many
+/// shapes, while its hot statements must stay prepared).
+pub const STATEMENTS_KEPT: usize = 64;
+
+/// The statements one connection prepared (`S`: a driver's statement and what goes with it), by SQL text,
+/// at most [`STATEMENTS_KEPT`]. One let go is handed back by [`Statements::keep`]: a driver that closes a
+/// statement when it is dropped (tokio-postgres) needs nothing more; one whose statements must be closed
+/// by the caller (mysql, mysql_async with their caches off) closes it.
+pub struct Statements<S> {
+    kept: StatementMap<Kept<S>>,
+    /// Counts uses, to tell which statement was used least recently.
+    clock: u64,
+}
+
+/// One kept statement and when it was last used.
+struct Kept<S> {
+    statement: S,
+    used: u64,
+}
+
+impl<S> Default for Statements<S> {
+    fn default() -> Self {
+        Statements {
+            kept: StatementMap::default(),
+            clock: 0,
+        }
+    }
+}
+
+impl<S> Statements<S> {
+    /// The statement prepared for `sql`, if it is kept (counted as used now).
+    pub fn get(&mut self, sql: &str) -> Option<&mut S> {
+        self.clock += 1;
+        let kept = self.kept.get_mut(sql)?;
+        kept.used = self.clock;
+        Some(&mut kept.statement)
+    }
+
+    /// Keeps `statement`, prepared for `sql`; past [`STATEMENTS_KEPT`], the one used least recently is let
+    /// go to make room and handed back.
+    pub fn keep(&mut self, sql: &str, statement: S) -> Option<S> {
+        let gone = match self.kept.len() >= STATEMENTS_KEPT {
+            true => {
+                let oldest = (self.kept.iter())
+                    .min_by_key(|(_, k)| k.used)
+                    .map(|(sql, _)| sql.clone());
+                oldest
+                    .and_then(|sql| self.kept.remove(&sql))
+                    .map(|k| k.statement)
+            }
+            false => None,
+        };
+        self.clock += 1;
+        let kept = Kept {
+            statement,
+            used: self.clock,
+        };
+        self.kept.insert(sql.to_owned(), kept);
+        gone
+    }
+
+    /// How many are kept.
+    pub fn len(&self) -> usize {
+        self.kept.len()
+    }
+
+    /// Whether none is kept.
+    pub fn is_empty(&self) -> bool {
+        self.kept.is_empty()
+    }
+}
 
 /// The hash of the statement caches: their keys are a connection's own SQL texts, a few dozen, looked up
 /// on every call; SipHash's defence against chosen keys buys nothing here, and the hash is most of what a
@@ -93,5 +168,25 @@ mod tests {
         for (i, t) in texts.iter().enumerate() {
             assert_eq!(map.get(t.as_str()), Some(&i));
         }
+    }
+
+    /// Past its limit, the map lets go of the statement used least recently — not a hot one — and hands
+    /// it back; a statement it still keeps is found again.
+    #[test]
+    fn statements_let_go_of_the_least_recently_used() {
+        let mut kept = Statements::default();
+        for i in 0..STATEMENTS_KEPT {
+            assert_eq!(kept.keep(&format!("s{i}"), i), None);
+        }
+        // s0 is used all along; s1 is now the least recently used.
+        for _ in 0..3 {
+            assert_eq!(kept.get("s0").copied(), Some(0));
+        }
+        assert_eq!(kept.keep("new", 100), Some(1));
+        assert_eq!(kept.keep("newer", 101), Some(2));
+        assert_eq!(kept.len(), STATEMENTS_KEPT);
+        assert!(kept.get("s1").is_none());
+        assert_eq!(kept.get("s0").copied(), Some(0));
+        assert_eq!(kept.get("new").copied(), Some(100));
     }
 }

@@ -25,7 +25,6 @@ use mysql_common::constants::{ColumnFlags, ColumnType};
 pub use mysql_common::packets::Column;
 use mysql_common::params::Params;
 use tandem_core::plan::Done;
-use tandem_core::statements::StatementMap;
 use tandem_core::{ConnectOptions, DbError, DbErrorKind, Error, Result, TlsMode};
 use tandem_sql::{Cells, Dialect, Rendered, SqlType, Value};
 
@@ -199,85 +198,33 @@ impl Cells for MyCells<'_> {
     }
 }
 
-/// How many prepared statements a connection keeps; one more closes the one used least recently (a batch
-/// call's last, shorter chunk is a statement of its own, so a long-lived connection meets many shapes).
-pub const STATEMENTS_KEPT: usize = 64;
-
 /// The statements one connection prepared (a driver's `Statement`, `S`), by SQL text, with the column names
-/// of each one's last result. Both drivers' own statement caches are turned off: a statement passed to
-/// them as text is parsed for named parameters and hashed into the cache on every call (~3,400 of a point
-/// read's ~26,000 instructions on mysql_async); one passed prepared is neither. With their caches off,
-/// the drivers close nothing themselves: a statement let go must be closed by the caller
-/// ([`Statements::keep`] hands it back), and a statement run *as text* on such a connection is prepared
-/// and never closed — run every statement through here.
-pub struct Statements<S> {
-    kept: StatementMap<Kept<S>>,
-    /// Counts uses, to tell which statement was used least recently.
-    clock: u64,
-}
+/// of each one's last result; the least recently used one let go past
+/// [`STATEMENTS_KEPT`](tandem_core::statements::STATEMENTS_KEPT). Both drivers' own statement caches are
+/// turned off: a statement passed to them as text is parsed for named parameters and hashed into the
+/// cache on every call (~3,400 of a point read's ~26,000 instructions on mysql_async); one passed prepared
+/// is neither. With their caches off, the drivers close nothing themselves: a statement let go must be
+/// closed by the caller ([`Statements::keep`](tandem_core::statements::Statements::keep) hands it back),
+/// and a statement run *as text* on such a connection is prepared and never closed — run every statement
+/// through here.
+pub type Statements<S> = tandem_core::statements::Statements<Kept<S>>;
 
 /// A prepared statement, and the names of its last result's columns.
 pub struct Kept<S> {
     /// The driver's statement.
     pub statement: S,
     names: Option<Arc<[String]>>,
-    used: u64,
-}
-
-impl<S> Default for Statements<S> {
-    fn default() -> Self {
-        Statements {
-            kept: StatementMap::default(),
-            clock: 0,
-        }
-    }
-}
-
-impl<S> Statements<S> {
-    /// The statement prepared for `sql`, if it is kept (counted as used now).
-    pub fn get(&mut self, sql: &str) -> Option<&mut Kept<S>> {
-        self.clock += 1;
-        let kept = self.kept.get_mut(sql)?;
-        kept.used = self.clock;
-        Some(kept)
-    }
-
-    /// Keeps `statement`, prepared for `sql`; past [`STATEMENTS_KEPT`], the one used least recently is let
-    /// go to make room and handed back, for the caller to close.
-    pub fn keep(&mut self, sql: &str, statement: S) -> Option<S> {
-        let gone = match self.kept.len() >= STATEMENTS_KEPT {
-            true => {
-                let oldest = (self.kept.iter())
-                    .min_by_key(|(_, k)| k.used)
-                    .map(|(sql, _)| sql.clone());
-                oldest
-                    .and_then(|sql| self.kept.remove(&sql))
-                    .map(|k| k.statement)
-            }
-            false => None,
-        };
-        self.clock += 1;
-        let kept = Kept {
-            statement,
-            names: None,
-            used: self.clock,
-        };
-        self.kept.insert(sql.to_owned(), kept);
-        gone
-    }
-
-    /// How many are kept.
-    pub fn len(&self) -> usize {
-        self.kept.len()
-    }
-
-    /// Whether none is kept.
-    pub fn is_empty(&self) -> bool {
-        self.kept.is_empty()
-    }
 }
 
 impl<S> Kept<S> {
+    /// A statement just prepared: no result's names yet.
+    pub fn new(statement: S) -> Self {
+        Kept {
+            statement,
+            names: None,
+        }
+    }
+
     /// The columns of a result of this statement, with the names of its last result when they are still
     /// its columns' (an altered table changes a `SELECT *`'s): no allocation per name.
     pub fn columns(&mut self, columns: Arc<[Column]>) -> Columns {
@@ -477,25 +424,5 @@ mod tests {
             server_error(1213, "Deadlock".into()).kind,
             DbErrorKind::Deadlock
         );
-    }
-
-    /// Past its limit, the map lets go of the statement used least recently — not a hot one — and hands
-    /// it back to be closed; a statement it still keeps is found again.
-    #[test]
-    fn statements_let_go_of_the_least_recently_used() {
-        let mut kept = Statements::default();
-        for i in 0..STATEMENTS_KEPT {
-            assert_eq!(kept.keep(&format!("s{i}"), i), None);
-        }
-        // s0 is used all along; s1 is now the least recently used.
-        for _ in 0..3 {
-            assert_eq!(kept.get("s0").map(|k| k.statement), Some(0));
-        }
-        assert_eq!(kept.keep("new", 100), Some(1));
-        assert_eq!(kept.keep("newer", 101), Some(2));
-        assert_eq!(kept.len(), STATEMENTS_KEPT);
-        assert!(kept.get("s1").is_none());
-        assert_eq!(kept.get("s0").map(|k| k.statement), Some(0));
-        assert_eq!(kept.get("new").map(|k| k.statement), Some(100));
     }
 }

@@ -31,7 +31,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures_util::{SinkExt, StreamExt};
 use tandem_core::plan::Done;
-use tandem_core::statements::StatementMap;
+use tandem_core::statements::Statements;
 use tandem_core::{ConnectOptions, CopyIn, DbError, Error, Result};
 use tandem_pool::WaitTimer;
 use tandem_sql::row::Decoded;
@@ -44,16 +44,15 @@ use sides::Sides;
 pub use tls::client_config;
 pub use values::{Bind, decode};
 
-/// Prepared statements kept per connection; the batch path reuses one shape per chunk size.
-const STATEMENT_CACHE: usize = 64;
-
 /// tokio-postgres' connection future, whatever its stream type (plain TCP or TLS).
 type Driving = Pin<Box<dyn Future<Output = std::result::Result<(), tokio_postgres::Error>> + Send>>;
 
 /// One open PostgreSQL connection: the client, its prepared statements, and the I/O the calls drive.
 pub struct PgConn {
     client: Client,
-    statements: StatementMap<Prepared>,
+    /// Prepared statements by SQL text, the least recently used let go past
+    /// [`tandem_core::statements::STATEMENTS_KEPT`] (closed on the server as it is dropped).
+    statements: Statements<Prepared>,
     io: Io,
 }
 
@@ -143,7 +142,7 @@ pub async fn connect(opts: &ConnectOptions, connect_timeout: Duration) -> Result
     let (client, connection) = connected.map_err(|e| connect_error(opts, e))?;
     Ok(PgConn {
         client,
-        statements: StatementMap::default(),
+        statements: Statements::default(),
         io: Io {
             connection: Some(connection),
             bound: opts.socket_timeout,
@@ -199,8 +198,8 @@ impl PgConn {
         self.io.wait(self.client.batch_execute(sql)).await
     }
 
-    /// The prepared statement of `sql` if it is in the cache: no wait, no future.
-    pub fn cached(&self, sql: &str) -> Option<Prepared> {
+    /// The prepared statement of `sql` if it is in the cache (counted as used): no wait, no future.
+    pub fn cached(&mut self, sql: &str) -> Option<Prepared> {
         self.statements.get(sql).cloned()
     }
 
@@ -210,14 +209,12 @@ impl PgConn {
             return Ok(s);
         }
         let statement = self.io.wait(self.client.prepare(sql)).await?;
-        if self.statements.len() >= STATEMENT_CACHE {
-            self.statements.clear();
-        }
         let prepared = Prepared {
             columns: names(&statement),
             statement,
         };
-        self.statements.insert(sql.to_owned(), prepared.clone());
+        // The statement let go, if any, is closed on the server when its last clone is dropped.
+        drop(self.statements.keep(sql, prepared.clone()));
         Ok(prepared)
     }
 

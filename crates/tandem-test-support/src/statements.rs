@@ -1,5 +1,6 @@
-//! What a MySQL connection keeps prepared, as its session's counters show it: the case both executors'
-//! suites run (`statements_kept_and_closed_mysql`) on one connection each.
+//! What a connection keeps prepared, as the server shows it: the cases both executors' suites run on one
+//! connection each — MySQL's session counters (`statements_kept_and_closed_mysql`), PostgreSQL's
+//! `pg_prepared_statements` (`hot_statements_stay_prepared_postgres`).
 
 use tandem_sql::{RawSql, Value, raw};
 
@@ -39,5 +40,52 @@ pub fn check(before: (i64, i64), after: (i64, i64)) {
     assert!(
         open <= 64,
         "{open} statements left open on the server ({prepared} prepared, {closed} closed)"
+    );
+}
+
+/// PostgreSQL: what the session holds prepared, as (SQL text, when it was prepared).
+pub fn prepared_statement() -> RawSql {
+    raw(
+        "SELECT statement, prepare_time::text FROM pg_prepared_statements",
+        vec![],
+    )
+}
+
+/// The statement used between every two others in [`interleaved`].
+pub const HOT_SQL: &str = "SELECT $1::int8 + 1000000";
+
+/// The PostgreSQL calls to make, with what each must answer: [`HOT_SQL`], then one of 150 distinct
+/// statements, in turn — more distinct ones than a connection keeps (64), the hot one used all along.
+pub fn interleaved() -> impl Iterator<Item = (RawSql, i64)> {
+    (0..150).flat_map(|k| {
+        [
+            (raw(HOT_SQL, vec![Value::I64(1)]), 1_000_001),
+            (
+                raw(format!("SELECT $1::int8 + {k}"), vec![Value::I64(1)]),
+                1 + k,
+            ),
+        ]
+    })
+}
+
+/// Checks [`prepared_statement`]'s rows read before and after [`interleaved`]: the hot statement was
+/// prepared once (the same prepare time: never let go while in use), and the session holds no more
+/// statements than a connection keeps — each one let go was closed.
+pub fn check_postgres(before: &[(String, String)], after: &[(String, String)]) {
+    let hot = |rows: &[(String, String)]| -> String {
+        let found = rows.iter().find(|(sql, _)| sql == HOT_SQL);
+        found
+            .map(|(_, at)| at.clone())
+            .unwrap_or_else(|| panic!("{HOT_SQL} is not prepared on the session: {rows:?}"))
+    };
+    assert_eq!(
+        hot(before),
+        hot(after),
+        "the hot statement was prepared again: the connection let go of a statement in use"
+    );
+    assert!(
+        after.len() <= 64,
+        "{} statements prepared on the session, more than a connection keeps (64)",
+        after.len()
     );
 }

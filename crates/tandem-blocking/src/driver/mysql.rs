@@ -5,7 +5,7 @@
 use mysql::prelude::Queryable;
 use mysql::{Conn, OptsBuilder};
 use tandem_core::{ConnectOptions, DbErrorKind, Error, Result, TlsErrorKind};
-use tandem_mysql::Statements;
+use tandem_mysql::{Kept, Statements};
 use tandem_sql::Rendered;
 
 use super::{Done, Sink};
@@ -92,8 +92,8 @@ pub(crate) fn run(c: &mut MyConn, r: &Rendered, sink: &mut Sink<'_>) -> Result<D
     let MyConn { conn, statements } = c;
     if statements.get(&r.sql).is_none() {
         let statement = conn.prep(r.sql.as_str()).map_err(error)?;
-        if let Some(gone) = statements.keep(&r.sql, statement) {
-            conn.close(gone).map_err(error)?;
+        if let Some(gone) = statements.keep(&r.sql, Kept::new(statement)) {
+            conn.close(gone.statement).map_err(error)?;
         }
     }
     let kept = statements.get(&r.sql).expect("prepared just above");
