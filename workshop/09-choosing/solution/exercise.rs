@@ -13,8 +13,9 @@ use crate::workloads::{
 };
 
 // ANCHOR: median
-/// The middle of the samples (the mean of the two middle ones for an even count); zero for none. The median,
-/// not the mean: one sample slowed by the machine's other work does not move it.
+/// The middle of the samples (for an even count the mean of the two middle ones, rounded down to the
+/// nanosecond as `Duration`'s `/ 2` does); zero for none. The median, not the mean: one sample slowed by the
+/// machine's other work does not move it.
 pub fn median(samples: &[Duration]) -> Duration {
     let mut sorted = samples.to_vec();
     sorted.sort();
@@ -26,7 +27,9 @@ pub fn median(samples: &[Duration]) -> Duration {
 }
 
 /// How far apart the samples are, as a fraction of their median: (slowest − fastest) ÷ median; zero for
-/// fewer than two samples. A median means little without it: 0.05 is a steady machine, 0.5 a busy one.
+/// fewer than two samples, and zero when the median is zero (nothing to be a fraction of: never infinity or
+/// NaN, which would print as a figure). A median means little without it: 0.05 is a steady machine, 0.5 a
+/// busy one.
 pub fn spread(samples: &[Duration]) -> f64 {
     if samples.len() < 2 {
         return 0.0;
@@ -180,7 +183,7 @@ pub fn measure(
         reset(url, side, workload)?;
         let took = time_mine(url, side, workload)?;
         let rows = written(url, workload)?;
-        verify(workload, &rows).map_err(|m| format!("{side} on {engine}, {workload:?}: {m}"))?;
+        verify(workload, &rows).map_err(|m| format!("{side} on {engine}, {workload}: {m}"))?;
         if i > 0 {
             samples.push(took);
         }
@@ -208,7 +211,7 @@ pub fn table(cells: &[Cell]) -> String {
     let mut lines: BTreeMap<(String, String), HashMap<Side, f64>> = BTreeMap::new();
     let mut keys = BTreeMap::new();
     for c in cells {
-        let key = (c.engine.to_string(), workload_name(c.workload));
+        let key = (c.engine.to_string(), c.workload.to_string());
         keys.insert(key.clone(), (c.engine, c.workload));
         lines.entry(key).or_default().insert(c.side, ops_per_sec(c));
     }
@@ -257,14 +260,6 @@ pub fn table(cells: &[Cell]) -> String {
         );
     }
     out
-}
-
-/// `seed 1000` or `e2e 10000 p4`.
-fn workload_name(w: Workload) -> String {
-    match w {
-        Workload::Seed { rows } => format!("seed {rows}"),
-        Workload::EndToEnd { rows, partitions } => format!("e2e {rows} p{partitions}"),
-    }
 }
 // ANCHOR_END: report
 

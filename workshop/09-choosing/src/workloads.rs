@@ -71,6 +71,16 @@ pub enum Workload {
     },
 }
 
+/// The workload as the bench's table and progress lines name it: `seed 1000`, `e2e 10000 p4`.
+impl fmt::Display for Workload {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Workload::Seed { rows } => write!(f, "seed {rows}"),
+            Workload::EndToEnd { rows, partitions } => write!(f, "e2e {rows} p{partitions}"),
+        }
+    }
+}
+
 impl Workload {
     /// How many rows one operation must leave behind.
     pub fn rows(self) -> u64 {

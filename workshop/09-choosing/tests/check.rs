@@ -15,7 +15,8 @@ fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
 }
 
-/// The median is the middle sample, or the mean of the two middle ones; nothing for no samples.
+/// The median is the middle sample, or the mean of the two middle ones (rounded down to the nanosecond);
+/// nothing for no samples.
 fn the_median_is_the_middle() {
     assert_eq!(median(&[]), Duration::ZERO);
     assert_eq!(median(&[ms(7)]), ms(7));
@@ -30,9 +31,24 @@ fn the_median_is_the_middle() {
         ms(10),
         "one slow outlier does not move it"
     );
+    assert_eq!(
+        median(&[
+            Duration::from_nanos(8),
+            Duration::from_nanos(1),
+            Duration::from_nanos(4)
+        ]),
+        Duration::from_nanos(4),
+        "an odd count: the middle one itself, not a mean"
+    );
+    assert_eq!(
+        median(&[Duration::from_nanos(2), Duration::from_nanos(1)]),
+        Duration::from_nanos(1),
+        "an even count whose two middle samples add up to 3 ns: the mean, 1.5 ns, rounded down"
+    );
 }
 
-/// The spread is (slowest − fastest) ÷ median: how far to trust the median.
+/// The spread is (slowest − fastest) ÷ median: how far to trust the median; zero when there is no median to
+/// divide by.
 fn the_spread_says_how_far_to_trust_the_median() {
     assert_eq!(spread(&[]), 0.0);
     assert_eq!(spread(&[ms(7)]), 0.0, "one sample has no spread");
@@ -41,6 +57,11 @@ fn the_spread_says_how_far_to_trust_the_median() {
     assert!((s - 0.4).abs() < 1e-9, "(12 - 8) / 10 = 0.4, got {s}");
     let s = spread(&[ms(10), ms(10), ms(10), ms(30)]);
     assert!((s - 2.0).abs() < 1e-9, "(30 - 10) / 10 = 2, got {s}");
+    let s = spread(&[Duration::ZERO, Duration::ZERO, ms(5)]);
+    assert_eq!(
+        s, 0.0,
+        "a median of zero: the spread is zero (not infinity or NaN), got {s}"
+    );
 }
 
 /// Verification catches what the essay's harness never checked: a missing row, a duplicated one, a wrong

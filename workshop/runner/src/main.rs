@@ -393,6 +393,21 @@ fn same_failures<'r>(failed: &[&'r Outcome]) -> Vec<(Vec<&'r str>, &'r str)> {
     groups
 }
 
+/// `names` after `head`, comma-separated, wrapped at 110 columns with the continuation lines indented.
+fn print_names(head: &str, names: &[&str]) {
+    let mut line = head.to_owned();
+    let indent = " ".repeat(head.chars().take_while(|c| *c == ' ').count() + 1);
+    for (i, name) in names.iter().enumerate() {
+        let sep = if i + 1 < names.len() { "," } else { "" };
+        if line.chars().count() + name.len() + 2 > 110 {
+            println!("{line}");
+            line = indent.clone();
+        }
+        line.push_str(&format!(" {name}{sep}"));
+    }
+    println!("{line}");
+}
+
 fn failing(report: &Report) -> Vec<&Outcome> {
     report.checks.iter().filter(|c| !c.passed).collect()
 }
@@ -575,17 +590,18 @@ fn check(stage: &Stage, mode: Mode, verbose: bool) -> Result<bool, String> {
                 }
                 if names.len() > 1 {
                     // One unwritten piece stops every check that needs it: one line, not ten alike.
-                    let mut line = String::from("       the same in:");
-                    for (i, name) in names[1..].iter().enumerate() {
-                        let sep = if i + 2 < names.len() { "," } else { "" };
-                        if line.len() + name.len() + 2 > 110 {
-                            println!("{line}");
-                            line = String::from("        ");
-                        }
-                        line.push_str(&format!(" {name}{sep}"));
-                    }
-                    println!("{line}");
+                    print_names("       the same in:", &names[1..]);
                 }
+            }
+            // What already works, by name: progress a learner can see, and the checks to keep passing.
+            let passing: Vec<&str> = report
+                .checks
+                .iter()
+                .filter(|c| c.passed)
+                .map(|c| c.name.as_str())
+                .collect();
+            if !passing.is_empty() {
+                print_names("   ✓ passing:", &passing);
             }
             show_warnings(&warnings, verbose);
             println!(

@@ -82,9 +82,12 @@ fn main() -> ExitCode {
                 });
             }
         }
+        // The engine as the table names it (`SQLite`, not the `--db` word).
+        let engine =
+            blocking::drivers::dialect_of(&url).map_or_else(|_| db.clone(), |d| d.to_string());
         for w in workloads {
             for side in Side::ALL {
-                eprint!("{db} {w:?} {side} … ");
+                eprint!("{engine} {w} {side} … ");
                 match measure(&url, side, w, iterations) {
                     Ok(cell) => {
                         eprintln!(
@@ -139,7 +142,7 @@ fn far_off(cells: &[bench::workloads::Cell]) -> Vec<String> {
         let ratio = mine / tandem;
         if tandem > 0.0 && !(0.5..=2.0).contains(&ratio) {
             out.push(format!(
-                "⚠ {} {:?}: {} runs at {ratio:.2} × {}: a gap this size is the executor's, not the \
+                "⚠ {} {}: {} runs at {ratio:.2} × {}: a gap this size is the executor's, not the \
                  model's — find it before comparing blocking with async on this line",
                 c.engine, c.workload, c.side, theirs
             ));
