@@ -18,14 +18,17 @@ use crate::workloads::{
 };
 
 // ANCHOR: median
-/// The middle of the samples (the mean of the two middle ones for an even count); zero for none. The median,
-/// not the mean: one sample slowed by the machine's other work does not move it.
+/// The middle of the samples (for an even count the mean of the two middle ones, rounded down to the
+/// nanosecond as `Duration`'s `/ 2` does); zero for none. The median, not the mean: one sample slowed by the
+/// machine's other work does not move it.
 pub fn median(samples: &[Duration]) -> Duration {
     todo!("the median")
 }
 
 /// How far apart the samples are, as a fraction of their median: (slowest − fastest) ÷ median; zero for
-/// fewer than two samples. A median means little without it: 0.05 is a steady machine, 0.5 a busy one.
+/// fewer than two samples, and zero when the median is zero (nothing to be a fraction of: never infinity or
+/// NaN, which would print as a figure). A median means little without it: 0.05 is a steady machine, 0.5 a
+/// busy one.
 pub fn spread(samples: &[Duration]) -> f64 {
     todo!("the spread of the samples")
 }
