@@ -384,7 +384,8 @@ fn each_side_runs_the_partitions_it_is_given() {
 }
 
 /// The clock starts once the database is open: with every new connection to the server made to take
-/// 400 ms (a proxy in front of it), your sides' samples of a small seed stay well under 400 ms. A sample
+/// 400 ms (a proxy in front of it), your sides' samples of a small seed stay well under 400 ms (one over it
+/// is taken again once: a stall of the server may slow one sample, a clock started early slows them all). A sample
 /// that counts opening the pool measures the network's handshake, not the executor.
 fn the_clock_starts_after_the_database_opens() {
     const SLOW: Duration = Duration::from_millis(400);
@@ -402,12 +403,21 @@ fn the_clock_starts_after_the_database_opens() {
             .url()
             .replacen(&upstream, &format!("127.0.0.1:{}", proxy.port), 1);
         for side in [Side::MineBlocking, Side::MineAsync] {
-            let cell = measure(&url, side, Workload::Seed { rows: 200 }, 1)
-                .unwrap_or_else(|e| panic!("{d} {side}: {e}"));
-            let sample = cell.samples[0];
+            let sample = || {
+                let cell = measure(&url, side, Workload::Seed { rows: 200 }, 1)
+                    .unwrap_or_else(|e| panic!("{d} {side}: {e}"));
+                cell.samples.first().copied().unwrap_or(SLOW)
+            };
+            // A slow sample is taken again: a clock started before the open puts the slow connect in
+            // every sample, while a stall of the server or the machine slows one.
+            let mut samples = vec![sample()];
+            if samples[0] >= SLOW {
+                samples.push(sample());
+            }
+            let fastest = samples.iter().min().copied().unwrap_or(SLOW);
             assert!(
-                sample < SLOW,
-                "{d} {side}: a seed of 200 rows took {sample:?} with connections that take {SLOW:?} to \
+                fastest < SLOW,
+                "{d} {side}: a seed of 200 rows took {samples:?} with connections that take {SLOW:?} to \
                  open: start the clock after opening the database, not before"
             );
         }
