@@ -274,8 +274,8 @@ pub(crate) async fn unreachable_server() {
     ));
 }
 
-/// Each tokio-postgres connection keeps what it prepared, letting go of the one used least recently past
-/// 64: a statement used between every two of 150 distinct ones stays prepared all along, and each one let
+/// tokio-postgres keeps no statements of its own: each of tandem's connections keeps what it prepared,
+/// letting go of the one used least recently past 64: a statement used between every two of 150 distinct ones stays prepared all along, and each one let
 /// go is closed on the server (`pg_prepared_statements`).
 pub(crate) async fn hot_statements_stay_prepared_postgres() {
     let t = adb_with(

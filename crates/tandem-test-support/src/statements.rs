@@ -2,6 +2,7 @@
 //! connection each — MySQL's session counters (`statements_kept_and_closed_mysql`), PostgreSQL's
 //! `pg_prepared_statements` (`hot_statements_stay_prepared_postgres`).
 
+use tandem_core::statements::STATEMENTS_KEPT;
 use tandem_sql::{RawSql, Value, raw};
 
 /// The session's statement counters, read through the executor under test.
@@ -38,7 +39,7 @@ pub fn check(before: (i64, i64), after: (i64, i64)) {
     assert!((150..=165).contains(&prepared), "{prepared} prepared");
     let open = prepared - closed;
     assert!(
-        open <= 64,
+        open <= STATEMENTS_KEPT as i64,
         "{open} statements left open on the server ({prepared} prepared, {closed} closed)"
     );
 }
@@ -84,8 +85,8 @@ pub fn check_postgres(before: &[(String, String)], after: &[(String, String)]) {
         "the hot statement was prepared again: the connection let go of a statement in use"
     );
     assert!(
-        after.len() <= 64,
-        "{} statements prepared on the session, more than a connection keeps (64)",
+        after.len() <= STATEMENTS_KEPT,
+        "{} statements prepared on the session, more than a connection keeps ({STATEMENTS_KEPT})",
         after.len()
     );
 }

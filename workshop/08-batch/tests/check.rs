@@ -144,9 +144,8 @@ fn exactly_once(db: &Database, context: &str) {
     assert!(
         written <= held,
         "{d}: the step rows count {written} rows written, the target holds {held}: rows were \
-         counted twice — a chunk written again by a later run though it had committed: its checkpoint had \
-         not (the chunk's rows and its checkpoint belong in one transaction), or the run resumed before \
-         the checkpoint\n{context}"
+         counted twice — a later run counted again a chunk whose checkpoint had committed: it resumed \
+         before the checkpoint, or a chunk counts the rows it read rather than the rows it inserted\n{context}"
     );
     assert!(
         written >= held,
