@@ -299,6 +299,18 @@ impl Record {
                 self.sources.insert(key.clone(), *hash);
             }
         }
+        // An output of a stage built here that this build did not use, and that changed since it was
+        // noted (another feature set, built by plain cargo or the reference's checks), is forgotten:
+        // [`Record::prepare`] gave its stage's files the current time, so cargo builds it again before it
+        // is used; kept, it would make every later check rebuild the stage. If cargo reused it anyway, it
+        // is unvouched then, as one never noted.
+        let built_here: Vec<&str> = used.iter().map(|(_, (s, _, _))| s.as_str()).collect();
+        let used_files: Vec<&PathBuf> = used.iter().map(|(file, _)| file).collect();
+        self.outputs.retain(|file, (stage, time, _)| {
+            !built_here.contains(&stage.as_str())
+                || used_files.contains(&file)
+                || mtime(file) == *time
+        });
         self.outputs.extend(used);
         Vec::new()
     }
@@ -448,6 +460,50 @@ mod tests {
         let mut touched = record.prepare(&s.now());
         touched.sort();
         assert_eq!(touched, vec![s.exercise(), s.given()]);
+    }
+
+    /// An output of another feature set, built again by something the runner did not follow, makes one
+    /// check rebuild its stage — not every check after it (the runner's checks do not use it, so nothing
+    /// would note it again).
+    #[test]
+    fn another_feature_set_s_build_costs_one_rebuild_not_every_one() {
+        let s = Scene::new("variant");
+        let mut record = Record::default();
+        std::fs::write(s.exercise(), "fn starter() { todo!() }").unwrap();
+        record.prepare(&s.now());
+        assert!(
+            record
+                .settle(
+                    &s.now(),
+                    &[s.build("lib", false), s.build("solution", false)],
+                    false
+                )
+                .is_empty()
+        );
+        assert!(record.prepare(&s.now()).is_empty());
+
+        // `cargo test --features solution`: its output is new, the runner's own is as noted.
+        std::thread::sleep(Duration::from_millis(5));
+        s.build("solution", false);
+        assert_eq!(
+            record.prepare(&s.now()).len(),
+            2,
+            "the stage is built again once"
+        );
+        assert!(
+            record
+                .settle(&s.now(), &[s.build("lib", false)], false)
+                .is_empty()
+        );
+        assert!(
+            record.prepare(&s.now()).is_empty(),
+            "the next check builds nothing"
+        );
+        // The other feature set, reused as it is by a later build, is not vouched for.
+        assert_eq!(
+            record.settle(&s.now(), &[s.build("solution", true)], false),
+            vec!["workshop/04-x".to_owned()]
+        );
     }
 
     /// An output cargo reused that the record cannot vouch for — one never noted (another feature set), or
