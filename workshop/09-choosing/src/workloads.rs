@@ -121,11 +121,12 @@ pub enum Mismatch {
         /// Found.
         found: i64,
     },
-    /// Some name appears more than once.
+    /// Some name appears more than once (names are only compared with each other: the seed's are
+    /// `item-i`, the job's `ITEM-i`, and no pattern is checked).
     Duplicates {
         /// Distinct names found.
         distinct: u64,
-        /// Rows found.
+        /// All the rows found, repeated names included (the count was right: this is `workload.rows()`).
         rows: u64,
     },
 }
