@@ -340,12 +340,7 @@ ci:
     trap 'wait; rm -rf "$beside"' EXIT
     (
         status=0
-        # The main job's release build first, niced, beside the checks that follow: on a bare machine it
-        # is ~9 minutes of compiling that would otherwise run alone at the very end (its own build
-        # directory: no lock shared with the checks' debug builds). On a warm one it is a no-op.
-        step nice -n 19 cargo build -q --release -p tandem-bench || status=$?
         for recipe in sqlx-suites galera-suites container-suites compose-suites; do
-            ((status == 0)) || break
             step just $recipe || { status=$?; break; }
         done
         printf '%s  [servers]\n' "${took[@]:before}" > "$beside/took"
